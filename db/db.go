@@ -1,0 +1,92 @@
+// Package db is the service's only home for SQL: the embedded migrations and
+// every query, each scoped by organisation inside the statement itself.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// DB is a pool of connections to the service's database.
+type DB struct {
+	pool *pgxpool.Pool
+}
+
+// Connect opens a pool on url and checks that the database answers.
+func Connect(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	return &DB{pool: pool}, nil
+}
+
+// Close closes the pool.
+func (d *DB) Close() { d.pool.Close() }
+
+// Pool exposes the pool for the few callers (tests, benchmarks) that need it.
+func (d *DB) Pool() *pgxpool.Pool { return d.pool }
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error { return d.pool.Ping(ctx) }
+
+// querier is what both a pool and a transaction offer; helpers that may run
+// inside or outside a transaction take one.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// inTx runs fn in a transaction, committing when it returns nil.
+func (d *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, d.pool, fn)
+}
+
+// notFound maps pgx.ErrNoRows to a domain not-found error naming what.
+func notFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Errorf(domain.ENOTFOUND, "%s not found", what)
+	}
+	return err
+}
+
+// pgError returns the Postgres error inside err, if any.
+func pgError(err error) *pgconn.PgError {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
+
+// Postgres error codes the service reacts to.
+const (
+	codeUniqueViolation = "23505"
+	codeCheckViolation  = "23514"
+	codeForeignKey      = "23503"
+	codeInvalidText     = "22P02"
+)
+
+// isUniqueViolation reports whether err is a unique violation on constraint
+// (any constraint when constraint is "").
+func isUniqueViolation(err error, constraint string) bool {
+	pe := pgError(err)
+	return pe != nil && pe.Code == codeUniqueViolation && (constraint == "" || pe.ConstraintName == constraint)
+}

@@ -1,0 +1,95 @@
+package db
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/tern/v2/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// versionTable records the applied migration; it lives in the connection's
+// first search_path schema, like every other table.
+const versionTable = "schema_version"
+
+// MigrateResult says which schema version a run started and ended at.
+type MigrateResult struct {
+	From, To int32
+}
+
+// Migrate applies the embedded migrations to the database at url. The
+// migrator holds a Postgres advisory lock for the whole run, so concurrent
+// runs (two replicas starting at once) apply each migration once and both
+// succeed; a run against an up-to-date database changes nothing.
+func Migrate(ctx context.Context, url string) (MigrateResult, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return MigrateResult{}, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+
+	m, err := migrate.NewMigrator(ctx, conn, versionTable)
+	if err != nil {
+		return MigrateResult{}, fmt.Errorf("prepare migrations: %w", err)
+	}
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return MigrateResult{}, err
+	}
+	if err := m.LoadMigrations(sub); err != nil {
+		return MigrateResult{}, fmt.Errorf("load migrations: %w", err)
+	}
+	from, err := m.GetCurrentVersion(ctx)
+	if err != nil {
+		return MigrateResult{}, err
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return MigrateResult{From: from}, fmt.Errorf("migrate: %w", err)
+	}
+	to, err := m.GetCurrentVersion(ctx)
+	return MigrateResult{From: from, To: to}, err
+}
+
+// LatestVersion is the version the embedded migrations bring a database to.
+func LatestVersion() int32 {
+	names, _ := fs.Glob(migrationFiles, "migrations/*.sql")
+	return int32(len(names))
+}
+
+// EnsureDatabase creates the database named in url when it does not exist,
+// connecting to the server's "postgres" database to do so. It reports whether
+// it created one.
+func EnsureDatabase(ctx context.Context, url string) (bool, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return false, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	name := cfg.Database
+	if name == "" || name == "postgres" {
+		return false, nil
+	}
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return false, err
+	}
+	if exists {
+		return false, nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if isUniqueViolation(err, "") || (err != nil && strings.Contains(err.Error(), "already exists")) {
+		return false, nil // created by a concurrent start
+	}
+	return err == nil, err
+}

@@ -1,0 +1,60 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is the kind of an error. Each transport maps a Code to its own status
+// (HTTP status, CLI exit message, non-retryable workflow error) in one place.
+type Code string
+
+// Error kinds.
+const (
+	EINVALID       Code = "invalid"       // the input is malformed or breaks a rule (400)
+	EUNAUTHORIZED  Code = "unauthorized"  // credential missing, unknown or revoked (401)
+	EPAYMENT       Code = "payment"       // the plan does not allow it (402)
+	EFORBIDDEN     Code = "forbidden"     // credential lacks the permission (403)
+	ENOTFOUND      Code = "not_found"     // no such record in the organisation (404)
+	ECONFLICT      Code = "conflict"      // the record cannot move that way (409)
+	ETOOLARGE      Code = "too_large"     // too many items or bytes (413)
+	EUNPROCESSABLE Code = "unprocessable" // understood but not applicable (422)
+	ERATELIMITED   Code = "rate_limited"  // too many calls (429)
+	EINTERNAL      Code = "internal"      // a fault on the service side (500)
+)
+
+// Error is an error with a kind and a message that is safe to show to a caller.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error of the given kind.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the kind of err: its own when err wraps an *Error,
+// EINTERNAL otherwise (and "" for nil).
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the caller-safe message of err. Errors that are not
+// *Error carry internal detail and are replaced by a generic text.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "Internal server error"
+}

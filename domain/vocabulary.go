@@ -1,0 +1,164 @@
+package domain
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// ProductStatus is the lifecycle status of a catalogue product.
+type ProductStatus string
+
+// Product statuses; active is the default.
+const (
+	ProductActive   ProductStatus = "active"
+	ProductDraft    ProductStatus = "draft"
+	ProductArchived ProductStatus = "archived"
+)
+
+// ProductStatuses lists the product statuses.
+var ProductStatuses = []ProductStatus{ProductActive, ProductDraft, ProductArchived}
+
+// LineType is the kind of a quote or order line.
+type LineType string
+
+// Line types. Note lines carry qty 0 and amount 0.
+const (
+	LineProduct LineType = "product"
+	LineService LineType = "service"
+	LineFreight LineType = "freight"
+	LineNote    LineType = "note"
+)
+
+// LineTypes lists the line types.
+var LineTypes = []LineType{LineProduct, LineService, LineFreight, LineNote}
+
+// MessageRole is the author role of a request message.
+type MessageRole string
+
+// Message roles.
+const (
+	RoleUser      MessageRole = "user"
+	RoleAssistant MessageRole = "assistant"
+	RoleSystem    MessageRole = "system"
+)
+
+// MessageRoles lists the message roles.
+var MessageRoles = []MessageRole{RoleUser, RoleAssistant, RoleSystem}
+
+// UserRole is a person's role in an organisation.
+type UserRole string
+
+// User roles. Owners and admins may create inbound endpoints.
+const (
+	UserOwner  UserRole = "owner"
+	UserAdmin  UserRole = "admin"
+	UserMember UserRole = "member"
+)
+
+// UserRoles lists the user roles.
+var UserRoles = []UserRole{UserOwner, UserAdmin, UserMember}
+
+// CanManageEndpoints reports whether the role may create inbound endpoints.
+func (r UserRole) CanManageEndpoints() bool { return r == UserOwner || r == UserAdmin }
+
+// Addon is an optional product that gates some routes.
+type Addon string
+
+// Add-ons: Stock gates /stock/*, Route gates /deliveries*, Source gates
+// /suppliers* and /purchase-orders*.
+const (
+	AddonStock  Addon = "stock"
+	AddonRoute  Addon = "route"
+	AddonSource Addon = "source"
+)
+
+// Addons lists the add-ons.
+var Addons = []Addon{AddonStock, AddonRoute, AddonSource}
+
+// Scope is a permission carried by an API key.
+type Scope string
+
+// Scopes, one per route family and direction.
+const (
+	ScopeProductsRead       Scope = "products:read"
+	ScopeProductsWrite      Scope = "products:write"
+	ScopeQuotesRead         Scope = "quotes:read"
+	ScopeOrdersRead         Scope = "orders:read"
+	ScopeStockRead          Scope = "stock:read"
+	ScopeStockWrite         Scope = "stock:write"
+	ScopeDeliveriesRead     Scope = "deliveries:read"
+	ScopeSuppliersRead      Scope = "suppliers:read"
+	ScopePurchaseOrdersRead Scope = "purchase_orders:read"
+	ScopeCustomersRead      Scope = "customers:read"
+	ScopeCustomersWrite     Scope = "customers:write"
+	ScopeRequestsRead       Scope = "requests:read"
+	ScopeRequestsWrite      Scope = "requests:write"
+)
+
+// AllScopes lists every scope in the spec's order.
+var AllScopes = []Scope{
+	ScopeProductsRead, ScopeProductsWrite, ScopeQuotesRead, ScopeOrdersRead,
+	ScopeStockRead, ScopeStockWrite, ScopeDeliveriesRead, ScopeSuppliersRead,
+	ScopePurchaseOrdersRead, ScopeCustomersRead, ScopeCustomersWrite,
+	ScopeRequestsRead, ScopeRequestsWrite,
+}
+
+// ParseScopes reads a comma-separated scope list, or "all". Duplicates are
+// dropped and the result is sorted; an unknown scope is EINVALID.
+func ParseScopes(s string) ([]Scope, error) {
+	s = strings.TrimSpace(s)
+	if s == "all" {
+		return slices.Clone(AllScopes), nil
+	}
+	var out []Scope
+	for part := range strings.SplitSeq(s, ",") {
+		sc := Scope(strings.TrimSpace(part))
+		if sc == "" {
+			continue
+		}
+		if !slices.Contains(AllScopes, sc) {
+			return nil, Errorf(EINVALID, "unknown scope %q (known: %s, or all)", sc, joinScopes(AllScopes))
+		}
+		if !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	if len(out) == 0 {
+		return nil, Errorf(EINVALID, "at least one scope is required (or all)")
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+func joinScopes(scopes []Scope) string {
+	parts := make([]string, len(scopes))
+	for i, s := range scopes {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Action is what an inbound endpoint does with a post.
+type Action string
+
+// Inbound actions.
+const (
+	ActionCreateRequest    Action = "create_request"
+	ActionUpsertCustomers  Action = "upsert_customers"
+	ActionUpsertProducts   Action = "upsert_products"
+	ActionERPOrderStatus   Action = "erp_order_status"
+	ActionOrderInvoice     Action = "order_invoice"
+	ActionPurchaseOrderAck Action = "purchase_order_ack"
+	ActionSupplierInvoice  Action = "supplier_invoice"
+	ActionDeliveryStatus   Action = "delivery_status"
+)
+
+// Actions lists the inbound actions.
+var Actions = []Action{
+	ActionCreateRequest, ActionUpsertCustomers, ActionUpsertProducts, ActionERPOrderStatus,
+	ActionOrderInvoice, ActionPurchaseOrderAck, ActionSupplierInvoice, ActionDeliveryStatus,
+}
+
+// Valid reports whether a is a known action.
+func (a Action) Valid() bool { return slices.Contains(Actions, a) }

@@ -1,0 +1,140 @@
+// Package config reads the service's configuration from environment
+// variables, with command-line flags as overrides.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+// Config is everything the processes need to know about their surroundings.
+type Config struct {
+	DatabaseURL       string
+	TemporalAddress   string
+	TemporalNamespace string
+	Listen            string
+	BaseURL           string
+	SecretKey         string
+	NightlyAt         string
+	LogLevel          string
+	LogFormat         string
+	// AllowPrivateTargets lets outbound webhooks reach private, loopback and
+	// link-local addresses (development and tests).
+	AllowPrivateTargets bool
+}
+
+// Var describes one environment variable.
+type Var struct {
+	Name    string
+	Default string
+	Usage   string
+	flag    string
+	field   func(*Config) *string
+}
+
+// Vars lists every environment variable the binary reads.
+var Vars = []Var{
+	{Name: "DATABASE_URL", Default: "postgres://postgres@127.0.0.1:5432/commerce?sslmode=disable",
+		Usage: "Postgres connection URL", flag: "database-url", field: func(c *Config) *string { return &c.DatabaseURL }},
+	{Name: "TEMPORAL_ADDRESS", Default: "127.0.0.1:7233",
+		Usage: "Temporal frontend host:port", flag: "temporal-address", field: func(c *Config) *string { return &c.TemporalAddress }},
+	{Name: "TEMPORAL_NAMESPACE", Default: "default",
+		Usage: "Temporal namespace", flag: "temporal-namespace", field: func(c *Config) *string { return &c.TemporalNamespace }},
+	{Name: "COMMERCE_LISTEN", Default: ":8080",
+		Usage: "HTTP listen address", flag: "listen", field: func(c *Config) *string { return &c.Listen }},
+	{Name: "COMMERCE_BASE_URL", Default: "http://localhost:8080",
+		Usage: "public base URL ({base_url} of the spec)", flag: "base-url", field: func(c *Config) *string { return &c.BaseURL }},
+	{Name: "COMMERCE_SECRET_KEY", Default: "",
+		Usage: "32-byte key (64 hex digits or base64) sealing secrets and signing cursors", flag: "secret-key",
+		field: func(c *Config) *string { return &c.SecretKey }},
+	{Name: "COMMERCE_NIGHTLY_AT", Default: "02:00",
+		Usage: "UTC time of day (HH:MM) of the nightly webhook retry run", flag: "nightly-at",
+		field: func(c *Config) *string { return &c.NightlyAt }},
+	{Name: "COMMERCE_LOG_LEVEL", Default: "info",
+		Usage: "log level: debug, info, warn, error", flag: "log-level", field: func(c *Config) *string { return &c.LogLevel }},
+	{Name: "COMMERCE_LOG_FORMAT", Default: "json",
+		Usage: "log format: json or console", flag: "log-format", field: func(c *Config) *string { return &c.LogFormat }},
+	{Name: "COMMERCE_ALLOW_PRIVATE_TARGETS", Default: "false",
+		Usage: "let webhooks reach private, loopback and link-local addresses", flag: "allow-private-targets"},
+}
+
+// Names returns the names of every environment variable the binary reads.
+func Names() []string {
+	out := make([]string, len(Vars))
+	for i, v := range Vars {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// Load reads the environment into a Config with defaults applied.
+func Load() Config {
+	var c Config
+	for _, v := range Vars {
+		val, ok := os.LookupEnv(v.Name)
+		if !ok || val == "" {
+			val = v.Default
+		}
+		if v.field != nil {
+			*v.field(&c) = val
+		}
+	}
+	c.AllowPrivateTargets, _ = strconv.ParseBool(envOr("COMMERCE_ALLOW_PRIVATE_TARGETS", "false"))
+	return c
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Flags registers an override flag for each of the named settings on fs,
+// bound to c. Flags that are not given leave the environment's value.
+func (c *Config) Flags(fs *pflag.FlagSet, names ...string) {
+	for _, v := range Vars {
+		for _, n := range names {
+			if n != v.Name {
+				continue
+			}
+			if v.field == nil {
+				fs.BoolVar(&c.AllowPrivateTargets, v.flag, c.AllowPrivateTargets, v.Usage+" (env "+v.Name+")")
+				continue
+			}
+			p := v.field(c)
+			fs.StringVar(p, v.flag, *p, v.Usage+" (env "+v.Name+")")
+		}
+	}
+}
+
+// ServiceKey parses the secret key; it is required by whatever seals
+// secrets or signs cursors.
+func (c Config) ServiceKey() ([]byte, error) {
+	if c.SecretKey == "" {
+		return nil, fmt.Errorf("COMMERCE_SECRET_KEY is not set (generate one with `commerce secret-key`)")
+	}
+	k, err := secrets.ParseServiceKey(c.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("COMMERCE_SECRET_KEY: %w", err)
+	}
+	return k, nil
+}
+
+// Nightly parses NightlyAt ("HH:MM", UTC) into an offset from midnight.
+func (c Config) Nightly() (time.Duration, error) {
+	h, m, ok := strings.Cut(c.NightlyAt, ":")
+	hh, err1 := strconv.Atoi(h)
+	mm, err2 := strconv.Atoi(m)
+	if !ok || err1 != nil || err2 != nil || hh < 0 || hh > 23 || mm < 0 || mm > 59 || len(m) != 2 {
+		return 0, fmt.Errorf("COMMERCE_NIGHTLY_AT %q is not HH:MM (UTC)", c.NightlyAt)
+	}
+	return time.Duration(hh)*time.Hour + time.Duration(mm)*time.Minute, nil
+}

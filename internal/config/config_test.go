@@ -1,0 +1,58 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestLoadAppliesDefaultsAndEnvironment(t *testing.T) {
+	for _, n := range Names() {
+		t.Setenv(n, "")
+	}
+	c := Load()
+	if c.TemporalNamespace != "default" || c.NightlyAt != "02:00" || c.Listen != ":8080" || c.AllowPrivateTargets {
+		t.Fatalf("defaults not applied: %+v", c)
+	}
+	t.Setenv("TEMPORAL_NAMESPACE", "commerce")
+	t.Setenv("COMMERCE_ALLOW_PRIVATE_TARGETS", "true")
+	c = Load()
+	if c.TemporalNamespace != "commerce" || !c.AllowPrivateTargets {
+		t.Fatalf("environment not read: %+v", c)
+	}
+}
+
+func TestFlagsOverrideEnvironment(t *testing.T) {
+	t.Setenv("COMMERCE_LISTEN", ":9000")
+	c := Load()
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	c.Flags(fs, "COMMERCE_LISTEN", "DATABASE_URL")
+	if err := fs.Parse([]string{"--listen", ":9100"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != ":9100" {
+		t.Fatalf("flag did not override: %q", c.Listen)
+	}
+	if fs.Lookup("temporal-address") != nil {
+		t.Fatal("a flag was registered that was not asked for")
+	}
+}
+
+func TestNightly(t *testing.T) {
+	c := Config{NightlyAt: "02:30"}
+	if d, err := c.Nightly(); err != nil || d != 2*time.Hour+30*time.Minute {
+		t.Fatalf("Nightly = %v, %v", d, err)
+	}
+	for _, bad := range []string{"2", "24:00", "02:60", "ab:cd", "02:5"} {
+		if _, err := (Config{NightlyAt: bad}).Nightly(); err == nil {
+			t.Errorf("Nightly(%q) accepted", bad)
+		}
+	}
+}
+
+func TestServiceKeyRequired(t *testing.T) {
+	if _, err := (Config{}).ServiceKey(); err == nil {
+		t.Fatal("empty key accepted")
+	}
+}

@@ -1,0 +1,130 @@
+// Package secrets makes and checks the service's credentials: API keys and
+// inbound tokens (stored only as SHA-256), signing secrets (sealed with
+// AES-GCM under the service key) and the service key itself.
+package secrets
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Prefixes that make a credential recognisable in logs and secret scanners.
+const (
+	APIKeyPrefix        = "ck_"
+	InboundTokenPrefix  = "in_"
+	SigningSecretPrefix = "whsec_"
+	// displayChars is how much of a key (after its prefix) is kept for display.
+	displayChars = 6
+)
+
+func random(prefix string) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // cannot happen on supported platforms
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Hash is the SHA-256 of a key or token: the only form in which one is stored.
+func Hash(credential string) []byte {
+	h := sha256.Sum256([]byte(credential))
+	return h[:]
+}
+
+// NewAPIKey returns a new API key ("ck_" + 43 base64url characters) and the
+// display prefix kept beside its hash.
+func NewAPIKey() (key, prefix string) {
+	key = random(APIKeyPrefix)
+	return key, DisplayPrefix(key)
+}
+
+// DisplayPrefix is the part of a credential shown in listings.
+func DisplayPrefix(credential string) string {
+	i := strings.IndexByte(credential, '_') + 1
+	if len(credential) < i+displayChars {
+		return credential
+	}
+	return credential[:i+displayChars]
+}
+
+// NewInboundToken returns a new inbound endpoint token for its URL.
+func NewInboundToken() string { return random(InboundTokenPrefix) }
+
+// NewSigningSecret returns a new signing secret ("whsec_" + 43 base64url
+// characters). The HMAC key is the whole string, prefix included.
+func NewSigningSecret() string { return random(SigningSecretPrefix) }
+
+// KeySize is the length of the service key in bytes.
+const KeySize = 32
+
+// NewServiceKey returns a new random service key, hex-encoded.
+func NewServiceKey() string {
+	b := make([]byte, KeySize)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b)
+}
+
+// ParseServiceKey reads a 32-byte service key written as 64 hex digits or as
+// standard or URL-safe base64.
+func ParseServiceKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if b, err := hex.DecodeString(s); err == nil && len(b) == KeySize {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) == KeySize {
+			return b, nil
+		}
+	}
+	return nil, errors.New("the service key must be 32 bytes, written as 64 hex digits or base64")
+}
+
+// Sealer encrypts and decrypts signing secrets at rest with AES-256-GCM.
+type Sealer struct{ aead cipher.AEAD }
+
+// NewSealer returns a Sealer under a 32-byte service key.
+func NewSealer(key []byte) (*Sealer, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("service key is %d bytes, want %d", len(key), KeySize)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{aead: aead}, nil
+}
+
+// Seal encrypts plaintext; the result is nonce || ciphertext || tag.
+func (s *Sealer) Seal(plaintext string) []byte {
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return s.aead.Seal(nonce, nonce, []byte(plaintext), nil)
+}
+
+// Open decrypts what Seal produced.
+func (s *Sealer) Open(sealed []byte) (string, error) {
+	n := s.aead.NonceSize()
+	if len(sealed) < n {
+		return "", errors.New("sealed secret is too short")
+	}
+	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], nil)
+	if err != nil {
+		return "", errors.New("sealed secret cannot be opened with this service key")
+	}
+	return string(plain), nil
+}
