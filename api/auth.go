@@ -1,0 +1,131 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+// Metadata keys an operation's access rules are kept under.
+const (
+	metaScope    = "scope"
+	metaAddon    = "addon"
+	metaDeclared = "declared-errors"
+)
+
+// access declares what an operation requires: a scope and, for add-on
+// routes, the add-on. It fills in the OpenAPI security requirement, the
+// x-required-scope extension and the error answers every such route has.
+func access(op huma.Operation, scope domain.Scope, addon domain.Addon, errs ...int) huma.Operation {
+	op.Security = []map[string][]string{{bearerScheme: {string(scope)}}}
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[metaScope] = scope
+	if addon != "" {
+		op.Metadata[metaAddon] = addon
+	}
+	if op.Extensions == nil {
+		op.Extensions = map[string]any{}
+	}
+	op.Extensions["x-required-scope"] = string(scope)
+	desc := fmt.Sprintf("Requires scope `%s`.", scope)
+	if addon != "" {
+		desc += fmt.Sprintf(" Requires the %s add-on (404 when it is off, unless the organisation still holds %s rows and this is a read).",
+			strings.ToUpper(string(addon[:1]))+string(addon[1:]), addon)
+	}
+	if op.Description != "" {
+		desc = op.Description + "\n\n" + desc
+	}
+	op.Description = desc
+	op.Errors = append([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests}, errs...)
+	op.Metadata[metaDeclared] = slices.Clone(op.Errors)
+	return op
+}
+
+type authKey struct{}
+
+// keyAuth returns the authentication of the request ctx belongs to.
+func keyAuth(ctx context.Context) db.KeyAuth {
+	a, _ := ctx.Value(authKey{}).(db.KeyAuth)
+	return a
+}
+
+// orgID is the organisation the request acts for.
+func orgID(ctx context.Context) uuid.UUID { return keyAuth(ctx).Principal.OrgID }
+
+// authenticate is the REST API's gate, run before input is parsed so that its
+// answers take precedence over input errors: 401 (key), 429 (rate), 403
+// (scope), 404 (add-on). One database round trip covers the key, its rate
+// limit and the add-on flags.
+func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
+	op := ctx.Operation()
+	scope, _ := op.Metadata[metaScope].(domain.Scope)
+	if scope == "" {
+		next(ctx)
+		return
+	}
+	token, ok := bearerToken(ctx.Header("Authorization"))
+	if !ok {
+		_ = huma.WriteErr(s.api, ctx, http.StatusUnauthorized, "API key is missing, unknown or revoked")
+		return
+	}
+	auth, err := s.db.AuthenticateKey(ctx.Context(), secrets.Hash(token))
+	if err != nil {
+		e := s.fail(ctx.Context(), err)
+		_ = huma.WriteErr(s.api, ctx, e.GetStatus(), e.Error())
+		return
+	}
+	rateHeaders(ctx, db.APIKeyLimit, auth.Rate)
+	if !auth.Rate.Allowed {
+		ctx.SetHeader("Retry-After", strconv.Itoa(int(math.Ceil(auth.Rate.RetryAfter.Seconds()))))
+		_ = huma.WriteErr(s.api, ctx, http.StatusTooManyRequests, "Rate limited")
+		return
+	}
+	if !auth.Principal.Has(scope) {
+		_ = huma.WriteErr(s.api, ctx, http.StatusForbidden, fmt.Sprintf("API key lacks the scope %s", scope))
+		return
+	}
+	if addon, ok := op.Metadata[metaAddon].(domain.Addon); ok {
+		open := auth.AddonOpen(addon)
+		if op.Method != http.MethodGet {
+			open = auth.AddonOn(addon)
+		}
+		if !open {
+			_ = huma.WriteErr(s.api, ctx, http.StatusNotFound, "Not found")
+			return
+		}
+	}
+	next(huma.WithValue(ctx, authKey{}, auth))
+}
+
+// bearerToken reads "Bearer <key>"; a token that cannot be an API key is
+// refused without a database lookup.
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	if !strings.HasPrefix(token, secrets.APIKeyPrefix) || len(token) > 128 {
+		return "", false
+	}
+	return token, true
+}
+
+// rateHeaders writes the IETF RateLimit-Policy and RateLimit fields.
+func rateHeaders(ctx huma.Context, l db.Limit, d db.RateDecision) {
+	ctx.SetHeader("RateLimit-Policy", fmt.Sprintf(`"key";q=%d;w=%d`, l.Burst(), int(l.Window.Seconds())))
+	ctx.SetHeader("RateLimit", fmt.Sprintf(`"key";r=%d;t=%d`, d.Remaining, int(math.Ceil(d.Reset.Seconds()))))
+}

@@ -1,0 +1,108 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/logging"
+)
+
+// ErrorBody is the spec's Error object, the body of every error answer.
+type ErrorBody struct {
+	status  int
+	Message string `json:"error" doc:"What went wrong." example:"Rate limited"`
+}
+
+// Error implements error.
+func (e *ErrorBody) Error() string { return e.Message }
+
+// GetStatus implements huma.StatusError.
+func (e *ErrorBody) GetStatus() int { return e.status }
+
+// internalMessage is the only text a 500 answer carries.
+const internalMessage = "Internal server error"
+
+// statusOf maps an error kind to its HTTP status: the one place that does.
+func statusOf(code domain.Code) int {
+	switch code {
+	case domain.EINVALID:
+		return http.StatusBadRequest
+	case domain.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case domain.EPAYMENT:
+		return http.StatusPaymentRequired
+	case domain.EFORBIDDEN:
+		return http.StatusForbidden
+	case domain.ENOTFOUND:
+		return http.StatusNotFound
+	case domain.ECONFLICT:
+		return http.StatusConflict
+	case domain.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case domain.EUNPROCESSABLE:
+		return http.StatusUnprocessableEntity
+	case domain.ERATELIMITED:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusInternalServerError
+}
+
+// fail turns any error a handler meets into the answer for it. Errors with a
+// domain kind keep their message; anything else is logged with the request's
+// logger and answered 500 with no internal detail.
+func (s *Server) fail(ctx context.Context, err error) huma.StatusError {
+	code := domain.ErrorCode(err)
+	status := statusOf(code)
+	if status == http.StatusInternalServerError {
+		logging.From(ctx, s.log).Error("request failed", zap.Error(err))
+		return &ErrorBody{status: status, Message: internalMessage}
+	}
+	return &ErrorBody{status: status, Message: domain.ErrorMessage(err)}
+}
+
+// newHumaError replaces huma.NewError so that Huma's own errors (validation,
+// unreadable bodies) use the spec's body, and so that validation failures,
+// which Huma answers 422, answer 400 as the spec says: 422 is kept for the
+// spec's own meanings.
+func newHumaError(status int, msg string, errs ...error) huma.StatusError {
+	if status == http.StatusUnprocessableEntity {
+		status = http.StatusBadRequest
+	}
+	if status >= http.StatusInternalServerError {
+		return &ErrorBody{status: status, Message: internalMessage}
+	}
+	var details []string
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		if d, ok := e.(huma.ErrorDetailer); ok {
+			ed := d.ErrorDetail()
+			if ed.Location != "" {
+				details = append(details, ed.Location+": "+ed.Message)
+				continue
+			}
+			details = append(details, ed.Message)
+			continue
+		}
+		details = append(details, e.Error())
+	}
+	if len(details) > 0 {
+		msg = strings.TrimSuffix(msg, ".") + ": " + strings.Join(details, "; ")
+	}
+	return &ErrorBody{status: status, Message: msg}
+}
+
+// writeError writes the spec's error body outside Huma (unknown routes,
+// wrong methods, panics, inbound posts).
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(ErrorBody{Message: msg})
+}

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/internal/logging"
+)
+
+// httpMetrics are the Prometheus series of the HTTP server.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "commerce_http_requests_total",
+			Help: "HTTP requests answered, by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "commerce_http_request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by route pattern and method.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route", "method"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+// observe logs every request with its request id, records its metrics, and
+// puts a logger carrying the request id into the request's context so every
+// line logged while serving it carries the id too.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		reqID := middleware.GetReqID(r.Context())
+		w.Header().Set("X-Request-Id", reqID)
+		log := s.log.With(zap.String("request_id", reqID))
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r.WithContext(logging.With(r.Context(), log)))
+
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		elapsed := time.Since(start)
+		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
+		s.metrics.duration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+		log.Info("request",
+			zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
+			zap.Duration("duration", elapsed), zap.Int("bytes", ww.BytesWritten()))
+	})
+}
+
+// recoverPanics answers a panic with a bare 500 and logs it with the stack.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				logging.From(r.Context(), s.log).Error("panic while serving request",
+					zap.Any("panic", v), zap.Stack("stack"))
+				writeError(w, http.StatusInternalServerError, internalMessage)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

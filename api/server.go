@@ -1,0 +1,179 @@
+// Package api is the HTTP face of the service: the REST API at /api/v1 as
+// Huma operations on a chi router (with its OpenAPI document), the inbound
+// endpoints at /api/in/{token}, and the health and metrics endpoints.
+package api
+
+import (
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/cursor"
+)
+
+// Version is the version of the OpenAPI description.
+const Version = "1.0.0"
+
+// Deps are what the HTTP layer needs.
+type Deps struct {
+	DB *db.DB
+	// Temporal may be nil where no route needs it; /readyz then reports
+	// Temporal as not configured.
+	Temporal client.Client
+	Logger   *zap.Logger
+	Cursors  *cursor.Codec
+	// BaseURL is the public {base_url}.
+	BaseURL string
+}
+
+// Server routes HTTP requests.
+type Server struct {
+	db       *db.DB
+	temporal client.Client
+	log      *zap.Logger
+	cursors  *cursor.Codec
+	baseURL  string
+	metrics  *httpMetrics
+	registry *prometheus.Registry
+	api      huma.API
+	router   chi.Router
+}
+
+// New builds the router and registers every operation.
+func New(d Deps) *Server {
+	huma.NewError = newHumaError
+	// Lists are always written as arrays, never null.
+	huma.DefaultArrayNullable = false
+	s := &Server{
+		db: d.DB, temporal: d.Temporal, log: d.Logger, cursors: d.Cursors, baseURL: d.BaseURL,
+		registry: prometheus.NewRegistry(),
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.metrics = newHTTPMetrics(s.registry)
+
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.observe, s.recoverPanics)
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, "Not found") })
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
+	})
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+
+	s.api = humachi.New(r, s.humaConfig())
+	s.api.UseMiddleware(s.authenticate)
+	s.registerProducts()
+	markPointersNullable(s.api.OpenAPI().Components.Schemas)
+	dropUndeclaredValidationStatus(s.api.OpenAPI())
+	s.router = r
+	return s
+}
+
+// Handler is the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// OpenAPI is the service's OpenAPI description.
+func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
+
+// bearerScheme names the security scheme of the REST API.
+const bearerScheme = "bearer"
+
+func (s *Server) humaConfig() huma.Config {
+	cfg := huma.DefaultConfig("Commerce integration API", Version)
+	// No $schema links in bodies: answers carry exactly the spec's fields.
+	cfg.CreateHooks = nil
+	cfg.OpenAPIPath = "/api/v1/openapi"
+	cfg.DocsPath = "/api/v1/docs"
+	cfg.SchemasPath = "/api/v1/schemas"
+	cfg.Info.Description = "Organisation-scoped REST API for catalogue products, quotes, orders, stock, " +
+		"deliveries, suppliers, purchase orders, customers and request threads, and the tokenised inbound " +
+		"endpoints. Money is integer minor units with an ISO 4217 currency code; timestamps are RFC 3339 UTC " +
+		"with milliseconds. Every error answer is {\"error\": \"...\"}."
+	cfg.Servers = []*huma.Server{{URL: s.baseURL}}
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		bearerScheme: {
+			Type:         "http",
+			Scheme:       "bearer",
+			BearerFormat: "ck_ API key",
+			Description:  "An organisation API key: `Authorization: Bearer ck_...`. Each operation names the scope it needs.",
+		},
+	}
+	reg := cfg.Components.Schemas
+	reg.RegisterTypeAlias(reflect.TypeFor[domain.Timestamp](), reflect.TypeFor[time.Time]())
+	reg.RegisterTypeAlias(reflect.TypeFor[domain.Date](), reflect.TypeFor[dateSchema]())
+	reg.RegisterTypeAlias(reflect.TypeFor[uuid.UUID](), reflect.TypeFor[uuidSchema]())
+	return cfg
+}
+
+// dateSchema and uuidSchema stand in for domain.Date and uuid.UUID in the
+// OpenAPI document.
+type (
+	dateSchema struct{}
+	uuidSchema struct{}
+)
+
+func (dateSchema) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeString, Format: "date", Examples: []any{"2026-12-31"}}
+}
+
+func (uuidSchema) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeString, Format: "uuid"}
+}
+
+// markPointersNullable marks every property backed by a pointer field as
+// nullable: the service writes null for an absent value, and Huma's type
+// aliases (used for timestamps, dates and ids) lose the pointer.
+func markPointersNullable(reg huma.Registry) {
+	for name, schema := range reg.Map() {
+		t := reg.TypeFromRef("#/components/schemas/" + name)
+		if t == nil || t.Kind() != reflect.Struct || schema.Properties == nil {
+			continue
+		}
+		for _, f := range reflect.VisibleFields(t) {
+			if f.Type.Kind() != reflect.Pointer || !f.IsExported() {
+				continue
+			}
+			jsonName, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if p, ok := schema.Properties[jsonName]; ok && p.Ref == "" {
+				p.Nullable = true
+			}
+		}
+	}
+}
+
+// dropUndeclaredValidationStatus removes the 422 answer Huma documents for
+// every operation with validated input: validation failures answer 400
+// here, and 422 stays only where an operation declares it for one of the
+// spec's own meanings.
+func dropUndeclaredValidationStatus(doc *huma.OpenAPI) {
+	for _, item := range doc.Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Post, item.Put, item.Patch, item.Delete} {
+			if op == nil || op.Responses == nil {
+				continue
+			}
+			if declared, _ := op.Metadata[metaDeclared].([]int); slices.Contains(declared, http.StatusUnprocessableEntity) {
+				continue
+			}
+			delete(op.Responses, "422")
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package domain
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// ProductInput is a product as an import writes it: the import wizard's
+// rules are applied by Normalize.
+type ProductInput struct {
+	SKU          string         `json:"sku"`
+	Title        string         `json:"title"`
+	Category     *string        `json:"category"`
+	UOM          string         `json:"uom"`
+	PriceMinor   *int64         `json:"price_minor"`
+	Currency     string         `json:"currency"`
+	StockQty     *float64       `json:"stock_qty"`
+	LeadTimeDays *int           `json:"lead_time_days"`
+	Attrs        map[string]any `json:"attrs"`
+	Status       ProductStatus  `json:"status"`
+	ExternalID   *string        `json:"external_id"`
+}
+
+// Normalize trims and defaults the product and checks the import rules:
+// sku 1-64 characters, title 1-500, uom defaulting to "each", price_minor
+// and lead_time_days integers >= 0 or null, stock_qty >= 0 or null,
+// currency defaulting to the organisation's, status active|draft|archived
+// (default active), attrs an object. The first broken rule is returned as
+// EINVALID.
+func (p *ProductInput) Normalize(orgCurrency string) error {
+	p.SKU = strings.TrimSpace(p.SKU)
+	p.Title = strings.TrimSpace(p.Title)
+	switch n := utf8.RuneCountInString(p.SKU); {
+	case n == 0:
+		return Errorf(EINVALID, "sku is required")
+	case n > 64:
+		return Errorf(EINVALID, "sku is longer than 64 characters")
+	}
+	switch n := utf8.RuneCountInString(p.Title); {
+	case n == 0:
+		return Errorf(EINVALID, "title is required")
+	case n > 500:
+		return Errorf(EINVALID, "title is longer than 500 characters")
+	}
+	p.Category = trimmedOrNil(p.Category)
+	p.ExternalID = trimmedOrNil(p.ExternalID)
+	p.UOM = strings.TrimSpace(p.UOM)
+	if p.UOM == "" {
+		p.UOM = "each"
+	}
+	if p.PriceMinor != nil && *p.PriceMinor < 0 {
+		return Errorf(EINVALID, "price_minor must be zero or more")
+	}
+	if p.StockQty != nil && *p.StockQty < 0 {
+		return Errorf(EINVALID, "stock_qty must be zero or more")
+	}
+	if p.LeadTimeDays != nil && *p.LeadTimeDays < 0 {
+		return Errorf(EINVALID, "lead_time_days must be zero or more")
+	}
+	if p.Currency == "" {
+		p.Currency = orgCurrency
+	}
+	if !ValidCurrency(p.Currency) {
+		return Errorf(EINVALID, "currency %q is not a three-letter ISO 4217 code", p.Currency)
+	}
+	if p.Status == "" {
+		p.Status = ProductActive
+	}
+	if !validIn(p.Status, ProductStatuses) {
+		return Errorf(EINVALID, "status %q is not active, draft or archived", p.Status)
+	}
+	if p.Attrs == nil {
+		p.Attrs = map[string]any{}
+	}
+	return nil
+}
+
+func trimmedOrNil(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	t := strings.TrimSpace(*s)
+	if t == "" {
+		return nil
+	}
+	return &t
+}
+
+func validIn[S comparable](v S, set []S) bool {
+	for _, s := range set {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}

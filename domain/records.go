@@ -1,0 +1,354 @@
+package domain
+
+import "github.com/google/uuid"
+
+// The records below are the wire shapes of the spec's Part 2 and DESIGN.md
+// section 4: money as integer minor units, nullable fields as pointers
+// (null on the wire), timestamps as Timestamp, dates as Date.
+
+// Product is a catalogue product.
+type Product struct {
+	ID           uuid.UUID      `json:"id"`
+	SKU          string         `json:"sku"`
+	Title        string         `json:"title"`
+	Category     *string        `json:"category"`
+	UOM          string         `json:"uom"`
+	PriceMinor   *int64         `json:"price_minor"`
+	Currency     string         `json:"currency"`
+	StockQty     *float64       `json:"stock_qty"`
+	LeadTimeDays *int           `json:"lead_time_days"`
+	Attrs        map[string]any `json:"attrs"`
+	Status       ProductStatus  `json:"status"`
+	ExternalID   *string        `json:"external_id"`
+}
+
+// Quote is a quote as listed.
+type Quote struct {
+	ID         uuid.UUID   `json:"id"`
+	Number     string      `json:"number"`
+	Status     QuoteStatus `json:"status"`
+	Currency   string      `json:"currency"`
+	TotalMinor int64       `json:"total_minor"`
+	CustomerID *uuid.UUID  `json:"customer_id"`
+	ValidUntil *Date       `json:"valid_until"`
+	SentAt     *Timestamp  `json:"sent_at"`
+	CreatedAt  Timestamp   `json:"created_at"`
+}
+
+// QuoteDetail is a quote with its totals and lines.
+type QuoteDetail struct {
+	Quote
+	SubtotalMinor int64       `json:"subtotal_minor"`
+	DiscountMinor int64       `json:"discount_minor"`
+	VATMinor      int64       `json:"vat_minor"`
+	Lines         []QuoteLine `json:"lines"`
+}
+
+// QuoteLine is one line of a quote. AmountMinor is the line's net value;
+// clients use it rather than recomputing, because a seller can pin it.
+type QuoteLine struct {
+	Position       int      `json:"position"`
+	LineType       LineType `json:"line_type"`
+	Description    string   `json:"description"`
+	Qty            float64  `json:"qty"`
+	UOM            string   `json:"uom"`
+	UnitPriceMinor int64    `json:"unit_price_minor"`
+	DiscountPct    *float64 `json:"discount_pct"`
+	LeadTimeDays   *int     `json:"lead_time_days"`
+	AmountMinor    int64    `json:"amount_minor"`
+}
+
+// Order is an order as listed.
+type Order struct {
+	ID            uuid.UUID   `json:"id"`
+	Number        string      `json:"number"`
+	Status        OrderStatus `json:"status"`
+	Currency      string      `json:"currency"`
+	TotalMinor    int64       `json:"total_minor"`
+	CustomerID    *uuid.UUID  `json:"customer_id"`
+	CustomerPORef *string     `json:"customer_po_ref"`
+	CreatedAt     Timestamp   `json:"created_at"`
+}
+
+// OrderDetail is an order with its totals, lines, tracking address and the
+// invoice references recorded against it.
+type OrderDetail struct {
+	Order
+	SubtotalMinor int64          `json:"subtotal_minor"`
+	VATMinor      int64          `json:"vat_minor"`
+	TrackingURL   *string        `json:"tracking_url"`
+	Lines         []OrderLine    `json:"lines"`
+	Invoices      []OrderInvoice `json:"invoices"`
+}
+
+// OrderLine is one line of an order.
+type OrderLine struct {
+	Position       int            `json:"position"`
+	LineType       LineType       `json:"line_type"`
+	Description    string         `json:"description"`
+	AttrsSnapshot  map[string]any `json:"attrs_snapshot"`
+	Qty            float64        `json:"qty"`
+	UOM            string         `json:"uom"`
+	UnitPriceMinor int64          `json:"unit_price_minor"`
+}
+
+// OrderInvoice is an invoice reference an ERP recorded against an order.
+type OrderInvoice struct {
+	InvoiceRef    string        `json:"invoice_ref"`
+	InvoiceStatus InvoiceStatus `json:"invoice_status"`
+	AmountMinor   *int64        `json:"amount_minor"`
+	Currency      *string       `json:"currency"`
+	RecordedAt    Timestamp     `json:"recorded_at"`
+}
+
+// Customer is a customer company.
+type Customer struct {
+	ID           uuid.UUID      `json:"id"`
+	Company      string         `json:"company"`
+	Website      *string        `json:"website"`
+	EmailDomain  *string        `json:"email_domain"`
+	VATNumber    *string        `json:"vat_number"`
+	PaymentTerms *string        `json:"payment_terms"`
+	Currency     string         `json:"currency"`
+	ExternalRefs map[string]any `json:"external_refs"`
+	CreatedAt    Timestamp      `json:"created_at"`
+}
+
+// CustomerDetail is a customer with its contacts.
+type CustomerDetail struct {
+	Customer
+	Contacts []Contact `json:"contacts"`
+}
+
+// Contact is a person at a customer or supplier.
+type Contact struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	Email     *string   `json:"email"`
+	Phone     *string   `json:"phone"`
+	IsPrimary bool      `json:"is_primary"`
+}
+
+// RequestThread is a request (enquiry, RFQ) as listed.
+type RequestThread struct {
+	ID            uuid.UUID     `json:"id"`
+	Title         string        `json:"title"`
+	Status        RequestStatus `json:"status"`
+	LastMessageAt Timestamp     `json:"last_message_at"`
+	CreatedAt     Timestamp     `json:"created_at"`
+}
+
+// RequestDetail is a request thread with its messages.
+type RequestDetail struct {
+	RequestThread
+	Messages []RequestMessage `json:"messages"`
+}
+
+// RequestMessage is one message of a request thread; blocks are stored and
+// returned unchanged.
+type RequestMessage struct {
+	ID        uuid.UUID        `json:"id"`
+	Role      MessageRole      `json:"role"`
+	Blocks    []map[string]any `json:"blocks"`
+	CreatedAt Timestamp        `json:"created_at"`
+}
+
+// StockLocation is a place stock is kept.
+type StockLocation struct {
+	ID        uuid.UUID `json:"id"`
+	Code      string    `json:"code"`
+	Name      string    `json:"name"`
+	IsDefault bool      `json:"is_default"`
+	CreatedAt Timestamp `json:"created_at"`
+}
+
+// StockLine is the stock of one product at one location.
+type StockLine struct {
+	ID            uuid.UUID `json:"id"`
+	ProductID     uuid.UUID `json:"product_id"`
+	SKU           string    `json:"sku"`
+	LocationID    uuid.UUID `json:"location_id"`
+	QtyOnHand     float64   `json:"qty_on_hand"`
+	UnitCostMinor *int64    `json:"unit_cost_minor"`
+	Currency      string    `json:"currency"`
+	CreatedAt     Timestamp `json:"created_at"`
+	UpdatedAt     Timestamp `json:"updated_at"`
+}
+
+// StockLineDetail is a stock line with its newest movements.
+type StockLineDetail struct {
+	StockLine
+	Movements []StockMovement `json:"movements"`
+}
+
+// MovementKind is the kind of a stock movement.
+type MovementKind string
+
+// Stock movement kinds a person writes by hand.
+const (
+	MoveAdjustment MovementKind = "adjustment"
+	MoveTransfer   MovementKind = "transfer"
+	MoveScrap      MovementKind = "scrap"
+	MoveReturn     MovementKind = "return"
+	MoveReceipt    MovementKind = "receipt"
+)
+
+// MovementKinds lists the movement kinds.
+var MovementKinds = []MovementKind{MoveAdjustment, MoveTransfer, MoveScrap, MoveReturn, MoveReceipt}
+
+// StockMovement is one change to a stock line.
+type StockMovement struct {
+	ID             uuid.UUID    `json:"id"`
+	LineID         uuid.UUID    `json:"line_id"`
+	ProductID      uuid.UUID    `json:"product_id"`
+	LocationID     uuid.UUID    `json:"location_id"`
+	ToLocationID   *uuid.UUID   `json:"to_location_id"`
+	Kind           MovementKind `json:"kind"`
+	Qty            float64      `json:"qty"`
+	UnitCostMinor  *int64       `json:"unit_cost_minor"`
+	BalanceAfter   float64      `json:"balance_after"`
+	IdempotencyKey *string      `json:"idempotency_key"`
+	Reference      *string      `json:"reference"`
+	CreatedAt      Timestamp    `json:"created_at"`
+}
+
+// Delivery is a shipment to a customer.
+type Delivery struct {
+	ID             uuid.UUID      `json:"id"`
+	Number         string         `json:"number"`
+	Status         DeliveryStatus `json:"status"`
+	OrderID        *uuid.UUID     `json:"order_id"`
+	CustomerID     *uuid.UUID     `json:"customer_id"`
+	Carrier        *string        `json:"carrier"`
+	ConsignmentRef *string        `json:"consignment_ref"`
+	TrackingURL    *string        `json:"tracking_url"`
+	ShipTo         map[string]any `json:"ship_to"`
+	DispatchedAt   *Timestamp     `json:"dispatched_at"`
+	DeliveredAt    *Timestamp     `json:"delivered_at"`
+	CreatedAt      Timestamp      `json:"created_at"`
+}
+
+// DeliveryDetail is a delivery with its lines and packages.
+type DeliveryDetail struct {
+	Delivery
+	Lines    []DeliveryLine `json:"lines"`
+	Packages []Package      `json:"packages"`
+}
+
+// DeliveryLine is one line of a delivery.
+type DeliveryLine struct {
+	Position          int     `json:"position"`
+	Description       string  `json:"description"`
+	Qty               float64 `json:"qty"`
+	OrderLinePosition *int    `json:"order_line_position"`
+}
+
+// Package is one parcel of a delivery.
+type Package struct {
+	ID          uuid.UUID `json:"id"`
+	Reference   string    `json:"reference"`
+	WeightGrams *int      `json:"weight_grams"`
+	TrackingURL *string   `json:"tracking_url"`
+}
+
+// Supplier is a company the organisation buys from.
+type Supplier struct {
+	ID           uuid.UUID      `json:"id"`
+	Name         string         `json:"name"`
+	Email        *string        `json:"email"`
+	Phone        *string        `json:"phone"`
+	Currency     string         `json:"currency"`
+	PaymentTerms *string        `json:"payment_terms"`
+	ExternalRefs map[string]any `json:"external_refs"`
+	CreatedAt    Timestamp      `json:"created_at"`
+}
+
+// SupplierDetail is a supplier with its contacts.
+type SupplierDetail struct {
+	Supplier
+	Contacts []Contact `json:"contacts"`
+}
+
+// PurchaseOrder is an order placed with a supplier.
+type PurchaseOrder struct {
+	ID           uuid.UUID           `json:"id"`
+	Number       string              `json:"number"`
+	Status       PurchaseOrderStatus `json:"status"`
+	SupplierID   uuid.UUID           `json:"supplier_id"`
+	Currency     string              `json:"currency"`
+	TotalMinor   int64               `json:"total_minor"`
+	SupplierRef  *string             `json:"supplier_ref"`
+	ExpectedDate *Date               `json:"expected_date"`
+	CreatedAt    Timestamp           `json:"created_at"`
+}
+
+// PurchaseOrderDetail is a purchase order with its lines, receipts and the
+// supplier invoices matched against it.
+type PurchaseOrderDetail struct {
+	PurchaseOrder
+	Lines    []PurchaseOrderLine `json:"lines"`
+	Receipts []POReceipt         `json:"receipts"`
+	Invoices []SupplierInvoice   `json:"invoices"`
+}
+
+// PurchaseOrderLine is one line of a purchase order.
+type PurchaseOrderLine struct {
+	Position       int     `json:"position"`
+	SKU            *string `json:"sku"`
+	Description    string  `json:"description"`
+	Qty            float64 `json:"qty"`
+	UOM            string  `json:"uom"`
+	UnitPriceMinor int64   `json:"unit_price_minor"`
+	ExpectedDate   *Date   `json:"expected_date"`
+	QtyReceived    float64 `json:"qty_received"`
+}
+
+// POReceipt is goods received against a purchase order.
+type POReceipt struct {
+	ID         uuid.UUID       `json:"id"`
+	ReceivedAt Timestamp       `json:"received_at"`
+	Lines      []POReceiptLine `json:"lines"`
+}
+
+// POReceiptLine is the quantity received of one purchase order line.
+type POReceiptLine struct {
+	Position int     `json:"position"`
+	Qty      float64 `json:"qty"`
+}
+
+// MatchStatus is where a supplier invoice's three-way match stands.
+type MatchStatus string
+
+// Match statuses.
+const (
+	MatchAwaitingReceipt MatchStatus = "awaiting_receipt"
+	MatchMatched         MatchStatus = "matched"
+	MatchVariance        MatchStatus = "variance"
+)
+
+// SupplierInvoice is a supplier's invoice against a purchase order.
+type SupplierInvoice struct {
+	InvoiceRef  string      `json:"invoice_ref"`
+	AmountMinor *int64      `json:"amount_minor"`
+	Currency    string      `json:"currency"`
+	MatchStatus MatchStatus `json:"match_status"`
+	Variances   []Variance  `json:"variances"`
+}
+
+// VarianceKind is why an invoice does not agree with what was received.
+type VarianceKind string
+
+// Variance kinds.
+const (
+	VarianceQuantity  VarianceKind = "quantity"
+	VarianceAmount    VarianceKind = "amount"
+	VarianceNoReceipt VarianceKind = "no_receipt"
+)
+
+// Variance is one disagreement found by the three-way match.
+type Variance struct {
+	Kind     VarianceKind `json:"kind"`
+	Position *int         `json:"position"`
+	Expected *float64     `json:"expected"`
+	Actual   *float64     `json:"actual"`
+}

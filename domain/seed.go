@@ -1,0 +1,727 @@
+package domain
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// SeedFile is the content of a `commerce seed` file: every section
+// optional, records named by natural keys (SKU, number, supplier name,
+// location code, customer company). ParseSeed reads one and Validate checks
+// it and computes what the file leaves out (totals, defaults).
+type SeedFile struct {
+	Locations      []SeedLocation      `json:"locations"`
+	Customers      []SeedCustomer      `json:"customers"`
+	Products       []ProductInput      `json:"products"`
+	Quotes         []SeedQuote         `json:"quotes"`
+	Orders         []SeedOrder         `json:"orders"`
+	Suppliers      []SeedSupplier      `json:"suppliers"`
+	PurchaseOrders []SeedPurchaseOrder `json:"purchase_orders"`
+	Deliveries     []SeedDelivery      `json:"deliveries"`
+	Stock          []SeedStock         `json:"stock"`
+}
+
+// SeedLocation is a stock location.
+type SeedLocation struct {
+	Code      string `json:"code"`
+	Name      string `json:"name"`
+	IsDefault bool   `json:"is_default"`
+}
+
+// SeedContact is a person at a customer or supplier.
+type SeedContact struct {
+	Name      string  `json:"name"`
+	Email     *string `json:"email"`
+	Phone     *string `json:"phone"`
+	IsPrimary bool    `json:"is_primary"`
+}
+
+// SeedCustomer is a customer with its contacts.
+type SeedCustomer struct {
+	Company      string         `json:"company"`
+	EmailDomain  *string        `json:"email_domain"`
+	Website      *string        `json:"website"`
+	VATNumber    *string        `json:"vat_number"`
+	PaymentTerms *string        `json:"payment_terms"`
+	Currency     string         `json:"currency"`
+	ExternalRefs map[string]any `json:"external_refs"`
+	Contacts     []SeedContact  `json:"contacts"`
+}
+
+// SeedQuote is a quote with its lines. Totals, when all three are given,
+// are kept if they obey total = subtotal − discount + vat; otherwise they
+// are computed from the lines.
+type SeedQuote struct {
+	Number        string          `json:"number"`
+	Status        QuoteStatus     `json:"status"`
+	Currency      string          `json:"currency"`
+	Customer      *string         `json:"customer"`
+	ValidUntil    *Date           `json:"valid_until"`
+	SentAt        *Timestamp      `json:"sent_at"`
+	CreatedAt     *Timestamp      `json:"created_at"`
+	DiscountMinor int64           `json:"discount_minor"`
+	VATPct        *float64        `json:"vat_pct"`
+	SubtotalMinor *int64          `json:"subtotal_minor"`
+	VATMinor      *int64          `json:"vat_minor"`
+	TotalMinor    *int64          `json:"total_minor"`
+	Lines         []SeedQuoteLine `json:"lines"`
+	// Totals is filled in by Validate.
+	Totals Totals `json:"-"`
+}
+
+// SeedQuoteLine is one line of a seeded quote.
+type SeedQuoteLine struct {
+	Position            int      `json:"position"`
+	LineType            LineType `json:"line_type"`
+	Description         string   `json:"description"`
+	Qty                 float64  `json:"qty"`
+	UOM                 string   `json:"uom"`
+	UnitPriceMinor      int64    `json:"unit_price_minor"`
+	DiscountPct         *float64 `json:"discount_pct"`
+	LeadTimeDays        *int     `json:"lead_time_days"`
+	AmountOverrideMinor *int64   `json:"amount_override_minor"`
+	// AmountMinor is filled in by Validate.
+	AmountMinor int64 `json:"-"`
+}
+
+// SeedOrder is an order with its lines.
+type SeedOrder struct {
+	Number        string          `json:"number"`
+	Status        OrderStatus     `json:"status"`
+	Currency      string          `json:"currency"`
+	Customer      *string         `json:"customer"`
+	CustomerPORef *string         `json:"customer_po_ref"`
+	QuoteNumber   *string         `json:"quote_number"`
+	CreatedAt     *Timestamp      `json:"created_at"`
+	VATPct        *float64        `json:"vat_pct"`
+	SubtotalMinor *int64          `json:"subtotal_minor"`
+	VATMinor      *int64          `json:"vat_minor"`
+	TotalMinor    *int64          `json:"total_minor"`
+	Lines         []SeedOrderLine `json:"lines"`
+	// Totals is filled in by Validate.
+	Totals Totals `json:"-"`
+}
+
+// SeedOrderLine is one line of a seeded order.
+type SeedOrderLine struct {
+	Position       int            `json:"position"`
+	LineType       LineType       `json:"line_type"`
+	Description    string         `json:"description"`
+	AttrsSnapshot  map[string]any `json:"attrs_snapshot"`
+	Qty            float64        `json:"qty"`
+	UOM            string         `json:"uom"`
+	UnitPriceMinor int64          `json:"unit_price_minor"`
+}
+
+// SeedSupplier is a supplier with its contacts.
+type SeedSupplier struct {
+	Name         string        `json:"name"`
+	Email        *string       `json:"email"`
+	Phone        *string       `json:"phone"`
+	Currency     string        `json:"currency"`
+	PaymentTerms *string       `json:"payment_terms"`
+	CreatedAt    *Timestamp    `json:"created_at"`
+	Contacts     []SeedContact `json:"contacts"`
+}
+
+// SeedPurchaseOrder is a purchase order with its lines and receipts.
+type SeedPurchaseOrder struct {
+	Number    string              `json:"number"`
+	Supplier  string              `json:"supplier"`
+	Status    PurchaseOrderStatus `json:"status"`
+	Currency  string              `json:"currency"`
+	CreatedAt *Timestamp          `json:"created_at"`
+	Lines     []SeedPOLine        `json:"lines"`
+	Receipts  []SeedReceipt       `json:"receipts"`
+	// TotalMinor is filled in by Validate.
+	TotalMinor int64 `json:"-"`
+}
+
+// SeedPOLine is one line of a seeded purchase order.
+type SeedPOLine struct {
+	Position       int     `json:"position"`
+	SKU            *string `json:"sku"`
+	Description    string  `json:"description"`
+	Qty            float64 `json:"qty"`
+	UOM            string  `json:"uom"`
+	UnitPriceMinor int64   `json:"unit_price_minor"`
+	ExpectedDate   *Date   `json:"expected_date"`
+}
+
+// SeedReceipt is goods received against a seeded purchase order.
+type SeedReceipt struct {
+	ReceivedAt *Timestamp      `json:"received_at"`
+	Lines      []POReceiptLine `json:"lines"`
+}
+
+// SeedDelivery is a delivery with its lines and packages.
+type SeedDelivery struct {
+	Number         string             `json:"number"`
+	Status         DeliveryStatus     `json:"status"`
+	OrderNumber    *string            `json:"order_number"`
+	ConsignmentRef *string            `json:"consignment_ref"`
+	Carrier        *string            `json:"carrier"`
+	TrackingURL    *string            `json:"tracking_url"`
+	ShipTo         map[string]any     `json:"ship_to"`
+	CreatedAt      *Timestamp         `json:"created_at"`
+	Lines          []SeedDeliveryLine `json:"lines"`
+	Packages       []SeedPackage      `json:"packages"`
+}
+
+// SeedDeliveryLine is one line of a seeded delivery.
+type SeedDeliveryLine struct {
+	Position          int     `json:"position"`
+	Description       string  `json:"description"`
+	Qty               float64 `json:"qty"`
+	OrderLinePosition *int    `json:"order_line_position"`
+}
+
+// SeedPackage is one parcel of a seeded delivery.
+type SeedPackage struct {
+	Reference   string  `json:"reference"`
+	WeightGrams *int    `json:"weight_grams"`
+	TrackingURL *string `json:"tracking_url"`
+}
+
+// SeedStock is the stock of one product at one location.
+type SeedStock struct {
+	SKU           string  `json:"sku"`
+	Location      *string `json:"location"`
+	QtyOnHand     float64 `json:"qty_on_hand"`
+	UnitCostMinor *int64  `json:"unit_cost_minor"`
+}
+
+// SeedProblems collects what is wrong with a seed file, each named by its
+// section and index. It is an EINVALID error.
+type SeedProblems struct{ list []string }
+
+// maxSeedProblems bounds the report; a file this broken needs no more.
+const maxSeedProblems = 50
+
+func (p *SeedProblems) add(section string, index int, format string, args ...any) {
+	if len(p.list) < maxSeedProblems {
+		p.list = append(p.list, fmt.Sprintf("%s[%d]: %s", section, index, fmt.Sprintf(format, args...)))
+	}
+}
+
+// Problems returns the problems found, in file order.
+func (p *SeedProblems) Problems() []string { return slices.Clone(p.list) }
+
+func (p *SeedProblems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	return &Error{Code: EINVALID, Message: "seed file rejected: " + strings.Join(p.list, "; ")}
+}
+
+var seedSections = []string{"locations", "customers", "products", "quotes", "orders", "suppliers",
+	"purchase_orders", "deliveries", "stock"}
+
+// ParseSeed reads a seed file. Each record is decoded on its own, so a type
+// error or an unknown field is reported with its section and index.
+func ParseSeed(data []byte) (*SeedFile, error) {
+	var sections map[string]json.RawMessage
+	if err := json.Unmarshal(data, &sections); err != nil {
+		return nil, Errorf(EINVALID, "seed file is not a JSON object: %s", jsonProblem(err))
+	}
+	var f SeedFile
+	var probs SeedProblems
+	for name := range sections {
+		if !slices.Contains(seedSections, name) {
+			probs.list = append(probs.list, fmt.Sprintf("unknown section %q (known: %s)", name, strings.Join(seedSections, ", ")))
+		}
+	}
+	decodeSection(sections, "locations", &f.Locations, &probs)
+	decodeSection(sections, "customers", &f.Customers, &probs)
+	decodeSection(sections, "products", &f.Products, &probs)
+	decodeSection(sections, "quotes", &f.Quotes, &probs)
+	decodeSection(sections, "orders", &f.Orders, &probs)
+	decodeSection(sections, "suppliers", &f.Suppliers, &probs)
+	decodeSection(sections, "purchase_orders", &f.PurchaseOrders, &probs)
+	decodeSection(sections, "deliveries", &f.Deliveries, &probs)
+	decodeSection(sections, "stock", &f.Stock, &probs)
+	if err := probs.err(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+func decodeSection[T any](sections map[string]json.RawMessage, name string, out *[]T, probs *SeedProblems) {
+	raw, ok := sections[name]
+	if !ok || string(raw) == "null" {
+		return
+	}
+	var records []json.RawMessage
+	if err := json.Unmarshal(raw, &records); err != nil {
+		probs.list = append(probs.list, fmt.Sprintf("%s: must be an array of objects", name))
+		return
+	}
+	*out = make([]T, len(records))
+	for i, rec := range records {
+		dec := json.NewDecoder(bytes.NewReader(rec))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&(*out)[i]); err != nil {
+			probs.add(name, i, "%s", jsonProblem(err))
+		}
+	}
+}
+
+// jsonProblem turns a decoding error into a message naming the field.
+func jsonProblem(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		if typeErr.Field == "" {
+			return fmt.Sprintf("expected %s, got %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		}
+		return fmt.Sprintf("%s: expected %s, got %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return fmt.Sprintf("invalid JSON at byte %d: %s", syntaxErr.Offset, syntaxErr.Error())
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return msg
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int64", "int32", "uint", "uint64":
+		return "an integer"
+	case "float64", "float32":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	}
+	return goKind
+}
+
+// Validate checks every rule that can be checked without the database and
+// fills in defaults and computed totals. References between records (a
+// quote's customer, a delivery's order) are resolved when the file is
+// loaded, against the file and the organisation's existing records.
+func (f *SeedFile) Validate(orgCurrency string) error {
+	var p SeedProblems
+	currency := func(section string, i int, c *string) {
+		if *c == "" {
+			*c = orgCurrency
+		}
+		if !ValidCurrency(*c) {
+			p.add(section, i, "currency %q is not a three-letter ISO 4217 code", *c)
+		}
+	}
+	unique := func(section, field string) func(i int, key string) {
+		seen := map[string]int{}
+		return func(i int, key string) {
+			if key == "" {
+				return
+			}
+			if j, dup := seen[key]; dup {
+				p.add(section, i, "%s %q repeats %s[%d]", field, key, section, j)
+				return
+			}
+			seen[key] = i
+		}
+	}
+
+	defaults := 0
+	seenCode := unique("locations", "code")
+	for i := range f.Locations {
+		l := &f.Locations[i]
+		l.Code = strings.TrimSpace(l.Code)
+		if l.Code == "" || len(l.Code) > 64 {
+			p.add("locations", i, "code must be 1 to 64 characters")
+		}
+		if strings.TrimSpace(l.Name) == "" {
+			l.Name = l.Code
+		}
+		if l.IsDefault {
+			defaults++
+			if defaults > 1 {
+				p.add("locations", i, "only one location can be the default")
+			}
+		}
+		seenCode(i, l.Code)
+	}
+
+	seenCompany := unique("customers", "company")
+	for i := range f.Customers {
+		c := &f.Customers[i]
+		c.Company = strings.TrimSpace(c.Company)
+		if c.Company == "" || len(c.Company) > 500 {
+			p.add("customers", i, "company must be 1 to 500 characters")
+		}
+		seenCompany(i, strings.ToLower(c.Company))
+		if c.EmailDomain != nil {
+			d := strings.ToLower(strings.TrimSpace(*c.EmailDomain))
+			if d == "" || strings.ContainsAny(d, "@ ") || !strings.Contains(d, ".") {
+				p.add("customers", i, "email_domain %q is not a domain", *c.EmailDomain)
+			}
+			c.EmailDomain = &d
+		}
+		currency("customers", i, &c.Currency)
+		if c.ExternalRefs == nil {
+			c.ExternalRefs = map[string]any{}
+		}
+		checkContacts(&p, "customers", i, c.Contacts)
+	}
+
+	seenSKU := unique("products", "sku")
+	for i := range f.Products {
+		if err := f.Products[i].Normalize(orgCurrency); err != nil {
+			p.add("products", i, "%s", ErrorMessage(err))
+		}
+		seenSKU(i, f.Products[i].SKU)
+	}
+
+	seenQuote := unique("quotes", "number")
+	for i := range f.Quotes {
+		q := &f.Quotes[i]
+		q.Number = strings.TrimSpace(q.Number)
+		if q.Number == "" || len(q.Number) > 64 {
+			p.add("quotes", i, "number must be 1 to 64 characters")
+		}
+		seenQuote(i, q.Number)
+		if q.Status == "" {
+			q.Status = QuoteDraft
+		}
+		if !QuoteMachine.Valid(q.Status) {
+			p.add("quotes", i, "status %q is not one of %s", q.Status, listStates(QuoteMachine.States()))
+		}
+		currency("quotes", i, &q.Currency)
+		if q.DiscountMinor < 0 {
+			p.add("quotes", i, "discount_minor must be zero or more")
+		}
+		vat := DefaultVATPct
+		if q.VATPct != nil {
+			vat = *q.VATPct
+		}
+		if vat < 0 || vat > 100 {
+			p.add("quotes", i, "vat_pct must be between 0 and 100")
+		}
+		amounts := make([]int64, len(q.Lines))
+		positions := map[int]bool{}
+		for j := range q.Lines {
+			l := &q.Lines[j]
+			where := fmt.Sprintf("lines[%d]: ", j)
+			if l.Position == 0 {
+				l.Position = j + 1
+			}
+			if l.Position < 1 || positions[l.Position] {
+				p.add("quotes", i, "%sposition %d is not a new positive number", where, l.Position)
+			}
+			positions[l.Position] = true
+			checkLine(&p, "quotes", i, where, &l.LineType, &l.Description, l.Qty, &l.UOM, l.UnitPriceMinor)
+			if l.DiscountPct != nil && (*l.DiscountPct < 0 || *l.DiscountPct > 100) {
+				p.add("quotes", i, "%sdiscount_pct must be between 0 and 100", where)
+			}
+			if l.LeadTimeDays != nil && *l.LeadTimeDays < 0 {
+				p.add("quotes", i, "%slead_time_days must be zero or more", where)
+			}
+			if l.LineType == LineNote && l.AmountOverrideMinor != nil && *l.AmountOverrideMinor != 0 {
+				p.add("quotes", i, "%sa note line carries amount 0", where)
+			}
+			l.AmountMinor = QuoteLineAmount(l.Qty, l.UnitPriceMinor, l.DiscountPct, l.AmountOverrideMinor)
+			amounts[j] = l.AmountMinor
+		}
+		q.Totals = ComputeTotals(amounts, q.DiscountMinor, vat)
+		if given, err := givenTotals(q.SubtotalMinor, q.VATMinor, q.TotalMinor, q.DiscountMinor); err != "" {
+			p.add("quotes", i, "%s", err)
+		} else if given != nil {
+			q.Totals = *given
+		}
+	}
+
+	seenOrder := unique("orders", "number")
+	seenOrderQuote := unique("orders", "quote_number")
+	for i := range f.Orders {
+		o := &f.Orders[i]
+		o.Number = strings.TrimSpace(o.Number)
+		if o.Number == "" || len(o.Number) > 64 {
+			p.add("orders", i, "number must be 1 to 64 characters")
+		}
+		seenOrder(i, o.Number)
+		if o.QuoteNumber != nil {
+			seenOrderQuote(i, *o.QuoteNumber)
+		}
+		if o.Status == "" {
+			o.Status = OrderConfirmed
+		}
+		if !OrderMachine.Valid(o.Status) {
+			p.add("orders", i, "status %q is not one of %s", o.Status, listStates(OrderMachine.States()))
+		}
+		currency("orders", i, &o.Currency)
+		vat := DefaultVATPct
+		if o.VATPct != nil {
+			vat = *o.VATPct
+		}
+		if vat < 0 || vat > 100 {
+			p.add("orders", i, "vat_pct must be between 0 and 100")
+		}
+		amounts := make([]int64, len(o.Lines))
+		positions := map[int]bool{}
+		for j := range o.Lines {
+			l := &o.Lines[j]
+			where := fmt.Sprintf("lines[%d]: ", j)
+			if l.Position == 0 {
+				l.Position = j + 1
+			}
+			if l.Position < 1 || positions[l.Position] {
+				p.add("orders", i, "%sposition %d is not a new positive number", where, l.Position)
+			}
+			positions[l.Position] = true
+			checkLine(&p, "orders", i, where, &l.LineType, &l.Description, l.Qty, &l.UOM, l.UnitPriceMinor)
+			if l.AttrsSnapshot == nil {
+				l.AttrsSnapshot = map[string]any{}
+			}
+			amounts[j] = OrderLineAmount(l.Qty, l.UnitPriceMinor)
+		}
+		o.Totals = ComputeTotals(amounts, 0, vat)
+		if given, err := givenTotals(o.SubtotalMinor, o.VATMinor, o.TotalMinor, 0); err != "" {
+			p.add("orders", i, "%s", err)
+		} else if given != nil {
+			o.Totals = *given
+		}
+	}
+
+	seenSupplier := unique("suppliers", "name")
+	for i := range f.Suppliers {
+		s := &f.Suppliers[i]
+		s.Name = strings.TrimSpace(s.Name)
+		if s.Name == "" || len(s.Name) > 500 {
+			p.add("suppliers", i, "name must be 1 to 500 characters")
+		}
+		seenSupplier(i, s.Name)
+		currency("suppliers", i, &s.Currency)
+		checkContacts(&p, "suppliers", i, s.Contacts)
+	}
+
+	seenPO := unique("purchase_orders", "number")
+	for i := range f.PurchaseOrders {
+		po := &f.PurchaseOrders[i]
+		po.Number = strings.TrimSpace(po.Number)
+		if po.Number == "" || len(po.Number) > 64 {
+			p.add("purchase_orders", i, "number must be 1 to 64 characters")
+		}
+		seenPO(i, po.Number)
+		if strings.TrimSpace(po.Supplier) == "" {
+			p.add("purchase_orders", i, "supplier is required")
+		}
+		if po.Status == "" {
+			po.Status = PODraft
+		}
+		if !PurchaseOrderMachine.Valid(po.Status) {
+			p.add("purchase_orders", i, "status %q is not one of %s", po.Status, listStates(PurchaseOrderMachine.States()))
+		}
+		if po.Currency != "" && !ValidCurrency(po.Currency) {
+			p.add("purchase_orders", i, "currency %q is not a three-letter ISO 4217 code", po.Currency)
+		}
+		if len(po.Lines) == 0 {
+			p.add("purchase_orders", i, "a purchase order needs at least one line")
+		}
+		positions := map[int]bool{}
+		po.TotalMinor = 0
+		for j := range po.Lines {
+			l := &po.Lines[j]
+			where := fmt.Sprintf("lines[%d]: ", j)
+			if l.Position == 0 {
+				l.Position = j + 1
+			}
+			if l.Position < 1 || positions[l.Position] {
+				p.add("purchase_orders", i, "%sposition %d is not a new positive number", where, l.Position)
+			}
+			positions[l.Position] = true
+			if strings.TrimSpace(l.Description) == "" {
+				if l.SKU == nil {
+					p.add("purchase_orders", i, "%sdescription or sku is required", where)
+				} else {
+					l.Description = *l.SKU
+				}
+			}
+			if l.Qty <= 0 {
+				p.add("purchase_orders", i, "%sqty must be more than zero", where)
+			}
+			if l.UnitPriceMinor < 0 {
+				p.add("purchase_orders", i, "%sunit_price_minor must be zero or more", where)
+			}
+			if strings.TrimSpace(l.UOM) == "" {
+				l.UOM = "each"
+			}
+			po.TotalMinor += OrderLineAmount(l.Qty, l.UnitPriceMinor)
+		}
+		receiving := po.Status == POPartiallyReceived || po.Status == POReceived || po.Status == POClosed
+		if len(po.Receipts) > 0 && !receiving {
+			p.add("purchase_orders", i, "receipts need status partially_received, received or closed, not %s", po.Status)
+		}
+		for j, r := range po.Receipts {
+			if r.ReceivedAt == nil {
+				p.add("purchase_orders", i, "receipts[%d]: received_at is required", j)
+			}
+			if len(r.Lines) == 0 {
+				p.add("purchase_orders", i, "receipts[%d]: a receipt needs at least one line", j)
+			}
+			seenLine := map[int]bool{}
+			for k, rl := range r.Lines {
+				if !positions[rl.Position] {
+					p.add("purchase_orders", i, "receipts[%d].lines[%d]: position %d is not a line of the purchase order", j, k, rl.Position)
+				}
+				if seenLine[rl.Position] {
+					p.add("purchase_orders", i, "receipts[%d].lines[%d]: position %d repeats", j, k, rl.Position)
+				}
+				seenLine[rl.Position] = true
+				if rl.Qty <= 0 {
+					p.add("purchase_orders", i, "receipts[%d].lines[%d]: qty must be more than zero", j, k)
+				}
+			}
+		}
+	}
+
+	seenDelivery := unique("deliveries", "number")
+	for i := range f.Deliveries {
+		d := &f.Deliveries[i]
+		d.Number = strings.TrimSpace(d.Number)
+		if d.Number == "" || len(d.Number) > 64 {
+			p.add("deliveries", i, "number must be 1 to 64 characters")
+		}
+		seenDelivery(i, d.Number)
+		if d.Status == "" {
+			d.Status = DeliveryPending
+		}
+		if !DeliveryMachine.Valid(d.Status) {
+			p.add("deliveries", i, "status %q is not one of %s", d.Status, listStates(DeliveryMachine.States()))
+		}
+		if d.ShipTo == nil {
+			d.ShipTo = map[string]any{}
+		}
+		positions := map[int]bool{}
+		for j := range d.Lines {
+			l := &d.Lines[j]
+			if l.Position == 0 {
+				l.Position = j + 1
+			}
+			if l.Position < 1 || positions[l.Position] {
+				p.add("deliveries", i, "lines[%d]: position %d is not a new positive number", j, l.Position)
+			}
+			positions[l.Position] = true
+			if strings.TrimSpace(l.Description) == "" {
+				p.add("deliveries", i, "lines[%d]: description is required", j)
+			}
+			if l.Qty < 0 {
+				p.add("deliveries", i, "lines[%d]: qty must be zero or more", j)
+			}
+		}
+		for j, pk := range d.Packages {
+			if strings.TrimSpace(pk.Reference) == "" {
+				p.add("deliveries", i, "packages[%d]: reference is required", j)
+			}
+			if pk.WeightGrams != nil && *pk.WeightGrams < 0 {
+				p.add("deliveries", i, "packages[%d]: weight_grams must be zero or more", j)
+			}
+		}
+	}
+
+	seenStock := unique("stock", "sku and location")
+	for i := range f.Stock {
+		s := &f.Stock[i]
+		s.SKU = strings.TrimSpace(s.SKU)
+		if s.SKU == "" {
+			p.add("stock", i, "sku is required")
+		}
+		if s.QtyOnHand < 0 {
+			p.add("stock", i, "qty_on_hand must be zero or more")
+		}
+		if s.UnitCostMinor != nil && *s.UnitCostMinor < 0 {
+			p.add("stock", i, "unit_cost_minor must be zero or more")
+		}
+		loc := ""
+		if s.Location != nil {
+			loc = *s.Location
+		}
+		seenStock(i, s.SKU+"\x00"+loc)
+	}
+	return p.err()
+}
+
+func checkContacts(p *SeedProblems, section string, i int, contacts []SeedContact) {
+	primaries := 0
+	for j := range contacts {
+		c := &contacts[j]
+		c.Name = strings.TrimSpace(c.Name)
+		if c.Name == "" {
+			p.add(section, i, "contacts[%d]: name is required", j)
+		}
+		if c.Email != nil && !strings.Contains(*c.Email, "@") {
+			p.add(section, i, "contacts[%d]: email %q is not an email address", j, *c.Email)
+		}
+		if c.IsPrimary {
+			primaries++
+		}
+	}
+	if primaries > 1 {
+		p.add(section, i, "only one contact can be primary")
+	}
+}
+
+func checkLine(p *SeedProblems, section string, i int, where string, lt *LineType, desc *string, qty float64, uom *string, unit int64) {
+	if *lt == "" {
+		*lt = LineProduct
+	}
+	if !validIn(*lt, LineTypes) {
+		p.add(section, i, "%sline_type %q is not product, service, freight or note", where, *lt)
+	}
+	if strings.TrimSpace(*desc) == "" {
+		p.add(section, i, "%sdescription is required", where)
+	}
+	if strings.TrimSpace(*uom) == "" {
+		*uom = "each"
+	}
+	if unit < 0 {
+		p.add(section, i, "%sunit_price_minor must be zero or more", where)
+	}
+	if *lt == LineNote {
+		if qty != 0 || unit != 0 {
+			p.add(section, i, "%sa note line carries qty 0 and unit_price_minor 0", where)
+		}
+	} else if qty <= 0 {
+		p.add(section, i, "%sqty must be more than zero", where)
+	}
+}
+
+// givenTotals returns the totals written in the file: none, or all three
+// obeying total = subtotal − discount + vat.
+func givenTotals(subtotal, vat, total *int64, discount int64) (*Totals, string) {
+	n := 0
+	for _, v := range []*int64{subtotal, vat, total} {
+		if v != nil {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil, ""
+	case 3:
+		t := Totals{SubtotalMinor: *subtotal, DiscountMinor: discount, VATMinor: *vat, TotalMinor: *total}
+		if !t.Consistent() {
+			return nil, fmt.Sprintf("total_minor %d is not subtotal_minor %d - discount %d + vat_minor %d", *total, *subtotal, discount, *vat)
+		}
+		return &t, ""
+	}
+	return nil, "give subtotal_minor, vat_minor and total_minor together, or none of them"
+}
+
+func listStates[S ~string](states []S) string {
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
+}
