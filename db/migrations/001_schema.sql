@@ -136,6 +136,8 @@ CREATE TABLE quotes (
     discount_minor   bigint NOT NULL DEFAULT 0 CHECK (discount_minor >= 0),
     vat_minor        bigint NOT NULL,
     total_minor      bigint NOT NULL,
+    -- when the durable expiry timer (workflow quote-expiry/<id>) was started
+    expiry_scheduled_at timestamptz,
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now(),
     UNIQUE (org_id, id),
@@ -145,6 +147,9 @@ CREATE TABLE quotes (
 );
 CREATE INDEX quotes_newest ON quotes (org_id, created_at DESC, id DESC);
 CREATE INDEX quotes_status ON quotes (org_id, status, created_at DESC, id DESC);
+-- quotes whose expiry timer has not been started yet (a worker-wide sweep)
+CREATE INDEX quotes_expiry_unscheduled ON quotes (created_at, id)
+    WHERE expiry_scheduled_at IS NULL AND valid_until IS NOT NULL AND status IN ('draft', 'sent');
 
 CREATE TABLE quote_lines (
     org_id                 uuid NOT NULL,

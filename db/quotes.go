@@ -1,0 +1,77 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// QuoteExpiry names a quote whose expiry timer is due to be started.
+type QuoteExpiry struct {
+	OrgID      uuid.UUID   `json:"org_id"`
+	QuoteID    uuid.UUID   `json:"quote_id"`
+	ValidUntil domain.Date `json:"valid_until"`
+}
+
+// QuotesAwaitingExpiryTimer lists draft and sent quotes with a valid_until
+// whose expiry timer has not been started, oldest first, across every
+// organisation (the worker's sweep).
+func (d *DB) QuotesAwaitingExpiryTimer(ctx context.Context, limit int) ([]QuoteExpiry, error) {
+	rows, err := d.pool.Query(ctx, `
+		SELECT org_id, id, valid_until FROM quotes
+		WHERE expiry_scheduled_at IS NULL AND valid_until IS NOT NULL AND status IN ('draft', 'sent')
+		ORDER BY created_at, id LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[QuoteExpiry])
+}
+
+// MarkExpiryTimerStarted records that the quote's expiry timer runs.
+func (d *DB) MarkExpiryTimerStarted(ctx context.Context, orgID, quoteID uuid.UUID) error {
+	_, err := d.pool.Exec(ctx, `UPDATE quotes SET expiry_scheduled_at = now() WHERE org_id = $1 AND id = $2`, orgID, quoteID)
+	return err
+}
+
+// ExpireQuoteResult says what expiring a quote did.
+type ExpireQuoteResult struct {
+	// Expired is true when this call moved the quote to expired.
+	Expired bool `json:"expired"`
+	// Status is the quote's status after the call.
+	Status domain.QuoteStatus `json:"status"`
+	// ValidUntil is the quote's current valid_until (it may have moved).
+	ValidUntil *domain.Date `json:"valid_until"`
+}
+
+// ExpireQuote moves a draft or sent quote to expired when its valid_until
+// has passed by now (a quote is valid through its valid_until date, UTC).
+// A quote already in another state, or still valid, is left as it is; the
+// answer says which, so the call is safe to repeat.
+func (d *DB) ExpireQuote(ctx context.Context, orgID, quoteID uuid.UUID, now time.Time) (ExpireQuoteResult, error) {
+	var res ExpireQuoteResult
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var status domain.QuoteStatus
+		if err := tx.QueryRow(ctx, `SELECT status, valid_until FROM quotes WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+			orgID, quoteID).Scan(&status, &res.ValidUntil); err != nil {
+			return notFound(err, "quote")
+		}
+		res.Status = status
+		if res.ValidUntil == nil || now.Before(domain.QuoteExpiresAt(*res.ValidUntil)) {
+			return nil
+		}
+		if changed, err := domain.QuoteMachine.Move(status, domain.QuoteExpired); err != nil || !changed {
+			return nil // accepted, declined or already expired: nothing to do
+		}
+		if _, err := tx.Exec(ctx, `UPDATE quotes SET status = 'expired', updated_at = now() WHERE org_id = $1 AND id = $2`,
+			orgID, quoteID); err != nil {
+			return err
+		}
+		res.Expired, res.Status = true, domain.QuoteExpired
+		return nil
+	})
+	return res, err
+}

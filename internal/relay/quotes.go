@@ -1,0 +1,81 @@
+// Package relay holds the worker's sweeps: loops that find work recorded in
+// Postgres and start the durable workflow that carries it out, keyed by
+// workflow ID so a repeated start attaches instead of doubling the work.
+package relay
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+// QuoteExpiry starts the expiry timer of every draft or sent quote that has
+// a valid_until and no timer yet.
+type QuoteExpiry struct {
+	DB       *db.DB
+	Temporal client.Client
+	Log      *zap.Logger
+	// Interval between sweeps (10 minutes when zero).
+	Interval time.Duration
+}
+
+// Run sweeps at once and then every Interval until ctx ends.
+func (q *QuoteExpiry) Run(ctx context.Context) {
+	interval := q.Interval
+	if interval == 0 {
+		interval = 10 * time.Minute
+	}
+	for {
+		if n, err := q.Sweep(ctx); err != nil && ctx.Err() == nil {
+			q.Log.Warn("quote expiry sweep failed", zap.Error(err))
+		} else if n > 0 {
+			q.Log.Info("quote expiry timers started", zap.Int("count", n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Sweep starts the timers that are missing and reports how many it started.
+func (q *QuoteExpiry) Sweep(ctx context.Context) (int, error) {
+	started := 0
+	for {
+		batch, err := q.DB.QuotesAwaitingExpiryTimer(ctx, 100)
+		if err != nil {
+			return started, err
+		}
+		for _, qe := range batch {
+			_, err := q.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID:                       workflows.QuoteExpiryWorkflowID(qe.QuoteID),
+				TaskQueue:                workflows.TaskQueue,
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.OrgIDAttr.ValueSet(qe.OrgID.String())),
+				Memo:                     map[string]any{"org_id": qe.OrgID.String(), "quote_id": qe.QuoteID.String()},
+			}, workflows.QuoteExpiry, workflows.QuoteExpiryInput{OrgID: qe.OrgID, QuoteID: qe.QuoteID, ValidUntil: qe.ValidUntil})
+			var already *serviceerror.WorkflowExecutionAlreadyStarted
+			if err != nil && !errors.As(err, &already) {
+				return started, err
+			}
+			if err := q.DB.MarkExpiryTimerStarted(ctx, qe.OrgID, qe.QuoteID); err != nil {
+				return started, err
+			}
+			started++
+		}
+		if len(batch) < 100 {
+			return started, nil
+		}
+	}
+}
