@@ -18,9 +18,13 @@ var migrationFiles embed.FS
 // first search_path schema, like every other table.
 const versionTable = "schema_version"
 
+// migrateLock is the advisory lock key a migration run holds.
+const migrateLock = int64(0x636f6d6d65726365) // "commerce"
+
 // MigrateResult says which schema version a run started and ended at.
 type MigrateResult struct {
-	From, To int32
+	From int32 `json:"from"`
+	To   int32 `json:"to"`
 }
 
 // Migrate applies the embedded migrations to the database at url. The
@@ -33,6 +37,12 @@ func Migrate(ctx context.Context, url string) (MigrateResult, error) {
 		return MigrateResult{}, fmt.Errorf("connect to Postgres: %w", err)
 	}
 	defer conn.Close(context.Background())
+	// Hold a lock for the whole run (tern also locks while it applies), so
+	// the version read before applying is the one this run started from.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrateLock); err != nil {
+		return MigrateResult{}, fmt.Errorf("take the migration lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, migrateLock) }()
 
 	m, err := migrate.NewMigrator(ctx, conn, versionTable)
 	if err != nil {
@@ -92,4 +102,11 @@ func EnsureDatabase(ctx context.Context, url string) (bool, error) {
 		return false, nil // created by a concurrent start
 	}
 	return err == nil, err
+}
+
+// SchemaVersion is the migration version the database is at.
+func (d *DB) SchemaVersion(ctx context.Context) (int32, error) {
+	var v int32
+	err := d.pool.QueryRow(ctx, `SELECT version FROM `+versionTable).Scan(&v)
+	return v, err
 }

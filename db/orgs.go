@@ -225,3 +225,11 @@ func (d *DB) RevokeAPIKey(ctx context.Context, keyID uuid.UUID) (domain.APIKey, 
 		UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING `+keyColumns, keyID))
 	return k, notFound(err, "API key")
 }
+
+// ActiveKeyOrg returns the organisation of an unrevoked key, without
+// counting a call against its rate limit.
+func (d *DB) ActiveKeyOrg(ctx context.Context, keyHash []byte) (uuid.UUID, error) {
+	var org uuid.UUID
+	err := d.pool.QueryRow(ctx, `SELECT org_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, keyHash).Scan(&org)
+	return org, notFound(err, "API key")
+}

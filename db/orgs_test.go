@@ -108,20 +108,9 @@ func TestNoPlaintextKeyIsStored(t *testing.T) {
 	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain)); err != nil {
 		t.Fatal(err)
 	}
-	// Every column of every table, as text, must be free of the key and of
-	// its secret part.
-	rows, err := d.Pool().Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, d.Schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		_ = rows.Scan(&n)
-		tables = append(tables, n)
-	}
-	rows.Close()
-	for _, table := range tables {
+	// Every column of every table, as text, must be free of the key's
+	// secret part.
+	for _, table := range schemaTables(t, d) {
 		var hits int
 		err := d.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table+` x WHERE x::text LIKE '%' || $1 || '%'`, plain[9:]).Scan(&hits)
 		if err != nil {

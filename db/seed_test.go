@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/examples"
@@ -71,23 +73,27 @@ func TestExampleSeedFileLoadsCompletely(t *testing.T) {
 	}
 }
 
+// schemaTables lists the tables of the test's schema.
+func schemaTables(t *testing.T, d *testdb.DB) []string {
+	t.Helper()
+	rows, err := d.Pool().Query(context.Background(),
+		`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`, d.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tables
+}
+
 // countRows totals the rows of every table of the test schema.
 func countRows(t *testing.T, d *testdb.DB) int {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := d.Pool().Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name <> 'schema_version'`, d.Schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		_ = rows.Scan(&n)
-		tables = append(tables, n)
-	}
-	rows.Close()
 	total := 0
-	for _, table := range tables {
+	for _, table := range schemaTables(t, d) {
 		var n int
 		if err := d.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
 			t.Fatal(err)

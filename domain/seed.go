@@ -310,248 +310,279 @@ func jsonKind(goKind string) string {
 // quote's customer, a delivery's order) are resolved when the file is
 // loaded, against the file and the organisation's existing records.
 func (f *SeedFile) Validate(orgCurrency string) error {
-	var p SeedProblems
-	currency := func(section string, i int, c *string) {
-		if *c == "" {
-			*c = orgCurrency
-		}
-		if !ValidCurrency(*c) {
-			p.add(section, i, "currency %q is not a three-letter ISO 4217 code", *c)
-		}
-	}
-	unique := func(section, field string) func(i int, key string) {
-		seen := map[string]int{}
-		return func(i int, key string) {
-			if key == "" {
-				return
-			}
-			if j, dup := seen[key]; dup {
-				p.add(section, i, "%s %q repeats %s[%d]", field, key, section, j)
-				return
-			}
-			seen[key] = i
-		}
-	}
+	v := &seedValidator{orgCurrency: orgCurrency}
+	v.locations(f.Locations)
+	v.customers(f.Customers)
+	v.products(f.Products)
+	v.quotes(f.Quotes)
+	v.orders(f.Orders)
+	v.suppliers(f.Suppliers)
+	v.purchaseOrders(f.PurchaseOrders)
+	v.deliveries(f.Deliveries)
+	v.stock(f.Stock)
+	return v.p.err()
+}
 
+type seedValidator struct {
+	p           SeedProblems
+	orgCurrency string
+}
+
+// record reports the problems of one record of a section.
+type record struct {
+	v       *seedValidator
+	section string
+	i       int
+}
+
+func (v *seedValidator) at(section string, i int) record { return record{v: v, section: section, i: i} }
+
+func (r record) add(format string, args ...any) { r.v.p.add(r.section, r.i, format, args...) }
+
+// currency defaults an empty code to the organisation's and checks it.
+func (r record) currency(c *string) {
+	if *c == "" {
+		*c = r.v.orgCurrency
+	}
+	if !ValidCurrency(*c) {
+		r.add("currency %q is not a three-letter ISO 4217 code", *c)
+	}
+}
+
+// number trims a record number and checks its length.
+func (r record) number(n *string) {
+	*n = strings.TrimSpace(*n)
+	if *n == "" || len(*n) > 64 {
+		r.add("number must be 1 to 64 characters")
+	}
+}
+
+// vat returns the VAT rate (default 20) after checking it.
+func (r record) vat(pct *float64) float64 {
+	v := DefaultVATPct
+	if pct != nil {
+		v = *pct
+	}
+	if v < 0 || v > 100 {
+		r.add("vat_pct must be between 0 and 100")
+	}
+	return v
+}
+
+// position defaults a line's position to its place in the list (j+1) and
+// checks it is positive and new.
+func (r record) position(where string, pos *int, j int, seen map[int]bool) {
+	if *pos == 0 {
+		*pos = j + 1
+	}
+	if *pos < 1 || seen[*pos] {
+		r.add("%sposition %d is not a new positive number", where, *pos)
+	}
+	seen[*pos] = true
+}
+
+// status defaults an empty status and checks it is a state of m.
+func status[S ~string](r record, s *S, def S, m Machine[S]) {
+	if *s == "" {
+		*s = def
+	}
+	if !m.Valid(*s) {
+		r.add("status %q is not one of %s", *s, listStates(m.States()))
+	}
+}
+
+// totals keeps totals given in the file when all three are given and
+// consistent, and otherwise the computed ones.
+func (r record) totals(computed Totals, subtotal, vat, total *int64) Totals {
+	given, problem := givenTotals(subtotal, vat, total, computed.DiscountMinor)
+	switch {
+	case problem != "":
+		r.add("%s", problem)
+	case given != nil:
+		return *given
+	}
+	return computed
+}
+
+// unique returns a function that reports a key seen before in the section.
+func (v *seedValidator) unique(section, field string) func(i int, key string) {
+	seen := map[string]int{}
+	return func(i int, key string) {
+		if key == "" {
+			return
+		}
+		if j, dup := seen[key]; dup {
+			v.p.add(section, i, "%s %q repeats %s[%d]", field, key, section, j)
+			return
+		}
+		seen[key] = i
+	}
+}
+
+func (v *seedValidator) locations(locations []SeedLocation) {
 	defaults := 0
-	seenCode := unique("locations", "code")
-	for i := range f.Locations {
-		l := &f.Locations[i]
+	seen := v.unique("locations", "code")
+	for i := range locations {
+		l, r := &locations[i], v.at("locations", i)
 		l.Code = strings.TrimSpace(l.Code)
 		if l.Code == "" || len(l.Code) > 64 {
-			p.add("locations", i, "code must be 1 to 64 characters")
+			r.add("code must be 1 to 64 characters")
 		}
 		if strings.TrimSpace(l.Name) == "" {
 			l.Name = l.Code
 		}
 		if l.IsDefault {
-			defaults++
-			if defaults > 1 {
-				p.add("locations", i, "only one location can be the default")
+			if defaults++; defaults > 1 {
+				r.add("only one location can be the default")
 			}
 		}
-		seenCode(i, l.Code)
+		seen(i, l.Code)
 	}
+}
 
-	seenCompany := unique("customers", "company")
-	for i := range f.Customers {
-		c := &f.Customers[i]
+func (v *seedValidator) customers(customers []SeedCustomer) {
+	seen := v.unique("customers", "company")
+	for i := range customers {
+		c, r := &customers[i], v.at("customers", i)
 		c.Company = strings.TrimSpace(c.Company)
 		if c.Company == "" || len(c.Company) > 500 {
-			p.add("customers", i, "company must be 1 to 500 characters")
+			r.add("company must be 1 to 500 characters")
 		}
-		seenCompany(i, strings.ToLower(c.Company))
+		seen(i, strings.ToLower(c.Company))
 		if c.EmailDomain != nil {
 			d := strings.ToLower(strings.TrimSpace(*c.EmailDomain))
 			if d == "" || strings.ContainsAny(d, "@ ") || !strings.Contains(d, ".") {
-				p.add("customers", i, "email_domain %q is not a domain", *c.EmailDomain)
+				r.add("email_domain %q is not a domain", *c.EmailDomain)
 			}
 			c.EmailDomain = &d
 		}
-		currency("customers", i, &c.Currency)
+		r.currency(&c.Currency)
 		if c.ExternalRefs == nil {
 			c.ExternalRefs = map[string]any{}
 		}
-		checkContacts(&p, "customers", i, c.Contacts)
+		r.contacts(c.Contacts)
 	}
+}
 
-	seenSKU := unique("products", "sku")
-	for i := range f.Products {
-		if err := f.Products[i].Normalize(orgCurrency); err != nil {
-			p.add("products", i, "%s", ErrorMessage(err))
+func (v *seedValidator) products(products []ProductInput) {
+	seen := v.unique("products", "sku")
+	for i := range products {
+		if err := products[i].Normalize(v.orgCurrency); err != nil {
+			v.at("products", i).add("%s", ErrorMessage(err))
 		}
-		seenSKU(i, f.Products[i].SKU)
+		seen(i, products[i].SKU)
 	}
+}
 
-	seenQuote := unique("quotes", "number")
-	for i := range f.Quotes {
-		q := &f.Quotes[i]
-		q.Number = strings.TrimSpace(q.Number)
-		if q.Number == "" || len(q.Number) > 64 {
-			p.add("quotes", i, "number must be 1 to 64 characters")
-		}
-		seenQuote(i, q.Number)
-		if q.Status == "" {
-			q.Status = QuoteDraft
-		}
-		if !QuoteMachine.Valid(q.Status) {
-			p.add("quotes", i, "status %q is not one of %s", q.Status, listStates(QuoteMachine.States()))
-		}
-		currency("quotes", i, &q.Currency)
+func (v *seedValidator) quotes(quotes []SeedQuote) {
+	seen := v.unique("quotes", "number")
+	for i := range quotes {
+		q, r := &quotes[i], v.at("quotes", i)
+		r.number(&q.Number)
+		seen(i, q.Number)
+		status(r, &q.Status, QuoteDraft, QuoteMachine)
+		r.currency(&q.Currency)
 		if q.DiscountMinor < 0 {
-			p.add("quotes", i, "discount_minor must be zero or more")
+			r.add("discount_minor must be zero or more")
 		}
-		vat := DefaultVATPct
-		if q.VATPct != nil {
-			vat = *q.VATPct
-		}
-		if vat < 0 || vat > 100 {
-			p.add("quotes", i, "vat_pct must be between 0 and 100")
-		}
+		vat := r.vat(q.VATPct)
 		amounts := make([]int64, len(q.Lines))
 		positions := map[int]bool{}
 		for j := range q.Lines {
-			l := &q.Lines[j]
-			where := fmt.Sprintf("lines[%d]: ", j)
-			if l.Position == 0 {
-				l.Position = j + 1
-			}
-			if l.Position < 1 || positions[l.Position] {
-				p.add("quotes", i, "%sposition %d is not a new positive number", where, l.Position)
-			}
-			positions[l.Position] = true
-			checkLine(&p, "quotes", i, where, &l.LineType, &l.Description, l.Qty, &l.UOM, l.UnitPriceMinor)
+			l, where := &q.Lines[j], fmt.Sprintf("lines[%d]: ", j)
+			r.position(where, &l.Position, j, positions)
+			r.line(where, &l.LineType, &l.Description, l.Qty, &l.UOM, l.UnitPriceMinor)
 			if l.DiscountPct != nil && (*l.DiscountPct < 0 || *l.DiscountPct > 100) {
-				p.add("quotes", i, "%sdiscount_pct must be between 0 and 100", where)
+				r.add("%sdiscount_pct must be between 0 and 100", where)
 			}
 			if l.LeadTimeDays != nil && *l.LeadTimeDays < 0 {
-				p.add("quotes", i, "%slead_time_days must be zero or more", where)
+				r.add("%slead_time_days must be zero or more", where)
 			}
 			if l.LineType == LineNote && l.AmountOverrideMinor != nil && *l.AmountOverrideMinor != 0 {
-				p.add("quotes", i, "%sa note line carries amount 0", where)
+				r.add("%sa note line carries amount 0", where)
 			}
 			l.AmountMinor = QuoteLineAmount(l.Qty, l.UnitPriceMinor, l.DiscountPct, l.AmountOverrideMinor)
 			amounts[j] = l.AmountMinor
 		}
-		q.Totals = ComputeTotals(amounts, q.DiscountMinor, vat)
-		if given, err := givenTotals(q.SubtotalMinor, q.VATMinor, q.TotalMinor, q.DiscountMinor); err != "" {
-			p.add("quotes", i, "%s", err)
-		} else if given != nil {
-			q.Totals = *given
-		}
+		q.Totals = r.totals(ComputeTotals(amounts, q.DiscountMinor, vat), q.SubtotalMinor, q.VATMinor, q.TotalMinor)
 	}
+}
 
-	seenOrder := unique("orders", "number")
-	seenOrderQuote := unique("orders", "quote_number")
-	for i := range f.Orders {
-		o := &f.Orders[i]
-		o.Number = strings.TrimSpace(o.Number)
-		if o.Number == "" || len(o.Number) > 64 {
-			p.add("orders", i, "number must be 1 to 64 characters")
-		}
-		seenOrder(i, o.Number)
+func (v *seedValidator) orders(orders []SeedOrder) {
+	seen := v.unique("orders", "number")
+	seenQuote := v.unique("orders", "quote_number")
+	for i := range orders {
+		o, r := &orders[i], v.at("orders", i)
+		r.number(&o.Number)
+		seen(i, o.Number)
 		if o.QuoteNumber != nil {
-			seenOrderQuote(i, *o.QuoteNumber)
+			seenQuote(i, *o.QuoteNumber)
 		}
-		if o.Status == "" {
-			o.Status = OrderConfirmed
-		}
-		if !OrderMachine.Valid(o.Status) {
-			p.add("orders", i, "status %q is not one of %s", o.Status, listStates(OrderMachine.States()))
-		}
-		currency("orders", i, &o.Currency)
-		vat := DefaultVATPct
-		if o.VATPct != nil {
-			vat = *o.VATPct
-		}
-		if vat < 0 || vat > 100 {
-			p.add("orders", i, "vat_pct must be between 0 and 100")
-		}
+		status(r, &o.Status, OrderConfirmed, OrderMachine)
+		r.currency(&o.Currency)
+		vat := r.vat(o.VATPct)
 		amounts := make([]int64, len(o.Lines))
 		positions := map[int]bool{}
 		for j := range o.Lines {
-			l := &o.Lines[j]
-			where := fmt.Sprintf("lines[%d]: ", j)
-			if l.Position == 0 {
-				l.Position = j + 1
-			}
-			if l.Position < 1 || positions[l.Position] {
-				p.add("orders", i, "%sposition %d is not a new positive number", where, l.Position)
-			}
-			positions[l.Position] = true
-			checkLine(&p, "orders", i, where, &l.LineType, &l.Description, l.Qty, &l.UOM, l.UnitPriceMinor)
+			l, where := &o.Lines[j], fmt.Sprintf("lines[%d]: ", j)
+			r.position(where, &l.Position, j, positions)
+			r.line(where, &l.LineType, &l.Description, l.Qty, &l.UOM, l.UnitPriceMinor)
 			if l.AttrsSnapshot == nil {
 				l.AttrsSnapshot = map[string]any{}
 			}
 			amounts[j] = OrderLineAmount(l.Qty, l.UnitPriceMinor)
 		}
-		o.Totals = ComputeTotals(amounts, 0, vat)
-		if given, err := givenTotals(o.SubtotalMinor, o.VATMinor, o.TotalMinor, 0); err != "" {
-			p.add("orders", i, "%s", err)
-		} else if given != nil {
-			o.Totals = *given
-		}
+		o.Totals = r.totals(ComputeTotals(amounts, 0, vat), o.SubtotalMinor, o.VATMinor, o.TotalMinor)
 	}
+}
 
-	seenSupplier := unique("suppliers", "name")
-	for i := range f.Suppliers {
-		s := &f.Suppliers[i]
+func (v *seedValidator) suppliers(suppliers []SeedSupplier) {
+	seen := v.unique("suppliers", "name")
+	for i := range suppliers {
+		s, r := &suppliers[i], v.at("suppliers", i)
 		s.Name = strings.TrimSpace(s.Name)
 		if s.Name == "" || len(s.Name) > 500 {
-			p.add("suppliers", i, "name must be 1 to 500 characters")
+			r.add("name must be 1 to 500 characters")
 		}
-		seenSupplier(i, s.Name)
-		currency("suppliers", i, &s.Currency)
-		checkContacts(&p, "suppliers", i, s.Contacts)
+		seen(i, s.Name)
+		r.currency(&s.Currency)
+		r.contacts(s.Contacts)
 	}
+}
 
-	seenPO := unique("purchase_orders", "number")
-	for i := range f.PurchaseOrders {
-		po := &f.PurchaseOrders[i]
-		po.Number = strings.TrimSpace(po.Number)
-		if po.Number == "" || len(po.Number) > 64 {
-			p.add("purchase_orders", i, "number must be 1 to 64 characters")
-		}
-		seenPO(i, po.Number)
+func (v *seedValidator) purchaseOrders(pos []SeedPurchaseOrder) {
+	seen := v.unique("purchase_orders", "number")
+	for i := range pos {
+		po, r := &pos[i], v.at("purchase_orders", i)
+		r.number(&po.Number)
+		seen(i, po.Number)
 		if strings.TrimSpace(po.Supplier) == "" {
-			p.add("purchase_orders", i, "supplier is required")
+			r.add("supplier is required")
 		}
-		if po.Status == "" {
-			po.Status = PODraft
-		}
-		if !PurchaseOrderMachine.Valid(po.Status) {
-			p.add("purchase_orders", i, "status %q is not one of %s", po.Status, listStates(PurchaseOrderMachine.States()))
-		}
-		if po.Currency != "" && !ValidCurrency(po.Currency) {
-			p.add("purchase_orders", i, "currency %q is not a three-letter ISO 4217 code", po.Currency)
+		status(r, &po.Status, PODraft, PurchaseOrderMachine)
+		if po.Currency != "" {
+			r.currency(&po.Currency) // else the supplier's, when loaded
 		}
 		if len(po.Lines) == 0 {
-			p.add("purchase_orders", i, "a purchase order needs at least one line")
+			r.add("a purchase order needs at least one line")
 		}
 		positions := map[int]bool{}
 		po.TotalMinor = 0
 		for j := range po.Lines {
-			l := &po.Lines[j]
-			where := fmt.Sprintf("lines[%d]: ", j)
-			if l.Position == 0 {
-				l.Position = j + 1
-			}
-			if l.Position < 1 || positions[l.Position] {
-				p.add("purchase_orders", i, "%sposition %d is not a new positive number", where, l.Position)
-			}
-			positions[l.Position] = true
+			l, where := &po.Lines[j], fmt.Sprintf("lines[%d]: ", j)
+			r.position(where, &l.Position, j, positions)
 			if strings.TrimSpace(l.Description) == "" {
 				if l.SKU == nil {
-					p.add("purchase_orders", i, "%sdescription or sku is required", where)
+					r.add("%sdescription or sku is required", where)
 				} else {
 					l.Description = *l.SKU
 				}
 			}
 			if l.Qty <= 0 {
-				p.add("purchase_orders", i, "%sqty must be more than zero", where)
+				r.add("%sqty must be more than zero", where)
 			}
 			if l.UnitPriceMinor < 0 {
-				p.add("purchase_orders", i, "%sunit_price_minor must be zero or more", where)
+				r.add("%sunit_price_minor must be zero or more", where)
 			}
 			if strings.TrimSpace(l.UOM) == "" {
 				l.UOM = "each"
@@ -560,139 +591,131 @@ func (f *SeedFile) Validate(orgCurrency string) error {
 		}
 		receiving := po.Status == POPartiallyReceived || po.Status == POReceived || po.Status == POClosed
 		if len(po.Receipts) > 0 && !receiving {
-			p.add("purchase_orders", i, "receipts need status partially_received, received or closed, not %s", po.Status)
+			r.add("receipts need status partially_received, received or closed, not %s", po.Status)
 		}
-		for j, r := range po.Receipts {
-			if r.ReceivedAt == nil {
-				p.add("purchase_orders", i, "receipts[%d]: received_at is required", j)
+		for j, rc := range po.Receipts {
+			if rc.ReceivedAt == nil {
+				r.add("receipts[%d]: received_at is required", j)
 			}
-			if len(r.Lines) == 0 {
-				p.add("purchase_orders", i, "receipts[%d]: a receipt needs at least one line", j)
+			if len(rc.Lines) == 0 {
+				r.add("receipts[%d]: a receipt needs at least one line", j)
 			}
 			seenLine := map[int]bool{}
-			for k, rl := range r.Lines {
+			for k, rl := range rc.Lines {
 				if !positions[rl.Position] {
-					p.add("purchase_orders", i, "receipts[%d].lines[%d]: position %d is not a line of the purchase order", j, k, rl.Position)
+					r.add("receipts[%d].lines[%d]: position %d is not a line of the purchase order", j, k, rl.Position)
 				}
 				if seenLine[rl.Position] {
-					p.add("purchase_orders", i, "receipts[%d].lines[%d]: position %d repeats", j, k, rl.Position)
+					r.add("receipts[%d].lines[%d]: position %d repeats", j, k, rl.Position)
 				}
 				seenLine[rl.Position] = true
 				if rl.Qty <= 0 {
-					p.add("purchase_orders", i, "receipts[%d].lines[%d]: qty must be more than zero", j, k)
+					r.add("receipts[%d].lines[%d]: qty must be more than zero", j, k)
 				}
 			}
 		}
 	}
+}
 
-	seenDelivery := unique("deliveries", "number")
-	for i := range f.Deliveries {
-		d := &f.Deliveries[i]
-		d.Number = strings.TrimSpace(d.Number)
-		if d.Number == "" || len(d.Number) > 64 {
-			p.add("deliveries", i, "number must be 1 to 64 characters")
-		}
-		seenDelivery(i, d.Number)
-		if d.Status == "" {
-			d.Status = DeliveryPending
-		}
-		if !DeliveryMachine.Valid(d.Status) {
-			p.add("deliveries", i, "status %q is not one of %s", d.Status, listStates(DeliveryMachine.States()))
-		}
+func (v *seedValidator) deliveries(deliveries []SeedDelivery) {
+	seen := v.unique("deliveries", "number")
+	for i := range deliveries {
+		d, r := &deliveries[i], v.at("deliveries", i)
+		r.number(&d.Number)
+		seen(i, d.Number)
+		status(r, &d.Status, DeliveryPending, DeliveryMachine)
 		if d.ShipTo == nil {
 			d.ShipTo = map[string]any{}
 		}
 		positions := map[int]bool{}
 		for j := range d.Lines {
-			l := &d.Lines[j]
-			if l.Position == 0 {
-				l.Position = j + 1
-			}
-			if l.Position < 1 || positions[l.Position] {
-				p.add("deliveries", i, "lines[%d]: position %d is not a new positive number", j, l.Position)
-			}
-			positions[l.Position] = true
+			l, where := &d.Lines[j], fmt.Sprintf("lines[%d]: ", j)
+			r.position(where, &l.Position, j, positions)
 			if strings.TrimSpace(l.Description) == "" {
-				p.add("deliveries", i, "lines[%d]: description is required", j)
+				r.add("%sdescription is required", where)
 			}
 			if l.Qty < 0 {
-				p.add("deliveries", i, "lines[%d]: qty must be zero or more", j)
+				r.add("%sqty must be zero or more", where)
 			}
 		}
 		for j, pk := range d.Packages {
 			if strings.TrimSpace(pk.Reference) == "" {
-				p.add("deliveries", i, "packages[%d]: reference is required", j)
+				r.add("packages[%d]: reference is required", j)
 			}
 			if pk.WeightGrams != nil && *pk.WeightGrams < 0 {
-				p.add("deliveries", i, "packages[%d]: weight_grams must be zero or more", j)
+				r.add("packages[%d]: weight_grams must be zero or more", j)
 			}
 		}
 	}
+}
 
-	seenStock := unique("stock", "sku and location")
-	for i := range f.Stock {
-		s := &f.Stock[i]
+func (v *seedValidator) stock(stock []SeedStock) {
+	seen := v.unique("stock", "sku and location")
+	for i := range stock {
+		s, r := &stock[i], v.at("stock", i)
 		s.SKU = strings.TrimSpace(s.SKU)
 		if s.SKU == "" {
-			p.add("stock", i, "sku is required")
+			r.add("sku is required")
 		}
 		if s.QtyOnHand < 0 {
-			p.add("stock", i, "qty_on_hand must be zero or more")
+			r.add("qty_on_hand must be zero or more")
 		}
 		if s.UnitCostMinor != nil && *s.UnitCostMinor < 0 {
-			p.add("stock", i, "unit_cost_minor must be zero or more")
+			r.add("unit_cost_minor must be zero or more")
 		}
 		loc := ""
 		if s.Location != nil {
 			loc = *s.Location
 		}
-		seenStock(i, s.SKU+"\x00"+loc)
+		seen(i, s.SKU+"\x00"+loc)
 	}
-	return p.err()
 }
 
-func checkContacts(p *SeedProblems, section string, i int, contacts []SeedContact) {
+// contacts checks a customer's or supplier's contacts.
+func (r record) contacts(contacts []SeedContact) {
 	primaries := 0
 	for j := range contacts {
 		c := &contacts[j]
 		c.Name = strings.TrimSpace(c.Name)
 		if c.Name == "" {
-			p.add(section, i, "contacts[%d]: name is required", j)
+			r.add("contacts[%d]: name is required", j)
 		}
 		if c.Email != nil && !strings.Contains(*c.Email, "@") {
-			p.add(section, i, "contacts[%d]: email %q is not an email address", j, *c.Email)
+			r.add("contacts[%d]: email %q is not an email address", j, *c.Email)
 		}
 		if c.IsPrimary {
 			primaries++
 		}
 	}
 	if primaries > 1 {
-		p.add(section, i, "only one contact can be primary")
+		r.add("only one contact can be primary")
 	}
 }
 
-func checkLine(p *SeedProblems, section string, i int, where string, lt *LineType, desc *string, qty float64, uom *string, unit int64) {
+// line checks the fields quote and order lines share, defaulting line_type
+// to product and uom to each.
+func (r record) line(where string, lt *LineType, desc *string, qty float64, uom *string, unit int64) {
 	if *lt == "" {
 		*lt = LineProduct
 	}
 	if !validIn(*lt, LineTypes) {
-		p.add(section, i, "%sline_type %q is not product, service, freight or note", where, *lt)
+		r.add("%sline_type %q is not product, service, freight or note", where, *lt)
 	}
 	if strings.TrimSpace(*desc) == "" {
-		p.add(section, i, "%sdescription is required", where)
+		r.add("%sdescription is required", where)
 	}
 	if strings.TrimSpace(*uom) == "" {
 		*uom = "each"
 	}
 	if unit < 0 {
-		p.add(section, i, "%sunit_price_minor must be zero or more", where)
+		r.add("%sunit_price_minor must be zero or more", where)
 	}
 	if *lt == LineNote {
 		if qty != 0 || unit != 0 {
-			p.add(section, i, "%sa note line carries qty 0 and unit_price_minor 0", where)
+			r.add("%sa note line carries qty 0 and unit_price_minor 0", where)
 		}
 	} else if qty <= 0 {
-		p.add(section, i, "%sqty must be more than zero", where)
+		r.add("%sqty must be more than zero", where)
 	}
 }
 

@@ -98,3 +98,9 @@ func (d *Date) Scan(src any) error {
 
 // Value implements driver.Valuer.
 func (d Date) Value() (driver.Value, error) { return d.Time, nil }
+
+// QuoteExpiresAt is when a quote valid until d expires: the end of that day,
+// UTC. A quote is valid through its valid_until date.
+func QuoteExpiresAt(d Date) time.Time {
+	return time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
+}

@@ -48,3 +48,16 @@ func From(ctx context.Context, fallback *zap.Logger) *zap.Logger {
 	}
 	return fallback
 }
+
+// NewFile returns a logger writing JSON lines at level and above to path
+// (created or appended to), for chatty components kept off the console.
+func NewFile(path string, level zapcore.Level) (*zap.Logger, error) {
+	cfg := zap.NewProductionConfig()
+	cfg.EncoderConfig.TimeKey = "time"
+	cfg.EncoderConfig.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	cfg.Level = zap.NewAtomicLevelAt(level)
+	cfg.Sampling = nil
+	cfg.OutputPaths = []string{path}
+	cfg.ErrorOutputPaths = []string{path}
+	return cfg.Build()
+}

@@ -1,0 +1,370 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+func parseID(what, s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return uuid.Nil, usagef("%s %q is not an id (a UUID)", what, s)
+	}
+	return id, nil
+}
+
+func orgCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "org", Short: "Create organisations and switch their add-ons"}
+	cmd.AddCommand(orgCreateCmd(), orgAddonCmd())
+	return cmd
+}
+
+// orgJSON is `org create --json`: id, name, currency, owner_id (plus the plan).
+type orgJSON struct {
+	ID         uuid.UUID  `json:"id"`
+	Name       string     `json:"name"`
+	Currency   string     `json:"currency"`
+	OwnerID    *uuid.UUID `json:"owner_id"`
+	ProductCap int        `json:"product_cap"`
+	Addons     []string   `json:"addons"`
+}
+
+func newOrgJSON(o domain.Organisation, owner *domain.User) orgJSON {
+	j := orgJSON{ID: o.ID, Name: o.Name, Currency: o.Currency, ProductCap: o.ProductCap, Addons: []string{}}
+	if owner != nil {
+		j.OwnerID = &owner.ID
+	}
+	for _, a := range domain.Addons {
+		if o.AddonOn(a) {
+			j.Addons = append(j.Addons, string(a))
+		}
+	}
+	return j
+}
+
+func orgCreateCmd() *cobra.Command {
+	cfg := config.Load()
+	var name, currency, owner string
+	var productCap int
+	cmd := &cobra.Command{
+		Use:   "create --name NAME [--currency GBP] [--owner-email E] [--product-cap N]",
+		Short: "Create an organisation (and its owner)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(name) == "" {
+				return usagef("--name is required")
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				in := db.NewOrganisation{Name: name, Currency: strings.ToUpper(currency), OwnerEmail: owner}
+				if cmd.Flags().Changed("product-cap") {
+					in.ProductCap = &productCap
+				}
+				org, user, err := d.CreateOrganisation(ctx, in)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(newOrgJSON(org, user), func(w io.Writer) {
+					fmt.Fprintf(w, "organisation\t%s\nid\t%s\ncurrency\t%s\nproduct cap\t%d\n", org.Name, org.ID, org.Currency, org.ProductCap)
+					if user != nil {
+						fmt.Fprintf(w, "owner\t%s (%s)\n", user.Email, user.ID)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "organisation name (required)")
+	cmd.Flags().StringVar(&currency, "currency", "GBP", "ISO 4217 currency code")
+	cmd.Flags().StringVar(&owner, "owner-email", "", "create the owner with this email")
+	cmd.Flags().IntVar(&productCap, "product-cap", 100000, "the plan's product cap")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func orgAddonCmd() *cobra.Command {
+	cfg := config.Load()
+	var org string
+	cmd := &cobra.Command{
+		Use:   "addon --org ORG (stock|route|source) (on|off)",
+		Short: "Switch an add-on on or off",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			addon := domain.Addon(strings.ToLower(args[0]))
+			var on bool
+			switch strings.ToLower(args[1]) {
+			case "on":
+				on = true
+			case "off":
+			default:
+				return usagef("the second argument must be on or off, not %q", args[1])
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				o, err := d.SetAddon(ctx, orgID, addon, on)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(newOrgJSON(o, nil), func(w io.Writer) {
+					fmt.Fprintf(w, "organisation\t%s\nstock\t%s\nroute\t%s\nsource\t%s\n", o.ID, onOff(o.Stock), onOff(o.Route), onOff(o.Source))
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	_ = cmd.MarkFlagRequired("org")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func userCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "user", Short: "Add people to organisations"}
+	cfg := config.Load()
+	var org, email, role string
+	add := &cobra.Command{
+		Use:   "add --org ORG --email E --role owner|admin|member",
+		Short: "Add a person to an organisation",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				u, err := d.AddUser(ctx, orgID, email, domain.UserRole(strings.ToLower(role)))
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(u, func(w io.Writer) {
+					fmt.Fprintf(w, "user\t%s\nid\t%s\nrole\t%s\norganisation\t%s\n", u.Email, u.ID, u.Role, u.OrgID)
+				})
+			})
+		},
+	}
+	add.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	add.Flags().StringVar(&email, "email", "", "email address (required)")
+	add.Flags().StringVar(&role, "role", "", "owner, admin or member (required)")
+	for _, f := range []string{"org", "email", "role"} {
+		_ = add.MarkFlagRequired(f)
+	}
+	jsonFlag(add)
+	dbFlags(add, &cfg)
+	cmd.AddCommand(add)
+	return cmd
+}
+
+func keyCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "key", Short: "Create, list and revoke API keys"}
+	cmd.AddCommand(keyCreateCmd(), keyListCmd(), keyRevokeCmd())
+	return cmd
+}
+
+// keyCreateJSON is `key create --json`: the key is shown this once.
+type keyCreateJSON struct {
+	ID     uuid.UUID      `json:"id"`
+	Key    string         `json:"key"`
+	Prefix string         `json:"prefix"`
+	Scopes []domain.Scope `json:"scopes"`
+	OrgID  uuid.UUID      `json:"org_id"`
+	Name   string         `json:"name"`
+}
+
+func keyCreateCmd() *cobra.Command {
+	cfg := config.Load()
+	var org, name, scopes string
+	cmd := &cobra.Command{
+		Use:   "create --org ORG --name NAME --scopes s1,s2|all",
+		Short: "Create an API key (printed once; only its hash is stored)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			sc, err := domain.ParseScopes(scopes)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				k, plain, err := d.CreateAPIKey(ctx, orgID, name, sc)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(keyCreateJSON{ID: k.ID, Key: plain, Prefix: k.Prefix, Scopes: k.Scopes, OrgID: k.OrgID, Name: k.Name},
+					func(w io.Writer) {
+						fmt.Fprintf(w, "key\t%s\nid\t%s\nscopes\t%s\n\nThe key is shown once and only its hash is stored: keep it now.\n",
+							plain, k.ID, joinScopes(k.Scopes))
+					})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	cmd.Flags().StringVar(&name, "name", "", "what the key is for (required)")
+	cmd.Flags().StringVar(&scopes, "scopes", "", "comma-separated scopes, or all (required)")
+	for _, f := range []string{"org", "name", "scopes"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func joinScopes(scopes []domain.Scope) string {
+	parts := make([]string, len(scopes))
+	for i, s := range scopes {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+func keyListCmd() *cobra.Command {
+	cfg := config.Load()
+	var org string
+	cmd := &cobra.Command{
+		Use:   "list --org ORG",
+		Short: "List an organisation's API keys (never the keys themselves)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				keys, err := d.ListAPIKeys(ctx, orgID)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(keys, func(w io.Writer) {
+					fmt.Fprintln(w, "ID\tNAME\tPREFIX\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+					for _, k := range keys {
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, joinScopes(k.Scopes),
+							k.CreatedAt, tsOrDash(k.LastUsedAt), tsOrDash(k.RevokedAt))
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	_ = cmd.MarkFlagRequired("org")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func keyRevokeCmd() *cobra.Command {
+	cfg := config.Load()
+	cmd := &cobra.Command{
+		Use:   "revoke KEY_ID",
+		Short: "Revoke an API key; calls with it answer 401 from then on",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("KEY_ID", args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				k, err := d.RevokeAPIKey(ctx, id)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(k, func(w io.Writer) {
+					fmt.Fprintf(w, "revoked\t%s (%s)\nat\t%s\n", k.ID, k.Name, tsOrDash(k.RevokedAt))
+				})
+			})
+		},
+	}
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func seedCmd() *cobra.Command {
+	cfg := config.Load()
+	var org, file string
+	cmd := &cobra.Command{
+		Use:   "seed --org ORG --file data.json",
+		Short: "Load customers, products, quotes, orders, suppliers, purchase orders, deliveries and stock from a JSON file",
+		Long: "seed loads a JSON file (see examples/seed.json) into an organisation in one transaction. Records are\n" +
+			"named by natural keys and may refer to records loaded earlier. Any invalid record rejects the whole\n" +
+			"file, naming its section and index, and nothing is written. --file - reads standard input.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			var data []byte
+			if file == "-" {
+				data, err = io.ReadAll(cmd.InOrStdin())
+			} else {
+				data, err = os.ReadFile(file)
+			}
+			if err != nil {
+				return fmt.Errorf("read seed file: %w", err)
+			}
+			f, err := domain.ParseSeed(data)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				res, err := d.Seed(ctx, orgID, f)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(res, func(w io.Writer) { printSeedResult(w, res) })
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	cmd.Flags().StringVar(&file, "file", "", "seed file, or - for standard input (required)")
+	_ = cmd.MarkFlagRequired("org")
+	_ = cmd.MarkFlagRequired("file")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func printSeedResult(w io.Writer, r db.SeedResult) {
+	fmt.Fprintln(w, "RECORDS\tCREATED")
+	for _, row := range []struct {
+		name string
+		n    int
+	}{{"locations", r.Locations}, {"customers", r.Customers}, {"products", r.Products}, {"quotes", r.Quotes},
+		{"orders", r.Orders}, {"suppliers", r.Suppliers}, {"purchase orders", r.PurchaseOrders},
+		{"receipts", r.Receipts}, {"deliveries", r.Deliveries}, {"stock lines", r.Stock}} {
+		fmt.Fprintf(w, "%s\t%d\n", row.name, row.n)
+	}
+}
+
+func secretKeyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "secret-key",
+		Short: "Print a new random value for COMMERCE_SECRET_KEY",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), secrets.NewServiceKey())
+			return err
+		},
+	}
+}

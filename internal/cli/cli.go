@@ -1,0 +1,158 @@
+// Package cli is the `commerce` command: the processes (serve, worker,
+// migrate) and the administration commands of DESIGN.md section 9. Every
+// admin command prints a human table by default and JSON with --json;
+// errors go to stderr with a non-zero exit.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/config"
+)
+
+// NewRoot returns the command tree without `dev` (which cmd/commerce adds,
+// because it links the embedded Temporal server).
+func NewRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "commerce",
+		Short: "Organisation-scoped commerce REST API, inbound endpoints and webhooks",
+		Long: "commerce runs the integration backend: the REST API and inbound endpoints (serve), the Temporal\n" +
+			"worker (worker), schema migrations (migrate), and the administration commands below.\n\n" +
+			"Configuration comes from environment variables; flags override them:\n" + envHelp(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd())
+	return root
+}
+
+func envHelp() string {
+	s := ""
+	for _, v := range config.Vars {
+		def := v.Default
+		if def == "" {
+			def = "(none)"
+		}
+		s += fmt.Sprintf("  %-31s %s [default %s]\n", v.Name, v.Usage, def)
+	}
+	return s
+}
+
+// Execute runs root with args, with SIGINT and SIGTERM cancelling the
+// command's context, and returns the process exit code.
+func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "commerce: %s\n", errorText(err))
+		var usage usageError
+		if errors.As(err, &usage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError marks a mistake in how a command was called.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// errorText is the message for an error: domain errors carry their own.
+func errorText(err error) string {
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return de.Message
+	}
+	return err.Error()
+}
+
+// printer writes a command's result: JSON with --json, else a table.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+func newPrinter(cmd *cobra.Command) printer {
+	j, _ := cmd.Flags().GetBool("json")
+	return printer{w: cmd.OutOrStdout(), json: j}
+}
+
+// print writes v as indented JSON, or calls human with a tab writer.
+func (p printer) print(v any, human func(w io.Writer)) error {
+	if p.json {
+		enc := json.NewEncoder(p.w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	human(tw)
+	return tw.Flush()
+}
+
+func jsonFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool("json", false, "print JSON instead of a table")
+}
+
+// openDB connects to the configured database and checks that its schema is
+// the one this binary expects.
+func openDB(ctx context.Context, cfg config.Config) (*db.DB, error) {
+	d, err := db.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	v, err := d.SchemaVersion(ctx)
+	if err != nil || v != db.LatestVersion() {
+		d.Close()
+		if err != nil {
+			return nil, fmt.Errorf("the database has no commerce schema (run `commerce migrate`): %w", err)
+		}
+		return nil, fmt.Errorf("the database schema is at version %d but this binary expects %d: run `commerce migrate`", v, db.LatestVersion())
+	}
+	return d, nil
+}
+
+// withDB runs fn with the configured database open.
+func withDB(cmd *cobra.Command, cfg config.Config, fn func(ctx context.Context, d *db.DB) error) error {
+	d, err := openDB(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return fn(cmd.Context(), d)
+}
+
+// dbFlags adds --database-url to a command that only talks to Postgres.
+func dbFlags(cmd *cobra.Command, cfg *config.Config) {
+	cfg.Flags(cmd.Flags(), "DATABASE_URL")
+}
+
+func orDash(s *string) string {
+	if s == nil || *s == "" {
+		return "-"
+	}
+	return *s
+}
+
+func tsOrDash(t *domain.Timestamp) string {
+	if t == nil {
+		return "-"
+	}
+	return t.String()
+}

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/relay"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+// Runtime is what the long-running processes share: configuration, logger,
+// database and Temporal client.
+type Runtime struct {
+	Cfg        config.Config
+	Log        *zap.Logger
+	DB         *db.DB
+	Temporal   client.Client
+	ServiceKey []byte
+}
+
+// Close releases the runtime's connections.
+func (rt *Runtime) Close() {
+	if rt.Temporal != nil {
+		rt.Temporal.Close()
+	}
+	if rt.DB != nil {
+		rt.DB.Close()
+	}
+}
+
+// Migrate applies the embedded migrations and logs what changed.
+func Migrate(ctx context.Context, cfg config.Config, log *zap.Logger) error {
+	res, err := db.Migrate(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	if res.From != res.To {
+		log.Info("database migrated", zap.Int32("from", res.From), zap.Int32("to", res.To))
+	}
+	return nil
+}
+
+// temporalOptions are the client options of every process.
+func temporalOptions(cfg config.Config, log *zap.Logger) client.Options {
+	return client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    logging.Temporal(log.Named("temporal").WithOptions(zap.IncreaseLevel(zap.WarnLevel))),
+	}
+}
+
+// DialTemporal connects to Temporal, retrying while it is not up yet (in a
+// compose stack the server starts after the service) until ctx ends.
+func DialTemporal(ctx context.Context, cfg config.Config, log *zap.Logger) (client.Client, error) {
+	delay := 500 * time.Millisecond
+	for {
+		c, err := client.DialContext(ctx, temporalOptions(cfg, log))
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+		}
+		log.Warn("Temporal not reachable yet; retrying", zap.String("address", cfg.TemporalAddress), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
+}
+
+// APIHandler builds the HTTP handler.
+func (rt *Runtime) APIHandler() (http.Handler, error) {
+	key := rt.ServiceKey
+	if key == nil {
+		var err error
+		if key, err = rt.Cfg.ServiceKey(); err != nil {
+			return nil, err
+		}
+	}
+	return api.New(api.Deps{
+		DB: rt.DB, Temporal: rt.Temporal, Logger: rt.Log, Cursors: cursor.New(key), BaseURL: rt.Cfg.BaseURL,
+	}).Handler(), nil
+}
+
+// ServeHTTP answers HTTP on l until ctx ends, then drains for up to 10 s.
+func ServeHTTP(ctx context.Context, l net.Listener, h http.Handler, log *zap.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// RunWorker registers the workflows and activities on the task queue and
+// runs them, with the sweeps beside them, until ctx ends.
+func (rt *Runtime) RunWorker(ctx context.Context) error {
+	if err := workflows.EnsureSearchAttributes(ctx, rt.Temporal, rt.Cfg.TemporalNamespace); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return err
+	}
+	w := worker.New(rt.Temporal, workflows.TaskQueue, worker.Options{})
+	workflows.Register(w, &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities")})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	rt.Log.Info("worker started", zap.String("task_queue", workflows.TaskQueue), zap.String("namespace", rt.Cfg.TemporalNamespace))
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		(&relay.QuoteExpiry{DB: rt.DB, Temporal: rt.Temporal, Log: rt.Log.Named("relay")}).Run(ctx)
+		return nil
+	})
+	return g.Wait()
+}
