@@ -1,0 +1,16 @@
+# syntax=docker/dockerfile:1
+# The commerce binary on a minimal, non-root base image. Every process of the
+# compose file runs it with a different command (serve, worker, migrate).
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/commerce ./cmd/commerce
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/commerce /commerce
+USER nonroot:nonroot
+EXPOSE 8080
+ENTRYPOINT ["/commerce"]
+CMD ["serve"]
