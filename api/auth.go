@@ -81,7 +81,8 @@ func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
 		_ = huma.WriteErr(s.api, ctx, http.StatusUnauthorized, "API key is missing, unknown or revoked")
 		return
 	}
-	auth, err := s.db.AuthenticateKey(ctx.Context(), secrets.Hash(token))
+	addon, _ := op.Metadata[metaAddon].(domain.Addon)
+	auth, err := s.db.AuthenticateKey(ctx.Context(), secrets.Hash(token), addon)
 	if err != nil {
 		e := s.fail(ctx.Context(), err)
 		_ = huma.WriteErr(s.api, ctx, e.GetStatus(), e.Error())
@@ -97,15 +98,13 @@ func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
 		_ = huma.WriteErr(s.api, ctx, http.StatusForbidden, fmt.Sprintf("API key lacks the scope %s", scope))
 		return
 	}
-	if addon, ok := op.Metadata[metaAddon].(domain.Addon); ok {
-		open := auth.AddonOpen(addon)
-		if op.Method != http.MethodGet {
-			open = auth.AddonOn(addon)
-		}
-		if !open {
-			_ = huma.WriteErr(s.api, ctx, http.StatusNotFound, "Not found")
-			return
-		}
+	open := auth.AddonOpen()
+	if op.Method != http.MethodGet {
+		open = auth.AddonOn // writes need the add-on switched on
+	}
+	if !open {
+		_ = huma.WriteErr(s.api, ctx, http.StatusNotFound, "Not found")
+		return
 	}
 	next(huma.WithValue(ctx, authKey{}, auth))
 }

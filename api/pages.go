@@ -3,20 +3,26 @@ package api
 import (
 	"context"
 	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
 )
 
 // LargePage is the paging input of the lists that default to 100 rows and
 // allow up to 500 (products, customers).
 type LargePage struct {
 	Cursor string `query:"cursor" doc:"Opaque cursor: the previous page's next_cursor."`
-	Limit  int    `query:"limit" minimum:"1" maximum:"500" default:"100" doc:"Rows per page."`
+	Limit  int    `query:"limit" minimum:"1" maximum:"500" default:"100" doc:"Rows per page, 1 to 500."`
 }
 
 // SmallPage is the paging input of the lists that default to 50 rows and
 // allow up to 200.
 type SmallPage struct {
 	Cursor string `query:"cursor" doc:"Opaque cursor: the previous page's next_cursor."`
-	Limit  int    `query:"limit" minimum:"1" maximum:"200" default:"50" doc:"Rows per page."`
+	Limit  int    `query:"limit" minimum:"1" maximum:"200" default:"50" doc:"Rows per page, 1 to 200."`
 }
 
 // binding is what a cursor is bound to: the organisation, and the list's
@@ -24,7 +30,9 @@ type SmallPage struct {
 func binding(ctx context.Context, filters ...string) string {
 	v := url.Values{}
 	for i := 0; i+1 < len(filters); i += 2 {
-		v.Set(filters[i], filters[i+1])
+		if filters[i+1] != "" { // an empty filter is no filter
+			v.Set(filters[i], filters[i+1])
+		}
 	}
 	return orgID(ctx).String() + "|" + v.Encode()
 }
@@ -48,4 +56,76 @@ func page[T any](s *Server, rows []T, limit int, list, bound string, key func(T)
 	rows = rows[:limit]
 	c := s.cursors.Encode(list, bound, key(rows[limit-1])...)
 	return rows, &c
+}
+
+// newestList serves one page of a newest-first list: it checks the cursor
+// against the list and its filters (name/value pairs), fetches limit+1 rows
+// and makes the next cursor from the last row's (created_at, id).
+func newestList[T any](ctx context.Context, s *Server, list string, cursor string, limit int, filters []string,
+	fetch func(db.Page) ([]T, error), key func(T) (domain.Timestamp, uuid.UUID)) ([]T, *string, error) {
+	bound := binding(ctx, filters...)
+	k, err := s.after(cursor, list, bound, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := db.Page{Limit: limit}
+	if k != nil {
+		t, errT := time.Parse(time.RFC3339Nano, k[0])
+		id, errID := uuid.Parse(k[1])
+		if errT != nil || errID != nil {
+			return nil, nil, domain.Errorf(domain.EINVALID, "cursor is not valid for this list")
+		}
+		p.After = &db.Newest{CreatedAt: t, ID: id}
+	}
+	rows, err := fetch(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, next := page(s, rows, limit, list, bound, func(r T) []string {
+		created, id := key(r)
+		return []string{created.Time.Format(time.RFC3339Nano), id.String()}
+	})
+	return out, next, nil
+}
+
+// pathID reads a record id from the path. A value that is not a UUID names
+// no record: the answer is 404, like any id outside the organisation.
+func pathID(raw, what string) (uuid.UUID, error) {
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return uuid.Nil, domain.Errorf(domain.ENOTFOUND, "%s not found", what)
+	}
+	return id, nil
+}
+
+// optionalID reads an optional id filter.
+func optionalID(name, raw string) (*uuid.UUID, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return nil, domain.Errorf(domain.EINVALID, "%s is not a UUID", name)
+	}
+	return &id, nil
+}
+
+// IDPath is the path of a read by id.
+type IDPath struct {
+	ID string `path:"id" doc:"The record's id (a UUID). An id outside the organisation, or not a UUID, answers 404."`
+}
+
+// readByID serves a read by id: the id must be a UUID and the record must
+// belong to the caller's organisation, or the answer is 404.
+func readByID[T any](ctx context.Context, s *Server, raw, what string, fetch func(ctx context.Context, org, id uuid.UUID) (T, error)) (T, error) {
+	var zero T
+	id, err := pathID(raw, what)
+	if err != nil {
+		return zero, s.fail(ctx, err)
+	}
+	v, err := fetch(ctx, orgID(ctx), id)
+	if err != nil {
+		return zero, s.fail(ctx, err)
+	}
+	return v, nil
 }

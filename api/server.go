@@ -82,6 +82,11 @@ func New(d Deps) *Server {
 	s.api = humachi.New(r, s.humaConfig())
 	s.api.UseMiddleware(s.authenticate)
 	s.registerProducts()
+	s.registerQuotesAndOrders()
+	s.registerStockReads()
+	s.registerDeliveries()
+	s.registerSuppliers()
+	s.registerCustomersAndRequests()
 	markPointersNullable(s.api.OpenAPI().Components.Schemas)
 	dropUndeclaredValidationStatus(s.api.OpenAPI())
 	s.router = r
@@ -121,6 +126,8 @@ func (s *Server) humaConfig() huma.Config {
 	reg.RegisterTypeAlias(reflect.TypeFor[domain.Timestamp](), reflect.TypeFor[time.Time]())
 	reg.RegisterTypeAlias(reflect.TypeFor[domain.Date](), reflect.TypeFor[dateSchema]())
 	reg.RegisterTypeAlias(reflect.TypeFor[uuid.UUID](), reflect.TypeFor[uuidSchema]())
+	reg.RegisterTypeAlias(reflect.TypeFor[domain.JSONObject](), reflect.TypeFor[map[string]any]())
+	reg.RegisterTypeAlias(reflect.TypeFor[domain.JSONArray](), reflect.TypeFor[[]map[string]any]())
 	return cfg
 }
 

@@ -11,30 +11,31 @@ import (
 )
 
 // KeyAuth is what one authentication round trip learns about a REST call:
-// who it is for, the key's rate-limit decision, and the organisation's
-// add-ons (with, for each one that is off, whether rows of it are held).
+// who it is for, the key's rate-limit decision, and the state of the add-on
+// the route needs (if any).
 type KeyAuth struct {
 	Principal domain.Principal
 	Rate      RateDecision
-	addons    map[domain.Addon]bool
-	holds     map[domain.Addon]bool
+	// AddonOn is true when the route's add-on is switched on (or the route
+	// needs none).
+	AddonOn bool
+	// AddonHeld is true when the add-on is off but the organisation still
+	// holds rows of it (reads keep working then).
+	AddonHeld bool
 }
 
-// AddonOpen reports whether routes gated by a may answer reads: the add-on is
-// on, or it is off but the organisation still holds rows of it.
-func (a KeyAuth) AddonOpen(addon domain.Addon) bool { return a.addons[addon] || a.holds[addon] }
-
-// AddonOn reports whether the add-on is switched on (writes need this).
-func (a KeyAuth) AddonOn(addon domain.Addon) bool { return a.addons[addon] }
+// AddonOpen reports whether the route may answer a read.
+func (a KeyAuth) AddonOpen() bool { return a.AddonOn || a.AddonHeld }
 
 // The statement behind AuthenticateKey: find the key by hash, take one call
 // from its rate-limit bucket (unless revoked), touch last_used_at at most
-// once a minute, and read the add-on flags; "holds rows" is only computed
-// for add-ons that are off.
+// once a minute, and read the route's add-on ($2: stock, route, source or
+// empty); whether rows of it are held is only looked up when it is off.
 var authSQL = `
 WITH k AS (
 	SELECT k.id, k.org_id, k.scopes, k.revoked_at IS NOT NULL AS revoked,
-	       o.addon_stock, o.addon_route, o.addon_source
+	       CASE $2 WHEN 'stock' THEN o.addon_stock WHEN 'route' THEN o.addon_route
+	               WHEN 'source' THEN o.addon_source ELSE true END AS addon_on
 	FROM api_keys k JOIN organisations o ON o.id = k.org_id
 	WHERE k.key_hash = $1
 ), rl AS (` + gcraTake("k.org_id", "k.id", "k WHERE NOT k.revoked", APIKeyLimit) + `
@@ -43,34 +44,30 @@ WITH k AS (
 	WHERE id = (SELECT id FROM k WHERE NOT revoked)
 	  AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
 )
-SELECT k.id, k.org_id, k.scopes, k.revoked, rl.allowed, rl.tat, now(),
-       k.addon_stock, k.addon_route, k.addon_source,
-       CASE WHEN k.addon_stock THEN false ELSE
-            EXISTS (SELECT 1 FROM stock_lines s WHERE s.org_id = k.org_id)
-         OR EXISTS (SELECT 1 FROM stock_movements m WHERE m.org_id = k.org_id) END,
-       CASE WHEN k.addon_route THEN false ELSE
-            EXISTS (SELECT 1 FROM deliveries d WHERE d.org_id = k.org_id) END,
-       CASE WHEN k.addon_source THEN false ELSE
-            EXISTS (SELECT 1 FROM suppliers s WHERE s.org_id = k.org_id)
-         OR EXISTS (SELECT 1 FROM purchase_orders p WHERE p.org_id = k.org_id) END
+SELECT k.id, k.org_id, k.scopes, k.revoked, rl.allowed, rl.tat, now(), k.addon_on,
+       CASE WHEN k.addon_on THEN false
+            WHEN $2 = 'stock' THEN EXISTS (SELECT 1 FROM stock_lines s WHERE s.org_id = k.org_id)
+                                OR EXISTS (SELECT 1 FROM stock_movements m WHERE m.org_id = k.org_id)
+            WHEN $2 = 'route' THEN EXISTS (SELECT 1 FROM deliveries d WHERE d.org_id = k.org_id)
+            WHEN $2 = 'source' THEN EXISTS (SELECT 1 FROM suppliers s WHERE s.org_id = k.org_id)
+                                 OR EXISTS (SELECT 1 FROM purchase_orders p WHERE p.org_id = k.org_id)
+            ELSE false END
 FROM k LEFT JOIN rl ON true`
 
-// AuthenticateKey looks up an API key by its SHA-256 and takes one call from
-// its rate limit, in one round trip. An unknown or revoked key is
-// EUNAUTHORIZED; the rate decision is returned for the caller to enforce.
-func (d *DB) AuthenticateKey(ctx context.Context, keyHash []byte) (KeyAuth, error) {
+// AuthenticateKey looks up an API key by its SHA-256, takes one call from
+// its rate limit and reads the state of the route's add-on (addon may be
+// empty), in one round trip. An unknown or revoked key is EUNAUTHORIZED; the
+// rate decision is returned for the caller to enforce.
+func (d *DB) AuthenticateKey(ctx context.Context, keyHash []byte, addon domain.Addon) (KeyAuth, error) {
 	var (
-		a                       KeyAuth
-		revoked                 bool
-		allowed                 *bool
-		tat                     *time.Time
-		now                     time.Time
-		stock, route, source    bool
-		hStock, hRoute, hSource bool
+		a       KeyAuth
+		revoked bool
+		allowed *bool
+		tat     *time.Time
+		now     time.Time
 	)
-	err := d.pool.QueryRow(ctx, authSQL, keyHash).Scan(
-		&a.Principal.KeyID, &a.Principal.OrgID, &a.Principal.Scopes, &revoked, &allowed, &tat, &now,
-		&stock, &route, &source, &hStock, &hRoute, &hSource)
+	err := d.rate.QueryRow(ctx, authSQL, keyHash, string(addon)).Scan(
+		&a.Principal.KeyID, &a.Principal.OrgID, &a.Principal.Scopes, &revoked, &allowed, &tat, &now, &a.AddonOn, &a.AddonHeld)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && revoked) {
 		return KeyAuth{}, domain.Errorf(domain.EUNAUTHORIZED, "API key is missing, unknown or revoked")
 	}
@@ -78,7 +75,5 @@ func (d *DB) AuthenticateKey(ctx context.Context, keyHash []byte) (KeyAuth, erro
 		return KeyAuth{}, err
 	}
 	a.Rate = decide(APIKeyLimit, *allowed, *tat, now)
-	a.addons = map[domain.Addon]bool{domain.AddonStock: stock, domain.AddonRoute: route, domain.AddonSource: source}
-	a.holds = map[domain.Addon]bool{domain.AddonStock: hStock, domain.AddonRoute: hRoute, domain.AddonSource: hSource}
 	return a, nil
 }

@@ -88,14 +88,14 @@ func TestEveryOrgIndexLeadsWithOrgID(t *testing.T) {
 	// Indexes on org-scoped tables whose first column is not org_id: only
 	// primary keys on id and global unique lookups (hashes, ids) may do so.
 	rows, err := d.Pool().Query(context.Background(), `
-		SELECT i.relname, a.attname
+		SELECT i.relname, coalesce(a.attname, '(expression)')
 		FROM pg_index x
 		JOIN pg_class i ON i.oid = x.indexrelid
 		JOIN pg_class c ON c.oid = x.indrelid
 		JOIN pg_namespace n ON n.oid = c.relnamespace
-		JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = x.indkey[0]
+		LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = x.indkey[0]
 		WHERE n.nspname = $1 AND c.relname NOT IN ('organisations', 'schema_version')
-		  AND a.attname <> 'org_id'`, d.Schema)
+		  AND a.attname IS DISTINCT FROM 'org_id'`, d.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}

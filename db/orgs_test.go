@@ -70,7 +70,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := d.AuthenticateKey(ctx, secrets.Hash(plain))
+	auth, err := d.AuthenticateKey(ctx, secrets.Hash(plain), "")
 	if err != nil {
 		t.Fatalf("fresh key rejected: %v", err)
 	}
@@ -82,14 +82,14 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if err != nil || len(keys) != 1 || keys[0].LastUsedAt == nil || keys[0].Prefix != plain[:9] {
 		t.Fatalf("ListAPIKeys = %+v, %v; want one key with last_used_at set", keys, err)
 	}
-	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain+"x")); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain+"x"), ""); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("unknown key: %v, want EUNAUTHORIZED", err)
 	}
 	revoked, err := d.RevokeAPIKey(ctx, key.ID)
 	if err != nil || revoked.RevokedAt == nil {
 		t.Fatalf("revoke = %+v, %v", revoked, err)
 	}
-	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain)); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain), ""); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("revoked key: %v, want EUNAUTHORIZED", err)
 	}
 	if _, err := d.RevokeAPIKey(ctx, db.NewID()); domain.ErrorCode(err) != domain.ENOTFOUND {
@@ -105,7 +105,7 @@ func TestNoPlaintextKeyIsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain)); err != nil {
+	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain), ""); err != nil {
 		t.Fatal(err)
 	}
 	// Every column of every table, as text, must be free of the key's

@@ -2,8 +2,6 @@ package db
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -28,35 +26,18 @@ func scanProduct(row pgx.Row) (domain.Product, error) {
 	return p, err
 }
 
-// likePattern escapes s for use inside an ILIKE pattern.
-func likePattern(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(s) + "%"
-}
-
 // ListProducts returns up to limit+1 of the organisation's products in SKU
 // order, after the SKU afterSKU when it is not empty. The extra row tells the
 // caller whether another page follows.
 func (d *DB) ListProducts(ctx context.Context, orgID uuid.UUID, f ProductFilter, afterSKU string, limit int) ([]domain.Product, error) {
-	args := []any{orgID, limit + 1}
-	where := "org_id = $1"
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where += " AND " + strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args)))
-	}
-	if afterSKU != "" {
-		add("sku > ?", afterSKU)
-	}
-	if f.SKU != "" {
-		add("sku = ?", f.SKU)
-	}
-	if f.Category != "" {
-		add("category = ?", f.Category)
-	}
-	if f.Search != "" {
-		add("(title ILIKE ? OR sku ILIKE ? OR category ILIKE ?)", likePattern(f.Search))
-	}
-	rows, err := d.pool.Query(ctx, `SELECT `+productColumns+` FROM products WHERE `+where+` ORDER BY sku LIMIT $2`, args...)
+	c := newConds()
+	c.add("org_id = ?", orgID)
+	c.addIf(afterSKU != "", "sku > ?", afterSKU)
+	c.addIf(f.SKU != "", "sku = ?", f.SKU)
+	c.addIf(f.Category != "", "category = ?", f.Category)
+	c.addIf(f.Search != "", "(title || chr(31) || sku || chr(31) || coalesce(category, '')) ILIKE ?", searchPattern(f.Search))
+	rows, err := d.pool.Query(ctx, `SELECT `+productColumns+` FROM products WHERE `+c.where()+
+		` ORDER BY sku LIMIT `+c.param(limit+1), c.args...)
 	if err != nil {
 		return nil, err
 	}

@@ -8,29 +8,29 @@ import "github.com/google/uuid"
 
 // Product is a catalogue product.
 type Product struct {
-	ID           uuid.UUID      `json:"id"`
-	SKU          string         `json:"sku"`
-	Title        string         `json:"title"`
-	Category     *string        `json:"category"`
-	UOM          string         `json:"uom"`
-	PriceMinor   *int64         `json:"price_minor"`
-	Currency     string         `json:"currency"`
-	StockQty     *float64       `json:"stock_qty"`
-	LeadTimeDays *int           `json:"lead_time_days"`
-	Attrs        map[string]any `json:"attrs"`
-	Status       ProductStatus  `json:"status"`
-	ExternalID   *string        `json:"external_id"`
+	ID           uuid.UUID     `json:"id" doc:"Product id."`
+	SKU          string        `json:"sku" doc:"Stock-keeping unit, unique in the organisation; lists sort by it (byte order)."`
+	Title        string        `json:"title"`
+	Category     *string       `json:"category"`
+	UOM          string        `json:"uom" doc:"Unit of measure, e.g. each, box, m."`
+	PriceMinor   *int64        `json:"price_minor" doc:"Price in minor units (pence, cents); null when not priced."`
+	Currency     string        `json:"currency" doc:"ISO 4217 code of price_minor."`
+	StockQty     *float64      `json:"stock_qty" doc:"Quantity in stock as the catalogue records it; null when not tracked."`
+	LeadTimeDays *int          `json:"lead_time_days"`
+	Attrs        JSONObject    `json:"attrs" doc:"Free-form attributes."`
+	Status       ProductStatus `json:"status" enum:"active,draft,archived" doc:"Catalogue status."`
+	ExternalID   *string       `json:"external_id"`
 }
 
 // Quote is a quote as listed.
 type Quote struct {
 	ID         uuid.UUID   `json:"id"`
 	Number     string      `json:"number"`
-	Status     QuoteStatus `json:"status"`
+	Status     QuoteStatus `json:"status" enum:"draft,sent,accepted,declined,expired"`
 	Currency   string      `json:"currency"`
-	TotalMinor int64       `json:"total_minor"`
+	TotalMinor int64       `json:"total_minor" doc:"Total including VAT, in minor units."`
 	CustomerID *uuid.UUID  `json:"customer_id"`
-	ValidUntil *Date       `json:"valid_until"`
+	ValidUntil *Date       `json:"valid_until" doc:"Last day the quote is valid (YYYY-MM-DD); it expires at the end of that day, UTC."`
 	SentAt     *Timestamp  `json:"sent_at"`
 	CreatedAt  Timestamp   `json:"created_at"`
 }
@@ -38,35 +38,35 @@ type Quote struct {
 // QuoteDetail is a quote with its totals and lines.
 type QuoteDetail struct {
 	Quote
-	SubtotalMinor int64       `json:"subtotal_minor"`
-	DiscountMinor int64       `json:"discount_minor"`
-	VATMinor      int64       `json:"vat_minor"`
-	Lines         []QuoteLine `json:"lines"`
+	SubtotalMinor int64       `json:"subtotal_minor" doc:"Sum of the lines' amount_minor."`
+	DiscountMinor int64       `json:"discount_minor" doc:"Quote-level discount in minor units."`
+	VATMinor      int64       `json:"vat_minor" doc:"VAT on (subtotal - discount), rounded half-up."`
+	Lines         []QuoteLine `json:"lines" doc:"Lines in position order."`
 }
 
 // QuoteLine is one line of a quote. AmountMinor is the line's net value;
 // clients use it rather than recomputing, because a seller can pin it.
 type QuoteLine struct {
 	Position       int      `json:"position"`
-	LineType       LineType `json:"line_type"`
+	LineType       LineType `json:"line_type" enum:"product,service,freight,note"`
 	Description    string   `json:"description"`
 	Qty            float64  `json:"qty"`
 	UOM            string   `json:"uom"`
 	UnitPriceMinor int64    `json:"unit_price_minor"`
-	DiscountPct    *float64 `json:"discount_pct"`
+	DiscountPct    *float64 `json:"discount_pct" doc:"Line discount in percent; null for none."`
 	LeadTimeDays   *int     `json:"lead_time_days"`
-	AmountMinor    int64    `json:"amount_minor"`
+	AmountMinor    int64    `json:"amount_minor" doc:"The line's net value in minor units. Use it as the line value: a seller can pin it, so it need not equal qty x unit price."`
 }
 
 // Order is an order as listed.
 type Order struct {
 	ID            uuid.UUID   `json:"id"`
 	Number        string      `json:"number"`
-	Status        OrderStatus `json:"status"`
+	Status        OrderStatus `json:"status" enum:"confirmed,in_progress,fulfilled,cancelled"`
 	Currency      string      `json:"currency"`
-	TotalMinor    int64       `json:"total_minor"`
+	TotalMinor    int64       `json:"total_minor" doc:"Total including VAT, in minor units."`
 	CustomerID    *uuid.UUID  `json:"customer_id"`
-	CustomerPORef *string     `json:"customer_po_ref"`
+	CustomerPORef *string     `json:"customer_po_ref" doc:"The customer's purchase order reference."`
 	CreatedAt     Timestamp   `json:"created_at"`
 }
 
@@ -76,26 +76,26 @@ type OrderDetail struct {
 	Order
 	SubtotalMinor int64          `json:"subtotal_minor"`
 	VATMinor      int64          `json:"vat_minor"`
-	TrackingURL   *string        `json:"tracking_url"`
+	TrackingURL   *string        `json:"tracking_url" doc:"Tracking address an ERP or carrier reported."`
 	Lines         []OrderLine    `json:"lines"`
-	Invoices      []OrderInvoice `json:"invoices"`
+	Invoices      []OrderInvoice `json:"invoices" doc:"Invoice references recorded against the order (the service never issues invoices)."`
 }
 
 // OrderLine is one line of an order.
 type OrderLine struct {
-	Position       int            `json:"position"`
-	LineType       LineType       `json:"line_type"`
-	Description    string         `json:"description"`
-	AttrsSnapshot  map[string]any `json:"attrs_snapshot"`
-	Qty            float64        `json:"qty"`
-	UOM            string         `json:"uom"`
-	UnitPriceMinor int64          `json:"unit_price_minor"`
+	Position       int        `json:"position"`
+	LineType       LineType   `json:"line_type" enum:"product,service,freight,note"`
+	Description    string     `json:"description"`
+	AttrsSnapshot  JSONObject `json:"attrs_snapshot" doc:"The product's attributes when the order was placed."`
+	Qty            float64    `json:"qty"`
+	UOM            string     `json:"uom"`
+	UnitPriceMinor int64      `json:"unit_price_minor"`
 }
 
 // OrderInvoice is an invoice reference an ERP recorded against an order.
 type OrderInvoice struct {
 	InvoiceRef    string        `json:"invoice_ref"`
-	InvoiceStatus InvoiceStatus `json:"invoice_status"`
+	InvoiceStatus InvoiceStatus `json:"invoice_status" enum:"issued,partially_paid,paid,overdue,void"`
 	AmountMinor   *int64        `json:"amount_minor"`
 	Currency      *string       `json:"currency"`
 	RecordedAt    Timestamp     `json:"recorded_at"`
@@ -103,15 +103,15 @@ type OrderInvoice struct {
 
 // Customer is a customer company.
 type Customer struct {
-	ID           uuid.UUID      `json:"id"`
-	Company      string         `json:"company"`
-	Website      *string        `json:"website"`
-	EmailDomain  *string        `json:"email_domain"`
-	VATNumber    *string        `json:"vat_number"`
-	PaymentTerms *string        `json:"payment_terms"`
-	Currency     string         `json:"currency"`
-	ExternalRefs map[string]any `json:"external_refs"`
-	CreatedAt    Timestamp      `json:"created_at"`
+	ID           uuid.UUID  `json:"id"`
+	Company      string     `json:"company"`
+	Website      *string    `json:"website"`
+	EmailDomain  *string    `json:"email_domain" doc:"Lower-case domain used to match contacts' emails."`
+	VATNumber    *string    `json:"vat_number"`
+	PaymentTerms *string    `json:"payment_terms"`
+	Currency     string     `json:"currency"`
+	ExternalRefs JSONObject `json:"external_refs" doc:"References in other systems, e.g. {\"external_id\": \"CUST-42\"}."`
+	CreatedAt    Timestamp  `json:"created_at"`
 }
 
 // CustomerDetail is a customer with its contacts.
@@ -133,7 +133,7 @@ type Contact struct {
 type RequestThread struct {
 	ID            uuid.UUID     `json:"id"`
 	Title         string        `json:"title"`
-	Status        RequestStatus `json:"status"`
+	Status        RequestStatus `json:"status" enum:"active,archived"`
 	LastMessageAt Timestamp     `json:"last_message_at"`
 	CreatedAt     Timestamp     `json:"created_at"`
 }
@@ -147,10 +147,10 @@ type RequestDetail struct {
 // RequestMessage is one message of a request thread; blocks are stored and
 // returned unchanged.
 type RequestMessage struct {
-	ID        uuid.UUID        `json:"id"`
-	Role      MessageRole      `json:"role"`
-	Blocks    []map[string]any `json:"blocks"`
-	CreatedAt Timestamp        `json:"created_at"`
+	ID        uuid.UUID   `json:"id"`
+	Role      MessageRole `json:"role" enum:"user,assistant,system"`
+	Blocks    JSONArray   `json:"blocks" doc:"Message blocks, stored and returned unchanged."`
+	CreatedAt Timestamp   `json:"created_at"`
 }
 
 // StockLocation is a place stock is kept.
@@ -158,7 +158,7 @@ type StockLocation struct {
 	ID        uuid.UUID `json:"id"`
 	Code      string    `json:"code"`
 	Name      string    `json:"name"`
-	IsDefault bool      `json:"is_default"`
+	IsDefault bool      `json:"is_default" doc:"The organisation has exactly one default location."`
 	CreatedAt Timestamp `json:"created_at"`
 }
 
@@ -166,9 +166,9 @@ type StockLocation struct {
 type StockLine struct {
 	ID            uuid.UUID `json:"id"`
 	ProductID     uuid.UUID `json:"product_id"`
-	SKU           string    `json:"sku"`
+	SKU           string    `json:"sku" doc:"The product's SKU."`
 	LocationID    uuid.UUID `json:"location_id"`
-	QtyOnHand     float64   `json:"qty_on_hand"`
+	QtyOnHand     float64   `json:"qty_on_hand" doc:"Quantity on hand; never below zero."`
 	UnitCostMinor *int64    `json:"unit_cost_minor"`
 	Currency      string    `json:"currency"`
 	CreatedAt     Timestamp `json:"created_at"`
@@ -202,11 +202,11 @@ type StockMovement struct {
 	LineID         uuid.UUID    `json:"line_id"`
 	ProductID      uuid.UUID    `json:"product_id"`
 	LocationID     uuid.UUID    `json:"location_id"`
-	ToLocationID   *uuid.UUID   `json:"to_location_id"`
-	Kind           MovementKind `json:"kind"`
-	Qty            float64      `json:"qty"`
+	ToLocationID   *uuid.UUID   `json:"to_location_id" doc:"Destination of a transfer."`
+	Kind           MovementKind `json:"kind" enum:"adjustment,transfer,scrap,return,receipt"`
+	Qty            float64      `json:"qty" doc:"Quantity moved: signed for adjustments, positive otherwise."`
 	UnitCostMinor  *int64       `json:"unit_cost_minor"`
-	BalanceAfter   float64      `json:"balance_after"`
+	BalanceAfter   float64      `json:"balance_after" doc:"Quantity on hand of line_id right after this movement."`
 	IdempotencyKey *string      `json:"idempotency_key"`
 	Reference      *string      `json:"reference"`
 	CreatedAt      Timestamp    `json:"created_at"`
@@ -216,13 +216,13 @@ type StockMovement struct {
 type Delivery struct {
 	ID             uuid.UUID      `json:"id"`
 	Number         string         `json:"number"`
-	Status         DeliveryStatus `json:"status"`
+	Status         DeliveryStatus `json:"status" enum:"pending,ready,dispatched,in_transit,out_for_delivery,delivered,failed,returned,cancelled"`
 	OrderID        *uuid.UUID     `json:"order_id"`
 	CustomerID     *uuid.UUID     `json:"customer_id"`
 	Carrier        *string        `json:"carrier"`
 	ConsignmentRef *string        `json:"consignment_ref"`
 	TrackingURL    *string        `json:"tracking_url"`
-	ShipTo         map[string]any `json:"ship_to"`
+	ShipTo         JSONObject     `json:"ship_to" doc:"Delivery address."`
 	DispatchedAt   *Timestamp     `json:"dispatched_at"`
 	DeliveredAt    *Timestamp     `json:"delivered_at"`
 	CreatedAt      Timestamp      `json:"created_at"`
@@ -240,7 +240,7 @@ type DeliveryLine struct {
 	Position          int     `json:"position"`
 	Description       string  `json:"description"`
 	Qty               float64 `json:"qty"`
-	OrderLinePosition *int    `json:"order_line_position"`
+	OrderLinePosition *int    `json:"order_line_position" doc:"Position of the order line this line delivers."`
 }
 
 // Package is one parcel of a delivery.
@@ -253,14 +253,14 @@ type Package struct {
 
 // Supplier is a company the organisation buys from.
 type Supplier struct {
-	ID           uuid.UUID      `json:"id"`
-	Name         string         `json:"name"`
-	Email        *string        `json:"email"`
-	Phone        *string        `json:"phone"`
-	Currency     string         `json:"currency"`
-	PaymentTerms *string        `json:"payment_terms"`
-	ExternalRefs map[string]any `json:"external_refs"`
-	CreatedAt    Timestamp      `json:"created_at"`
+	ID           uuid.UUID  `json:"id"`
+	Name         string     `json:"name"`
+	Email        *string    `json:"email"`
+	Phone        *string    `json:"phone"`
+	Currency     string     `json:"currency"`
+	PaymentTerms *string    `json:"payment_terms"`
+	ExternalRefs JSONObject `json:"external_refs"`
+	CreatedAt    Timestamp  `json:"created_at"`
 }
 
 // SupplierDetail is a supplier with its contacts.
@@ -273,11 +273,11 @@ type SupplierDetail struct {
 type PurchaseOrder struct {
 	ID           uuid.UUID           `json:"id"`
 	Number       string              `json:"number"`
-	Status       PurchaseOrderStatus `json:"status"`
+	Status       PurchaseOrderStatus `json:"status" enum:"draft,sent,acknowledged,partially_received,received,closed,cancelled"`
 	SupplierID   uuid.UUID           `json:"supplier_id"`
 	Currency     string              `json:"currency"`
 	TotalMinor   int64               `json:"total_minor"`
-	SupplierRef  *string             `json:"supplier_ref"`
+	SupplierRef  *string             `json:"supplier_ref" doc:"The supplier's reference, recorded on acknowledgement."`
 	ExpectedDate *Date               `json:"expected_date"`
 	CreatedAt    Timestamp           `json:"created_at"`
 }
@@ -300,7 +300,7 @@ type PurchaseOrderLine struct {
 	UOM            string  `json:"uom"`
 	UnitPriceMinor int64   `json:"unit_price_minor"`
 	ExpectedDate   *Date   `json:"expected_date"`
-	QtyReceived    float64 `json:"qty_received"`
+	QtyReceived    float64 `json:"qty_received" doc:"Quantity received so far, over all receipts."`
 }
 
 // POReceipt is goods received against a purchase order.
@@ -331,7 +331,7 @@ type SupplierInvoice struct {
 	InvoiceRef  string      `json:"invoice_ref"`
 	AmountMinor *int64      `json:"amount_minor"`
 	Currency    string      `json:"currency"`
-	MatchStatus MatchStatus `json:"match_status"`
+	MatchStatus MatchStatus `json:"match_status" enum:"awaiting_receipt,matched,variance" doc:"Where the three-way match stands."`
 	Variances   []Variance  `json:"variances"`
 }
 
@@ -347,7 +347,7 @@ const (
 
 // Variance is one disagreement found by the three-way match.
 type Variance struct {
-	Kind     VarianceKind `json:"kind"`
+	Kind     VarianceKind `json:"kind" enum:"quantity,amount,no_receipt"`
 	Position *int         `json:"position"`
 	Expected *float64     `json:"expected"`
 	Actual   *float64     `json:"actual"`

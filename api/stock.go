@@ -1,0 +1,136 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// ListStockLinesInput is the query of GET /api/v1/stock/lines.
+type ListStockLinesInput struct {
+	ProductID  string `query:"product_id" format:"uuid" doc:"Only the stock of this product."`
+	LocationID string `query:"location_id" format:"uuid" doc:"Only the stock at this location."`
+	SKU        string `query:"sku" maxLength:"64" doc:"Only the stock of the product with this SKU."`
+	SmallPage
+}
+
+// ListStockLinesOutput is a page of stock lines, newest first.
+type ListStockLinesOutput struct {
+	Body struct {
+		StockLines []domain.StockLine `json:"stock_lines" doc:"Stock lines, newest first."`
+		NextCursor *string            `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+	}
+}
+
+// StockLineOutput is a stock line with its newest movements.
+type StockLineOutput struct{ Body domain.StockLineDetail }
+
+// StockLocationsOutput is every stock location, the default first.
+type StockLocationsOutput struct {
+	Body struct {
+		Locations []domain.StockLocation `json:"locations" doc:"Every stock location, the default location first."`
+	}
+}
+
+// ListMovementsInput is the query of GET /api/v1/stock/movements.
+type ListMovementsInput struct {
+	LineID    string `query:"line_id" format:"uuid" doc:"Only movements out of or (transfers) into this stock line."`
+	ProductID string `query:"product_id" format:"uuid" doc:"Only movements of this product."`
+	Kind      string `query:"kind" enum:"adjustment,transfer,scrap,return,receipt" doc:"Only movements of this kind."`
+	SmallPage
+}
+
+// ListMovementsOutput is a page of stock movements, newest first.
+type ListMovementsOutput struct {
+	Body struct {
+		Movements  []domain.StockMovement `json:"movements" doc:"Stock movements, newest first."`
+		NextCursor *string                `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+	}
+}
+
+func (s *Server) registerStockReads() {
+	huma.Register(s.api, access(huma.Operation{
+		OperationID: "list-stock-lines", Method: http.MethodGet, Path: "/api/v1/stock/lines", Tags: []string{"Stock"},
+		Summary: "List stock lines", Description: "The stock of each product at each location, newest line first.",
+	}, domain.ScopeStockRead, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound), s.listStockLines)
+	huma.Register(s.api, access(huma.Operation{
+		OperationID: "get-stock-line", Method: http.MethodGet, Path: "/api/v1/stock/lines/{id}", Tags: []string{"Stock"},
+		Summary: "Read a stock line", Description: "A stock line with its newest movements (at most 100), including " +
+			"transfers into it.",
+	}, domain.ScopeStockRead, domain.AddonStock, http.StatusNotFound), s.getStockLine)
+	huma.Register(s.api, access(huma.Operation{
+		OperationID: "list-stock-locations", Method: http.MethodGet, Path: "/api/v1/stock/locations", Tags: []string{"Stock"},
+		Summary: "List stock locations", Description: "Every stock location in one answer (not paged), the default location first.",
+	}, domain.ScopeStockRead, domain.AddonStock, http.StatusNotFound), s.listStockLocations)
+	huma.Register(s.api, access(huma.Operation{
+		OperationID: "list-stock-movements", Method: http.MethodGet, Path: "/api/v1/stock/movements", Tags: []string{"Stock"},
+		Summary: "List stock movements", Description: "Stock movements, newest first.",
+	}, domain.ScopeStockRead, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound), s.listMovements)
+}
+
+func (s *Server) listStockLines(ctx context.Context, in *ListStockLinesInput) (*ListStockLinesOutput, error) {
+	product, err := optionalID("product_id", in.ProductID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	location, err := optionalID("location_id", in.LocationID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &ListStockLinesOutput{}
+	out.Body.StockLines, out.Body.NextCursor, err = newestList(ctx, s, "stock_lines", in.Cursor, in.Limit,
+		[]string{"product_id", in.ProductID, "location_id", in.LocationID, "sku", in.SKU},
+		func(p db.Page) ([]domain.StockLine, error) {
+			return s.db.ListStockLines(ctx, orgID(ctx), db.StockLineFilter{ProductID: product, LocationID: location, SKU: in.SKU}, p)
+		},
+		func(l domain.StockLine) (domain.Timestamp, uuid.UUID) { return l.CreatedAt, l.ID })
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return out, nil
+}
+
+func (s *Server) getStockLine(ctx context.Context, in *IDPath) (*StockLineOutput, error) {
+	v, err := readByID(ctx, s, in.ID, "stock line", s.db.StockLine)
+	if err != nil {
+		return nil, err
+	}
+	return &StockLineOutput{Body: v}, nil
+}
+
+func (s *Server) listStockLocations(ctx context.Context, _ *struct{}) (*StockLocationsOutput, error) {
+	locs, err := s.db.StockLocations(ctx, orgID(ctx))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &StockLocationsOutput{}
+	out.Body.Locations = locs
+	return out, nil
+}
+
+func (s *Server) listMovements(ctx context.Context, in *ListMovementsInput) (*ListMovementsOutput, error) {
+	line, err := optionalID("line_id", in.LineID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	product, err := optionalID("product_id", in.ProductID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &ListMovementsOutput{}
+	out.Body.Movements, out.Body.NextCursor, err = newestList(ctx, s, "stock_movements", in.Cursor, in.Limit,
+		[]string{"line_id", in.LineID, "product_id", in.ProductID, "kind", in.Kind},
+		func(p db.Page) ([]domain.StockMovement, error) {
+			return s.db.ListMovements(ctx, orgID(ctx), db.MovementFilter{LineID: line, ProductID: product, Kind: domain.MovementKind(in.Kind)}, p)
+		},
+		func(m domain.StockMovement) (domain.Timestamp, uuid.UUID) { return m.CreatedAt, m.ID })
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return out, nil
+}
