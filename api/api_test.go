@@ -19,14 +19,14 @@ import (
 // fixture is a running API server over its own database with one
 // organisation and an all-scopes key.
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	db  *testdb.DB
 	srv *httptest.Server
 	org domain.Organisation
 	key string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	d := testdb.New(t)
 	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")), BaseURL: "http://localhost"})
@@ -81,7 +81,7 @@ func (f *fixture) do(method, path, key string, body io.Reader) (int, http.Header
 }
 
 // errorBody checks that b is exactly {"error": "..."} and returns the message.
-func errorBody(t *testing.T, b []byte) string {
+func errorBody(t testing.TB, b []byte) string {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -179,6 +179,8 @@ func TestErrorsAreJSON(t *testing.T) {
 		{"GET", "/api/v1/products?limit=501", 400},
 		{"GET", "/api/v1/products?limit=ten", 400},
 		{"GET", "/api/v1/products?cursor=forged", 400},
+		{"GET", "/api/v1/products?search=a%00b", 400},
+		{"GET", "/api/v1/customers?search=%00", 400},
 	}
 	for _, c := range cases {
 		status, hdr, body := f.do(c.method, c.path, f.key, nil)

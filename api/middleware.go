@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -61,6 +62,18 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		log.Info("request",
 			zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
 			zap.Duration("duration", elapsed), zap.Int("bytes", ww.BytesWritten()))
+	})
+}
+
+// refuseNUL answers 400 to a query string holding a NUL character: no
+// filter can match one, and Postgres cannot take one as text.
+func refuseNUL(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.RawQuery, "%00") || strings.ContainsRune(r.URL.RawQuery, 0) {
+			writeError(w, http.StatusBadRequest, "the query string contains a NUL character")
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -70,7 +70,7 @@ func New(d Deps) *Server {
 	s.metrics = newHTTPMetrics(s.registry)
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.observe, s.recoverPanics)
+	r.Use(middleware.RequestID, s.observe, s.recoverPanics, refuseNUL)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, "Not found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
@@ -87,6 +87,7 @@ func New(d Deps) *Server {
 	s.registerDeliveries()
 	s.registerSuppliers()
 	s.registerCustomersAndRequests()
+	s.registerWrites()
 	markPointersNullable(s.api.OpenAPI().Components.Schemas)
 	dropUndeclaredValidationStatus(s.api.OpenAPI())
 	s.router = r

@@ -111,7 +111,7 @@ func TestBrokenSeedFileWritesNothing(t *testing.T) {
 	}{
 		"unknown section": {`{"prodcuts": []}`, `unknown section "prodcuts"`},
 		"not an object":   {`[1,2]`, "not a JSON object"},
-		"type error":      {`{"products": [{"sku": "A", "title": "A", "price_minor": "12"}]}`, "products[0]: price_minor: expected an integer, got string"},
+		"type error":      {`{"products": [{"sku": "A", "title": "A", "price_minor": "12"}]}`, "products[0]: price_minor: expected an integer, got a string"},
 		"unknown field":   {`{"products": [{"sku": "A", "title": "A", "colour": "red"}]}`, `products[0]: unknown field "colour"`},
 		"rule broken late": {`{"customers": [{"company": "Acme"}], "products": [{"sku": "A", "title": "A"}, {"sku": "", "title": "B"}]}`,
 			"products[1]: sku is required"},

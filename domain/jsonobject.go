@@ -36,9 +36,13 @@ func (o JSONObject) MarshalJSON() ([]byte, error) {
 	return o, nil
 }
 
-// UnmarshalJSON accepts a JSON object.
+// UnmarshalJSON accepts a JSON object, or null for none.
 func (o *JSONObject) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*o = nil
+		return nil
+	}
 	if len(b) == 0 || b[0] != '{' {
 		return fmt.Errorf("expected a JSON object")
 	}

@@ -8,17 +8,17 @@ import (
 // ProductInput is a product as an import writes it: the import wizard's
 // rules are applied by Normalize.
 type ProductInput struct {
-	SKU          string         `json:"sku"`
-	Title        string         `json:"title"`
-	Category     *string        `json:"category"`
-	UOM          string         `json:"uom"`
-	PriceMinor   *int64         `json:"price_minor"`
-	Currency     string         `json:"currency"`
-	StockQty     *float64       `json:"stock_qty"`
-	LeadTimeDays *int           `json:"lead_time_days"`
-	Attrs        map[string]any `json:"attrs"`
-	Status       ProductStatus  `json:"status"`
-	ExternalID   *string        `json:"external_id"`
+	SKU          string        `json:"sku" doc:"Stock-keeping unit, 1 to 64 characters (trimmed); the upsert key."`
+	Title        string        `json:"title" doc:"1 to 500 characters."`
+	Category     *string       `json:"category,omitempty"`
+	UOM          string        `json:"uom,omitempty" doc:"Unit of measure; default each."`
+	PriceMinor   *int64        `json:"price_minor,omitempty" doc:"Whole minor units >= 0, or null."`
+	Currency     string        `json:"currency,omitempty" doc:"ISO 4217 code; default the organisation's."`
+	StockQty     *float64      `json:"stock_qty,omitempty" doc:">= 0, or null."`
+	LeadTimeDays *int          `json:"lead_time_days,omitempty" doc:"Whole days >= 0, or null."`
+	Attrs        JSONObject    `json:"attrs,omitempty" doc:"Free-form attributes (coerced through schema_id when given)."`
+	Status       ProductStatus `json:"status,omitempty" enum:"active,draft,archived" doc:"Default active."`
+	ExternalID   *string       `json:"external_id,omitempty"`
 }
 
 // Normalize trims and defaults the product and checks the import rules:
@@ -28,6 +28,15 @@ type ProductInput struct {
 // (default active), attrs an object. The first broken rule is returned as
 // EINVALID.
 func (p *ProductInput) Normalize(orgCurrency string) error {
+	for field, v := range map[string]*string{"sku": &p.SKU, "title": &p.Title, "category": p.Category, "uom": &p.UOM,
+		"currency": &p.Currency, "external_id": p.ExternalID, "status": (*string)(&p.Status)} {
+		if err := noNUL(field, v); err != nil {
+			return err
+		}
+	}
+	if jsonHasNUL(p.Attrs) {
+		return Errorf(EINVALID, "attrs contains a NUL character")
+	}
 	p.SKU = strings.TrimSpace(p.SKU)
 	p.Title = strings.TrimSpace(p.Title)
 	switch n := utf8.RuneCountInString(p.SKU); {
@@ -69,8 +78,8 @@ func (p *ProductInput) Normalize(orgCurrency string) error {
 	if !validIn(p.Status, ProductStatuses) {
 		return Errorf(EINVALID, "status %q is not active, draft or archived", p.Status)
 	}
-	if p.Attrs == nil {
-		p.Attrs = map[string]any{}
+	if len(p.Attrs) == 0 {
+		p.Attrs = JSONObject("{}")
 	}
 	return nil
 }

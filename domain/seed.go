@@ -275,9 +275,9 @@ func jsonProblem(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		if typeErr.Field == "" {
-			return fmt.Sprintf("expected %s, got %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+			return fmt.Sprintf("expected %s, got %s", jsonKind(typeErr.Type.Kind().String()), jsonValueName(typeErr.Value))
 		}
-		return fmt.Sprintf("%s: expected %s, got %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		return fmt.Sprintf("%s: expected %s, got %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), jsonValueName(typeErr.Value))
 	}
 	var syntaxErr *json.SyntaxError
 	if errors.As(err, &syntaxErr) {
@@ -285,6 +285,24 @@ func jsonProblem(err error) string {
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	return msg
+}
+
+// jsonValueName names the kind of JSON value a decoding error met.
+func jsonValueName(v string) string {
+	if strings.HasPrefix(v, "number") {
+		return "a number"
+	}
+	switch v {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "object":
+		return "an object"
+	case "array":
+		return "an array"
+	}
+	return v
 }
 
 func jsonKind(goKind string) string {

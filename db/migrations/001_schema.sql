@@ -284,7 +284,10 @@ CREATE TABLE stock_movements (
     balance_after     numeric NOT NULL CHECK (balance_after >= 0),
     to_balance_after  numeric CHECK (to_balance_after >= 0),
     idempotency_key   text,
+    -- what the movement's body was and what it answered, so a repeated
+    -- idempotency key gets the first answer and a reused one is refused
     request_hash      bytea,
+    response          jsonb,
     reference         text,
     created_at        timestamptz NOT NULL DEFAULT now(),
     UNIQUE (org_id, id),

@@ -4,6 +4,7 @@
 package apiclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -89,6 +90,33 @@ func (e DeliveryDetailStatus) Valid() bool {
 	case DeliveryDetailStatusReady:
 		return true
 	case DeliveryDetailStatusReturned:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MovementInputKind.
+const (
+	MovementInputKindAdjustment MovementInputKind = "adjustment"
+	MovementInputKindReceipt    MovementInputKind = "receipt"
+	MovementInputKindReturn     MovementInputKind = "return"
+	MovementInputKindScrap      MovementInputKind = "scrap"
+	MovementInputKindTransfer   MovementInputKind = "transfer"
+)
+
+// Valid indicates whether the value is a known member of the MovementInputKind enum.
+func (e MovementInputKind) Valid() bool {
+	switch e {
+	case MovementInputKindAdjustment:
+		return true
+	case MovementInputKindReceipt:
+		return true
+	case MovementInputKindReturn:
+		return true
+	case MovementInputKindScrap:
+		return true
+	case MovementInputKindTransfer:
 		return true
 	default:
 		return false
@@ -209,6 +237,27 @@ func (e ProductStatus) Valid() bool {
 	case ProductStatusArchived:
 		return true
 	case ProductStatusDraft:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProductInputStatus.
+const (
+	ProductInputStatusActive   ProductInputStatus = "active"
+	ProductInputStatusArchived ProductInputStatus = "archived"
+	ProductInputStatusDraft    ProductInputStatus = "draft"
+)
+
+// Valid indicates whether the value is a known member of the ProductInputStatus enum.
+func (e ProductInputStatus) Valid() bool {
+	switch e {
+	case ProductInputStatusActive:
+		return true
+	case ProductInputStatusArchived:
+		return true
+	case ProductInputStatusDraft:
 		return true
 	default:
 		return false
@@ -635,6 +684,33 @@ func (e ListStockMovementsParamsKind) Valid() bool {
 	}
 }
 
+// BulkProductsBody defines model for BulkProductsBody.
+type BulkProductsBody struct {
+	// Products At most 10000 products, upserted by SKU. Rows that break a rule are reported by index and the others are still written; when a SKU repeats, its last row is kept and the earlier ones are reported.
+	Products []ProductInput `json:"products"`
+
+	// SchemaId A catalogue schema of the organisation: each product's attrs are coerced to its declared types ("12" to 12, "yes" to true, enum values checked).
+	SchemaId *openapi_types.UUID `json:"schema_id,omitempty"`
+}
+
+// BulkProductsOutputBody defines model for BulkProductsOutputBody.
+type BulkProductsOutputBody struct {
+	// Created New SKUs.
+	Created int64 `json:"created"`
+
+	// Errors Rows not written, in row order.
+	Errors []RowError `json:"errors"`
+
+	// Unchanged Existing SKUs already as sent (not rewritten).
+	Unchanged int64 `json:"unchanged"`
+
+	// Updated Existing SKUs whose values changed.
+	Updated int64 `json:"updated"`
+
+	// Upserted Products written (created, updated, or already as sent).
+	Upserted int64 `json:"upserted"`
+}
+
 // Contact defines model for Contact.
 type Contact struct {
 	Email     *string            `json:"email"`
@@ -642,6 +718,27 @@ type Contact struct {
 	IsPrimary bool               `json:"is_primary"`
 	Name      string             `json:"name"`
 	Phone     *string            `json:"phone"`
+}
+
+// CreateRequestInputBody defines model for CreateRequestInputBody.
+type CreateRequestInputBody struct {
+	// Text RFQ or enquiry text, at most 100000 characters.
+	Text string `json:"text"`
+
+	// Title At most 200 characters; defaults to the text's first line.
+	Title *string `json:"title,omitempty"`
+}
+
+// CreateRequestOutputBody defines model for CreateRequestOutputBody.
+type CreateRequestOutputBody struct {
+	// Id The request thread's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Title Its title.
+	Title string `json:"title"`
+
+	// Url Where the request opens in the AI area.
+	Url string `json:"url"`
 }
 
 // Customer defines model for Customer.
@@ -677,6 +774,33 @@ type CustomerDetail struct {
 	PaymentTerms *string                `json:"payment_terms"`
 	VatNumber    *string                `json:"vat_number"`
 	Website      *string                `json:"website"`
+}
+
+// CustomerInput defines model for CustomerInput.
+type CustomerInput struct {
+	// Company Company name.
+	Company string `json:"company"`
+
+	// Email A contact's email; its domain matches existing customers (free-mail domains never do).
+	Email *string `json:"email,omitempty"`
+
+	// ExternalId The customer's id in the sending system; matched first.
+	ExternalId *string `json:"external_id,omitempty"`
+
+	// Phone A contact's phone number.
+	Phone *string `json:"phone,omitempty"`
+}
+
+// CustomerUpsert defines model for CustomerUpsert.
+type CustomerUpsert struct {
+	Created int64 `json:"created"`
+	Updated int64 `json:"updated"`
+}
+
+// CustomersInputBody defines model for CustomersInputBody.
+type CustomersInputBody struct {
+	// Customers At most 500 customers. Matched by external_id, then by email domain (free-mail domains never match); matched ones are updated, others created. Any invalid entry rejects the call, naming its index, and nothing is written.
+	Customers []CustomerInput `json:"customers"`
 }
 
 // Delivery defines model for Delivery.
@@ -831,6 +955,45 @@ type ListSuppliersOutputBody struct {
 	Suppliers []Supplier `json:"suppliers"`
 }
 
+// MovementInput defines model for MovementInput.
+type MovementInput struct {
+	// IdempotencyKey A repeated key returns the first result (200) instead of moving stock again; with another body it answers 409.
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+
+	// Kind adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty), transfer (moves qty to to_location_id).
+	Kind MovementInputKind `json:"kind"`
+
+	// LineId Names the stock line directly, instead of product_id and location_id.
+	LineId *openapi_types.UUID `json:"line_id,omitempty"`
+
+	// LocationId Where the stock is; needed with product_id when not the default location.
+	LocationId *openapi_types.UUID `json:"location_id,omitempty"`
+
+	// ProductId Names the stock with location_id (the default location when omitted).
+	ProductId *openapi_types.UUID `json:"product_id,omitempty"`
+
+	// Qty Quantity: signed for an adjustment, more than zero otherwise.
+	Qty float64 `json:"qty"`
+
+	// Reference Free text, e.g. a stock-take or returns reference.
+	Reference *string `json:"reference,omitempty"`
+
+	// ToLocationId Destination of a transfer.
+	ToLocationId *openapi_types.UUID `json:"to_location_id,omitempty"`
+
+	// UnitCostMinor Unit cost in minor units; a receipt sets the line's unit cost.
+	UnitCostMinor *int64 `json:"unit_cost_minor,omitempty"`
+}
+
+// MovementInputKind adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty), transfer (moves qty to to_location_id).
+type MovementInputKind string
+
+// MovementResult defines model for MovementResult.
+type MovementResult struct {
+	Lines    []StockLine   `json:"lines"`
+	Movement StockMovement `json:"movement"`
+}
+
 // Order defines model for Order.
 type Order struct {
 	CreatedAt  time.Time           `json:"created_at"`
@@ -959,6 +1122,41 @@ type Product struct {
 
 // ProductStatus Catalogue status.
 type ProductStatus string
+
+// ProductInput defines model for ProductInput.
+type ProductInput struct {
+	// Attrs Free-form attributes (coerced through schema_id when given).
+	Attrs    *map[string]interface{} `json:"attrs,omitempty"`
+	Category *string                 `json:"category,omitempty"`
+
+	// Currency ISO 4217 code; default the organisation's.
+	Currency   *string `json:"currency,omitempty"`
+	ExternalId *string `json:"external_id,omitempty"`
+
+	// LeadTimeDays Whole days >= 0, or null.
+	LeadTimeDays *int64 `json:"lead_time_days,omitempty"`
+
+	// PriceMinor Whole minor units >= 0, or null.
+	PriceMinor *int64 `json:"price_minor,omitempty"`
+
+	// Sku Stock-keeping unit, 1 to 64 characters (trimmed); the upsert key.
+	Sku string `json:"sku"`
+
+	// Status Default active.
+	Status *ProductInputStatus `json:"status,omitempty"`
+
+	// StockQty >= 0, or null.
+	StockQty *float64 `json:"stock_qty,omitempty"`
+
+	// Title 1 to 500 characters.
+	Title string `json:"title"`
+
+	// Uom Unit of measure; default each.
+	Uom *string `json:"uom,omitempty"`
+}
+
+// ProductInputStatus Default active.
+type ProductInputStatus string
 
 // PurchaseOrder defines model for PurchaseOrder.
 type PurchaseOrder struct {
@@ -1130,6 +1328,15 @@ type RequestThread struct {
 
 // RequestThreadStatus defines model for RequestThread.Status.
 type RequestThreadStatus string
+
+// RowError defines model for RowError.
+type RowError struct {
+	// Index Position of the row in the posted array, from 0.
+	Index int64 `json:"index"`
+
+	// Reason Why the row was not written.
+	Reason string `json:"reason"`
+}
 
 // StockLine defines model for StockLine.
 type StockLine struct {
@@ -1413,6 +1620,18 @@ type ListSuppliersParams struct {
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// UpsertCustomersJSONRequestBody defines body for UpsertCustomers for application/json ContentType.
+type UpsertCustomersJSONRequestBody = CustomersInputBody
+
+// BulkUpsertProductsJSONRequestBody defines body for BulkUpsertProducts for application/json ContentType.
+type BulkUpsertProductsJSONRequestBody = BulkProductsBody
+
+// CreateRequestJSONRequestBody defines body for CreateRequest for application/json ContentType.
+type CreateRequestJSONRequestBody = CreateRequestInputBody
+
+// CreateStockMovementJSONRequestBody defines body for CreateStockMovement for application/json ContentType.
+type CreateStockMovementJSONRequestBody = MovementInput
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -1496,6 +1715,28 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/customers (the `ListCustomers` operationId).
 	ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UpsertCustomersWithBody Create or update customers
+	//
+	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created or customer.updated for each.
+	//
+	// Requires scope `customers:write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
+	UpsertCustomersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpsertCustomers Create or update customers
+	//
+	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created or customer.updated for each.
+	//
+	// Requires scope `customers:write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
+	UpsertCustomers(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetCustomer Read a customer
 	//
 	// A customer with its contacts, the primary contact first.
@@ -1550,6 +1791,28 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/products (the `ListProducts` operationId).
 	ListProducts(ctx context.Context, params *ListProductsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// BulkUpsertProductsWithBody Upsert products in bulk
+	//
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products. Emits one products.upserted event.
+	//
+	// Requires scope `products:write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
+	BulkUpsertProductsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BulkUpsertProducts Upsert products in bulk
+	//
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products. Emits one products.upserted event.
+	//
+	// Requires scope `products:write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
+	BulkUpsertProducts(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListPurchaseOrders List purchase orders
 	//
 	// The organisation's purchase orders, newest first.
@@ -1594,6 +1857,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/requests (the `ListRequests` operationId).
 	ListRequests(ctx context.Context, params *ListRequestsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRequestWithBody Open a request
+	//
+	// Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.
+	//
+	// Requires scope `requests:write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
+	CreateRequestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRequest Open a request
+	//
+	// Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.
+	//
+	// Requires scope `requests:write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
+	CreateRequest(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRequest Read a request
 	//
@@ -1640,6 +1925,28 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/stock/movements (the `ListStockMovements` operationId).
 	ListStockMovements(ctx context.Context, params *ListStockMovementsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateStockMovementWithBody Move stock
+	//
+	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+	//
+	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
+	CreateStockMovementWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateStockMovement Move stock
+	//
+	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+	//
+	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
+	CreateStockMovement(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListSuppliers List suppliers
 	//
 	// The organisation's suppliers, newest first.
@@ -1668,6 +1975,48 @@ type ClientInterface interface {
 // Corresponds with GET /api/v1/customers (the `ListCustomers` operationId).
 func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListCustomersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpsertCustomersWithBody Create or update customers
+//
+// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created or customer.updated for each.
+//
+// Requires scope `customers:write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
+func (c *Client) UpsertCustomersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertCustomersRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpsertCustomers Create or update customers
+//
+// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created or customer.updated for each.
+//
+// Requires scope `customers:write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
+func (c *Client) UpsertCustomers(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertCustomersRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1792,6 +2141,48 @@ func (c *Client) ListProducts(ctx context.Context, params *ListProductsParams, r
 	return c.Client.Do(req)
 }
 
+// BulkUpsertProductsWithBody Upsert products in bulk
+//
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products. Emits one products.upserted event.
+//
+// Requires scope `products:write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
+func (c *Client) BulkUpsertProductsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkUpsertProductsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BulkUpsertProducts Upsert products in bulk
+//
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products. Emits one products.upserted event.
+//
+// Requires scope `products:write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
+func (c *Client) BulkUpsertProducts(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkUpsertProductsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListPurchaseOrders List purchase orders
 //
 // The organisation's purchase orders, newest first.
@@ -1887,6 +2278,48 @@ func (c *Client) ListRequests(ctx context.Context, params *ListRequestsParams, r
 	return c.Client.Do(req)
 }
 
+// CreateRequestWithBody Open a request
+//
+// Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.
+//
+// Requires scope `requests:write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
+func (c *Client) CreateRequestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRequestRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRequest Open a request
+//
+// Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.
+//
+// Requires scope `requests:write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
+func (c *Client) CreateRequest(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRequestRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetRequest Read a request
 //
 // A request thread with its messages, oldest first; message blocks are returned as they were stored.
@@ -1972,6 +2405,48 @@ func (c *Client) ListStockLocations(ctx context.Context, reqEditors ...RequestEd
 // Corresponds with GET /api/v1/stock/movements (the `ListStockMovements` operationId).
 func (c *Client) ListStockMovements(ctx context.Context, params *ListStockMovementsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListStockMovementsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateStockMovementWithBody Move stock
+//
+// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+//
+// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
+func (c *Client) CreateStockMovementWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateStockMovementRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateStockMovement Move stock
+//
+// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+//
+// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
+func (c *Client) CreateStockMovement(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateStockMovementRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2094,6 +2569,46 @@ func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUpsertCustomersRequest calls the generic UpsertCustomers builder with application/json body
+func NewUpsertCustomersRequest(server string, body UpsertCustomersJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpsertCustomersRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUpsertCustomersRequestWithBody constructs an http.Request for the UpsertCustomers method, with any body, and a specified content type
+func NewUpsertCustomersRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -2470,6 +2985,46 @@ func NewListProductsRequest(server string, params *ListProductsParams) (*http.Re
 	return req, nil
 }
 
+// NewBulkUpsertProductsRequest calls the generic BulkUpsertProducts builder with application/json body
+func NewBulkUpsertProductsRequest(server string, body BulkUpsertProductsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBulkUpsertProductsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewBulkUpsertProductsRequestWithBody constructs an http.Request for the BulkUpsertProducts method, with any body, and a specified content type
+func NewBulkUpsertProductsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/products/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListPurchaseOrdersRequest constructs an http.Request for the ListPurchaseOrders method
 func NewListPurchaseOrdersRequest(server string, params *ListPurchaseOrdersParams) (*http.Request, error) {
 	var err error
@@ -2768,6 +3323,46 @@ func NewListRequestsRequest(server string, params *ListRequestsParams) (*http.Re
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewCreateRequestRequest calls the generic CreateRequest builder with application/json body
+func NewCreateRequestRequest(server string, body CreateRequestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateRequestRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateRequestRequestWithBody constructs an http.Request for the CreateRequest method, with any body, and a specified content type
+func NewCreateRequestRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/requests")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3071,6 +3666,46 @@ func NewListStockMovementsRequest(server string, params *ListStockMovementsParam
 	return req, nil
 }
 
+// NewCreateStockMovementRequest calls the generic CreateStockMovement builder with application/json body
+func NewCreateStockMovementRequest(server string, body CreateStockMovementJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateStockMovementRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateStockMovementRequestWithBody constructs an http.Request for the CreateStockMovement method, with any body, and a specified content type
+func NewCreateStockMovementRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/stock/movements")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListSuppliersRequest constructs an http.Request for the ListSuppliers method
 func NewListSuppliersRequest(server string, params *ListSuppliersParams) (*http.Request, error) {
 	var err error
@@ -3238,6 +3873,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/customers (the `ListCustomers` operationId).
 	ListCustomersWithResponse(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*ListCustomersResponse, error)
 
+	// UpsertCustomersWithBodyWithResponse Create or update customers
+	//
+	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created or customer.updated for each.
+	//
+	// Requires scope `customers:write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
+	UpsertCustomersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
+
+	// UpsertCustomersWithResponse Create or update customers
+	//
+	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created or customer.updated for each.
+	//
+	// Requires scope `customers:write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
+	UpsertCustomersWithResponse(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
+
 	// GetCustomerWithResponse Read a customer
 	//
 	// A customer with its contacts, the primary contact first.
@@ -3304,6 +3961,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/products (the `ListProducts` operationId).
 	ListProductsWithResponse(ctx context.Context, params *ListProductsParams, reqEditors ...RequestEditorFn) (*ListProductsResponse, error)
 
+	// BulkUpsertProductsWithBodyWithResponse Upsert products in bulk
+	//
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products. Emits one products.upserted event.
+	//
+	// Requires scope `products:write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
+	BulkUpsertProductsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
+
+	// BulkUpsertProductsWithResponse Upsert products in bulk
+	//
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products. Emits one products.upserted event.
+	//
+	// Requires scope `products:write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
+	BulkUpsertProductsWithResponse(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
+
 	// ListPurchaseOrdersWithResponse List purchase orders
 	//
 	// The organisation's purchase orders, newest first.
@@ -3359,6 +4038,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/requests (the `ListRequests` operationId).
 	ListRequestsWithResponse(ctx context.Context, params *ListRequestsParams, reqEditors ...RequestEditorFn) (*ListRequestsResponse, error)
 
+	// CreateRequestWithBodyWithResponse Open a request
+	//
+	// Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.
+	//
+	// Requires scope `requests:write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
+	CreateRequestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
+
+	// CreateRequestWithResponse Open a request
+	//
+	// Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.
+	//
+	// Requires scope `requests:write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
+	CreateRequestWithResponse(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
+
 	// GetRequestWithResponse Read a request
 	//
 	// A request thread with its messages, oldest first; message blocks are returned as they were stored.
@@ -3413,6 +4114,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/stock/movements (the `ListStockMovements` operationId).
 	ListStockMovementsWithResponse(ctx context.Context, params *ListStockMovementsParams, reqEditors ...RequestEditorFn) (*ListStockMovementsResponse, error)
+
+	// CreateStockMovementWithBodyWithResponse Move stock
+	//
+	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+	//
+	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
+	CreateStockMovementWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
+
+	// CreateStockMovementWithResponse Move stock
+	//
+	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+	//
+	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
+	CreateStockMovementWithResponse(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
 
 	// ListSuppliersWithResponse List suppliers
 	//
@@ -3507,6 +4230,82 @@ func (r ListCustomersResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListCustomersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UpsertCustomersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CustomerUpsert
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpsertCustomersResponse) GetJSON200() *CustomerUpsert {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpsertCustomersResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpsertCustomersResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpsertCustomersResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpsertCustomersResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpsertCustomersResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpsertCustomersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpsertCustomersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpsertCustomersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpsertCustomersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3976,6 +4775,96 @@ func (r ListProductsResponse) ContentType() string {
 	return ""
 }
 
+type BulkUpsertProductsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BulkProductsOutputBody
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON200() *BulkProductsOutputBody {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON402() *ErrorBody {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON413() *ErrorBody {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r BulkUpsertProductsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BulkUpsertProductsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BulkUpsertProductsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BulkUpsertProductsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListPurchaseOrdersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4357,6 +5246,89 @@ func (r ListRequestsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListRequestsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateRequestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *CreateRequestOutputBody
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateRequestResponse) GetJSON201() *CreateRequestOutputBody {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateRequestResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateRequestResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateRequestResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateRequestResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateRequestResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateRequestResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateRequestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateRequestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateRequestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateRequestResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4757,6 +5729,96 @@ func (r ListStockMovementsResponse) ContentType() string {
 	return ""
 }
 
+type CreateStockMovementResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *MovementResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateStockMovementResponse) GetJSON201() *MovementResult {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateStockMovementResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateStockMovementResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateStockMovementResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateStockMovementResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateStockMovementResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateStockMovementResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateStockMovementResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateStockMovementResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateStockMovementResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateStockMovementResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateStockMovementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListSuppliersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4933,6 +5995,40 @@ func (c *ClientWithResponses) ListCustomersWithResponse(ctx context.Context, par
 	return ParseListCustomersResponse(rsp)
 }
 
+// UpsertCustomersWithBodyWithResponse Create or update customers
+//
+// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created or customer.updated for each.
+//
+// Requires scope `customers:write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
+func (c *ClientWithResponses) UpsertCustomersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
+	rsp, err := c.UpsertCustomersWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpsertCustomersResponse(rsp)
+}
+
+// UpsertCustomersWithResponse Create or update customers
+//
+// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created or customer.updated for each.
+//
+// Requires scope `customers:write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
+func (c *ClientWithResponses) UpsertCustomersWithResponse(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
+	rsp, err := c.UpsertCustomers(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpsertCustomersResponse(rsp)
+}
+
 // GetCustomerWithResponse Read a customer
 //
 // A customer with its contacts, the primary contact first.
@@ -5035,6 +6131,40 @@ func (c *ClientWithResponses) ListProductsWithResponse(ctx context.Context, para
 	return ParseListProductsResponse(rsp)
 }
 
+// BulkUpsertProductsWithBodyWithResponse Upsert products in bulk
+//
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products. Emits one products.upserted event.
+//
+// Requires scope `products:write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
+func (c *ClientWithResponses) BulkUpsertProductsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
+	rsp, err := c.BulkUpsertProductsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBulkUpsertProductsResponse(rsp)
+}
+
+// BulkUpsertProductsWithResponse Upsert products in bulk
+//
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products. Emits one products.upserted event.
+//
+// Requires scope `products:write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
+func (c *ClientWithResponses) BulkUpsertProductsWithResponse(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
+	rsp, err := c.BulkUpsertProducts(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBulkUpsertProductsResponse(rsp)
+}
+
 // ListPurchaseOrdersWithResponse List purchase orders
 //
 // The organisation's purchase orders, newest first.
@@ -5118,6 +6248,40 @@ func (c *ClientWithResponses) ListRequestsWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseListRequestsResponse(rsp)
+}
+
+// CreateRequestWithBodyWithResponse Open a request
+//
+// Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.
+//
+// Requires scope `requests:write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
+func (c *ClientWithResponses) CreateRequestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
+	rsp, err := c.CreateRequestWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRequestResponse(rsp)
+}
+
+// CreateRequestWithResponse Open a request
+//
+// Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.
+//
+// Requires scope `requests:write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
+func (c *ClientWithResponses) CreateRequestWithResponse(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
+	rsp, err := c.CreateRequest(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRequestResponse(rsp)
 }
 
 // GetRequestWithResponse Read a request
@@ -5205,6 +6369,40 @@ func (c *ClientWithResponses) ListStockMovementsWithResponse(ctx context.Context
 	return ParseListStockMovementsResponse(rsp)
 }
 
+// CreateStockMovementWithBodyWithResponse Move stock
+//
+// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+//
+// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
+func (c *ClientWithResponses) CreateStockMovementWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
+	rsp, err := c.CreateStockMovementWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateStockMovementResponse(rsp)
+}
+
+// CreateStockMovementWithResponse Move stock
+//
+// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+//
+// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
+func (c *ClientWithResponses) CreateStockMovementWithResponse(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
+	rsp, err := c.CreateStockMovement(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateStockMovementResponse(rsp)
+}
+
 // ListSuppliersWithResponse List suppliers
 //
 // The organisation's suppliers, newest first.
@@ -5255,6 +6453,67 @@ func ParseListCustomersResponse(rsp *http.Response) (*ListCustomersResponse, err
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest ListCustomersOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpsertCustomersResponse parses an HTTP response from a UpsertCustomersWithResponse call
+func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpsertCustomersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CustomerUpsert
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5673,6 +6932,81 @@ func ParseListProductsResponse(rsp *http.Response) (*ListProductsResponse, error
 	return response, nil
 }
 
+// ParseBulkUpsertProductsResponse parses an HTTP response from a BulkUpsertProductsWithResponse call
+func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BulkUpsertProductsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BulkProductsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListPurchaseOrdersResponse parses an HTTP response from a ListPurchaseOrdersWithResponse call
 func ParseListPurchaseOrdersResponse(rsp *http.Response) (*ListPurchaseOrdersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -5965,6 +7299,74 @@ func ParseListRequestsResponse(rsp *http.Response) (*ListRequestsResponse, error
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateRequestResponse parses an HTTP response from a CreateRequestWithResponse call
+func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateRequestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest CreateRequestOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody
@@ -6284,6 +7686,84 @@ func ParseListStockMovementsResponse(rsp *http.Response) (*ListStockMovementsRes
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateStockMovementResponse parses an HTTP response from a CreateStockMovementWithResponse call
+func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateStockMovementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest MovementResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody

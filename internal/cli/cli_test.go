@@ -229,3 +229,39 @@ func TestCommandsRefuseAnUnmigratedDatabase(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want a pointer to `commerce migrate`", code, errOut)
 	}
 }
+
+func TestCatalogueSchemaCommands(t *testing.T) {
+	d := testdb.New(t)
+	_, out, _ := run(t, d.URL, "org", "create", "--name", "Acme", "--json")
+	var org struct{ ID string }
+	mustJSON(t, out, &org)
+	code, out, errOut := run(t, d.URL, "schema", "create", "--org", org.ID, "--name", "Fasteners", "--json",
+		"--fields", `[{"key": "length_mm", "type": "integer", "required": true}, {"key": "finish", "type": "enum", "options": ["Plain", "Zinc"]}]`)
+	if code != 0 {
+		t.Fatalf("schema create: %d %s", code, errOut)
+	}
+	var s struct {
+		ID     string
+		Fields []map[string]any
+	}
+	mustJSON(t, out, &s)
+	if s.ID == "" || len(s.Fields) != 2 {
+		t.Fatalf("schema create JSON: %s", out)
+	}
+	if code, out, _ := run(t, d.URL, "schema", "list", "--org", org.ID); code != 0 || !strings.Contains(out, "length_mm:integer") {
+		t.Fatalf("schema list: %d %s", code, out)
+	}
+	for _, bad := range [][]string{
+		{"--fields", `[{"key": "a", "type": "date"}]`},
+		{"--fields", `not json`},
+		{"--fields", `[{"key": "a", "type": "enum"}]`},
+	} {
+		args := append([]string{"schema", "create", "--org", org.ID, "--name", "Other"}, bad...)
+		if code, _, errOut := run(t, d.URL, args...); code == 0 || errOut == "" {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	if code, _, errOut := run(t, d.URL, "schema", "create", "--org", org.ID, "--name", "Fasteners", "--fields", `[]`); code != 1 || !strings.Contains(errOut, "exists") {
+		t.Errorf("duplicate name: %d %s", code, errOut)
+	}
+}

@@ -1,0 +1,417 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+)
+
+func (f *fixture) post(path, body string) (int, []byte) {
+	f.t.Helper()
+	status, _, b := f.do("POST", path, f.key, strings.NewReader(body))
+	return status, b
+}
+
+func (f *fixture) count(sql string, args ...any) int {
+	f.t.Helper()
+	var n int
+	if err := f.db.Pool().QueryRow(context.Background(), sql, append([]any{f.org.ID}, args...)...).Scan(&n); err != nil {
+		f.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+type bulkAnswer struct {
+	Upserted, Created, Updated, Unchanged int
+	Errors                                []domain.RowError
+}
+
+func (f *fixture) bulk(body string) (int, bulkAnswer) {
+	f.t.Helper()
+	status, b := f.post("/api/v1/products/bulk", body)
+	var a bulkAnswer
+	if status == 200 {
+		if err := json.Unmarshal(b, &a); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return status, a
+}
+
+func TestBulkProductsWritesValidRowsAndReportsInvalidOnes(t *testing.T) {
+	f := newFixture(t)
+	status, a := f.bulk(`{"products": [
+		{"sku": " A-1 ", "title": "Washer", "price_minor": 12, "attrs": {"size": "M8"}},
+		{"sku": "B-2"},
+		{"sku": "C-3", "title": "Bolt", "price_minor": -1},
+		{"sku": "D-4", "title": "Nut", "status": "retired"},
+		"not an object",
+		{"sku": "E-5", "title": "Pin", "colour": "red"},
+		{"sku": 12345, "title": "Numeric SKU"},
+		{"sku": "F-6", "title": "Spring", "stock_qty": 2.5, "lead_time_days": 3, "attrs": null}]}`)
+	if status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	if a.Upserted != 2 || a.Created != 2 || len(a.Errors) != 6 {
+		t.Fatalf("answer %+v", a)
+	}
+	wantErr := map[int]string{1: "title is required", 2: "price_minor must be zero or more", 3: `status "retired"`,
+		4: "must be a JSON object", 5: `unknown field "colour"`, 6: "sku: expected a string"}
+	for _, e := range a.Errors {
+		if !strings.Contains(e.Reason, wantErr[e.Index]) {
+			t.Errorf("row %d: %q, want it to mention %q", e.Index, e.Reason, wantErr[e.Index])
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM products WHERE org_id = $1 AND sku IN ('A-1', 'F-6') AND attrs IS NOT NULL`); n != 2 {
+		t.Fatalf("%d valid rows written", n)
+	}
+	if n := f.count(`SELECT count(*) FROM events WHERE org_id = $1 AND type = 'products.upserted'`); n != 1 {
+		t.Fatalf("%d products.upserted events, want 1 per batch", n)
+	}
+}
+
+func TestBulkProductsRepeatedSKUKeepsTheLastRow(t *testing.T) {
+	f := newFixture(t)
+	_, a := f.bulk(`{"products": [{"sku": "A", "title": "first"}, {"sku": "B", "title": "b"}, {"sku": "A", "title": "last"}]}`)
+	if a.Upserted != 2 || len(a.Errors) != 1 || a.Errors[0].Index != 0 || !strings.Contains(a.Errors[0].Reason, "row 2") {
+		t.Fatalf("answer %+v", a)
+	}
+	var title string
+	_ = f.db.Pool().QueryRow(context.Background(), `SELECT title FROM products WHERE sku = 'A'`).Scan(&title)
+	if title != "last" {
+		t.Fatalf("title %q, want the last row's", title)
+	}
+}
+
+func TestBulkProductsRetryIsSafeAndUnchangedRowsAreNotRewritten(t *testing.T) {
+	f := newFixture(t)
+	batch := `{"products": [{"sku": "A", "title": "Washer", "attrs": {"m": 8}}, {"sku": "B", "title": "Bolt"}]}`
+	_, first := f.bulk(batch)
+	var before []string
+	rows, _ := f.db.Pool().Query(context.Background(), `SELECT id::text || xmin::text || updated_at::text FROM products ORDER BY sku`)
+	for rows.Next() {
+		var s string
+		_ = rows.Scan(&s)
+		before = append(before, s)
+	}
+	rows.Close()
+	_, again := f.bulk(batch)
+	if first.Created != 2 || again.Created != 0 || again.Updated != 0 || again.Unchanged != 2 || again.Upserted != 2 {
+		t.Fatalf("first %+v, retry %+v", first, again)
+	}
+	rows, _ = f.db.Pool().Query(context.Background(), `SELECT id::text || xmin::text || updated_at::text FROM products ORDER BY sku`)
+	for i := 0; rows.Next(); i++ {
+		var s string
+		_ = rows.Scan(&s)
+		if s != before[i] {
+			t.Fatalf("row %d was rewritten by an identical retry", i)
+		}
+	}
+	rows.Close()
+	_, changed := f.bulk(`{"products": [{"sku": "A", "title": "Washer", "attrs": {"m": 10}}, {"sku": "B", "title": "Bolt"}]}`)
+	if changed.Updated != 1 || changed.Unchanged != 1 {
+		t.Fatalf("a changed row: %+v", changed)
+	}
+	if n := f.count(`SELECT count(*) FROM products WHERE org_id = $1`); n != 2 {
+		t.Fatalf("%d products after retries", n)
+	}
+}
+
+func TestBulkProductsCoercesAttributesThroughACatalogueSchema(t *testing.T) {
+	f := newFixture(t)
+	s, err := f.db.CreateCatalogueSchema(context.Background(), f.org.ID, domain.CatalogueSchema{Name: "Fasteners", Fields: []domain.CatalogueField{
+		{Key: "length_mm", Type: domain.AttrInteger, Required: true},
+		{Key: "weight_kg", Type: domain.AttrNumber},
+		{Key: "stainless", Type: domain.AttrBoolean},
+		{Key: "finish", Type: domain.AttrEnum, Options: []string{"Plain", "Zinc"}},
+		{Key: "thread", Type: domain.AttrString},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, a := f.bulk(fmt.Sprintf(`{"schema_id": %q, "products": [
+		{"sku": "A", "title": "a", "attrs": {"length_mm": "30", "weight_kg": "0.25", "stainless": "yes", "finish": "zinc", "thread": 8, "extra": "kept"}},
+		{"sku": "B", "title": "b", "attrs": {"length_mm": "thirty"}},
+		{"sku": "C", "title": "c", "attrs": {"length_mm": 10, "finish": "Chrome"}},
+		{"sku": "D", "title": "d", "attrs": {"stainless": "maybe", "length_mm": 1}},
+		{"sku": "E", "title": "e"}]}`, s.ID))
+	if a.Upserted != 1 || len(a.Errors) != 4 {
+		t.Fatalf("answer %+v", a)
+	}
+	var attrs map[string]any
+	var raw []byte
+	_ = f.db.Pool().QueryRow(context.Background(), `SELECT attrs FROM products WHERE sku = 'A'`).Scan(&raw)
+	_ = json.Unmarshal(raw, &attrs)
+	if attrs["length_mm"] != 30.0 || attrs["weight_kg"] != 0.25 || attrs["stainless"] != true || attrs["finish"] != "Zinc" ||
+		attrs["thread"] != "8" || attrs["extra"] != "kept" {
+		t.Fatalf("coerced attrs = %v", attrs)
+	}
+	for _, e := range a.Errors {
+		if !strings.Contains(e.Reason, "attrs.") {
+			t.Errorf("row %d: %q does not name the attribute", e.Index, e.Reason)
+		}
+	}
+	if status, b := f.post("/api/v1/products/bulk", `{"schema_id": "01a20000-0000-7000-8000-000000000000", "products": [{"sku": "Z", "title": "z"}]}`); status != 400 {
+		t.Fatalf("unknown schema_id: %d %s", status, b)
+	}
+}
+
+func TestBulkProductsLimits(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	b.WriteString(`{"products": [`)
+	for i := range 10001 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"sku": "S%d", "title": "t"}`, i)
+	}
+	b.WriteString("]}")
+	if status, body := f.post("/api/v1/products/bulk", b.String()); status != 413 || !strings.Contains(errorBody(t, body), "10000") {
+		t.Fatalf("10001 products: %d %s", status, body)
+	}
+	if n := f.count(`SELECT count(*) FROM products WHERE org_id = $1`); n != 0 {
+		t.Fatalf("%d products written by a refused call", n)
+	}
+	exactly := strings.Replace(b.String(), `,{"sku": "S10000", "title": "t"}`, "", 1)
+	if status, body := f.post("/api/v1/products/bulk", exactly); status != 200 {
+		t.Fatalf("10000 products: %d %.200s", status, body)
+	}
+	// A body beyond the size limit is refused without being read whole.
+	huge := `{"products": [{"sku": "X", "title": "` + strings.Repeat("x", 33<<20) + `"}]}`
+	if status, body := f.post("/api/v1/products/bulk", huge); status != 413 {
+		t.Fatalf("a 33 MB body: %d %.200s", status, body)
+	}
+	for _, bad := range []string{`{}`, `{"products": {}}`, `{"products": "x"}`, `[]`, `not json`, ``} {
+		if status, body := f.post("/api/v1/products/bulk", bad); status != 400 {
+			t.Errorf("body %q: %d %s", bad, status, body)
+		}
+	}
+}
+
+func TestBulkProductsPlanCapRefusesTheWholeBatch(t *testing.T) {
+	f := newFixture(t)
+	cap := 3
+	org, _, _ := f.db.CreateOrganisation(context.Background(), db.NewOrganisation{Name: "Small", ProductCap: &cap})
+	f.org = org
+	f.key = f.newKey(domain.AllScopes...)
+	if _, a := f.bulk(`{"products": [{"sku": "A", "title": "a"}, {"sku": "B", "title": "b"}]}`); a.Created != 2 {
+		t.Fatalf("first batch %+v", a)
+	}
+	status, body := f.post("/api/v1/products/bulk", `{"products": [{"sku": "A", "title": "changed"}, {"sku": "C", "title": "c"}, {"sku": "D", "title": "d"}]}`)
+	if status != 402 {
+		t.Fatalf("over the cap: %d %s", status, body)
+	}
+	errorBody(t, body)
+	if n := f.count(`SELECT count(*) FROM products WHERE org_id = $1`); n != 2 {
+		t.Fatalf("%d products after a refused batch", n)
+	}
+	if n := f.count(`SELECT count(*) FROM products WHERE org_id = $1 AND title = 'changed'`); n != 0 {
+		t.Fatal("a refused batch updated an existing product")
+	}
+	// Updating existing SKUs and adding up to the cap is fine.
+	if status, _ := f.post("/api/v1/products/bulk", `{"products": [{"sku": "A", "title": "changed"}, {"sku": "C", "title": "c"}]}`); status != 200 {
+		t.Fatalf("within the cap: %d", status)
+	}
+}
+
+type customerAnswer struct{ Created, Updated int }
+
+func (f *fixture) customers(body string) (int, customerAnswer, string) {
+	f.t.Helper()
+	status, b := f.post("/api/v1/customers", body)
+	var a customerAnswer
+	_ = json.Unmarshal(b, &a)
+	return status, a, string(b)
+}
+
+func TestCustomersAreMatchedByExternalIDThenDomain(t *testing.T) {
+	f := newFixture(t)
+	f.seed(`{"customers": [
+		{"company": "Acme Ltd", "email_domain": "acme.example", "external_refs": {"external_id": "ERP-1"}},
+		{"company": "Beta GmbH", "email_domain": "beta.example"},
+		{"company": "Gamma plc", "email_domain": "gamma.example"}]}`)
+	status, a, body := f.customers(`{"customers": [
+		{"company": "Acme Limited", "external_id": "ERP-1", "email": "buyer@beta.example"},
+		{"company": "Beta Group", "email": "Ann@Beta.example", "phone": "+44 20 7946 0000"},
+		{"company": "Delta", "email": "delta@gmail.com"},
+		{"company": "Delta", "email": "delta@gmail.com"},
+		{"company": "Gamma New", "external_id": "NEW-9", "email": "x@gamma.example"},
+		{"company": "Epsilon", "phone": "0161 496 0000"}]}`)
+	if status != 200 || a.Created != 3 || a.Updated != 3 {
+		t.Fatalf("%d %s", status, body)
+	}
+	check := func(sql string, want int) {
+		t.Helper()
+		if n := f.count(sql); n != want {
+			t.Errorf("%s: %d, want %d", sql, n, want)
+		}
+	}
+	// external_id wins over the email's domain (beta.example).
+	check(`SELECT count(*) FROM customers WHERE org_id = $1 AND company = 'Acme Limited' AND external_refs->>'external_id' = 'ERP-1'`, 1)
+	check(`SELECT count(*) FROM customer_contacts c JOIN customers x ON x.id = c.customer_id WHERE c.org_id = $1 AND x.company = 'Acme Limited' AND c.email = 'buyer@beta.example'`, 1)
+	// Matched by domain, with the email and phone as a contact.
+	check(`SELECT count(*) FROM customers WHERE org_id = $1 AND company = 'Beta Group'`, 1)
+	check(`SELECT count(*) FROM customer_contacts WHERE org_id = $1 AND email = 'ann@beta.example' AND phone = '+44 20 7946 0000' AND is_primary`, 1)
+	// gmail.com never matches: the same free-mail customer twice is two customers.
+	check(`SELECT count(*) FROM customers WHERE org_id = $1 AND company = 'Delta' AND email_domain IS NULL`, 2)
+	// An unknown external_id falls back to the domain and is recorded there.
+	check(`SELECT count(*) FROM customers WHERE org_id = $1 AND company = 'Gamma New' AND external_refs->>'external_id' = 'NEW-9'`, 1)
+	check(`SELECT count(*) FROM customers WHERE org_id = $1`, 6)
+	check(`SELECT count(*) FROM events WHERE org_id = $1 AND type = 'customer.created'`, 3)
+	check(`SELECT count(*) FROM events WHERE org_id = $1 AND type = 'customer.updated'`, 3)
+
+	// Retrying with external ids and business emails creates nothing new.
+	_, again, _ := f.customers(`{"customers": [{"company": "Acme Limited", "external_id": "ERP-1"}, {"company": "Beta Group", "email": "ann@beta.example"}]}`)
+	if again.Created != 0 || again.Updated != 2 {
+		t.Fatalf("retry %+v", again)
+	}
+	// A customer sent with neither external_id nor email is created again.
+	_, noKey, _ := f.customers(`{"customers": [{"company": "Epsilon", "phone": "0161 496 0000"}]}`)
+	if noKey.Created != 1 {
+		t.Fatalf("no external_id nor email: %+v", noKey)
+	}
+}
+
+func TestCustomersRejectAnInvalidEntryWithoutWritingAny(t *testing.T) {
+	f := newFixture(t)
+	cases := map[string]string{
+		`{"customers": [{"company": "Fine"}, {"company": ""}]}`:                 "customers[1]",
+		`{"customers": [{"company": "Fine"}, {"company": "X", "email": "no"}]}`: "customers[1]",
+		`{"customers": [{"company": "Fine"}, {"email": "a@b.example"}]}`:        "customers[1]",
+		`{"customers": "x"}`: "customers",
+		`{}`:                 "customers",
+	}
+	for body, want := range cases {
+		status, _, b := f.customers(body)
+		if status != 400 || !strings.Contains(b, want) {
+			t.Errorf("%s: %d %s", body, status, b)
+		}
+	}
+	var many strings.Builder
+	many.WriteString(`{"customers": [`)
+	for i := range 501 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `{"company": "C%d"}`, i)
+	}
+	many.WriteString("]}")
+	if status, _, b := f.customers(many.String()); status != 400 || !strings.Contains(b, "500") {
+		t.Errorf("501 customers: %d %s", status, b)
+	}
+	if n := f.count(`SELECT count(*) FROM customers WHERE org_id = $1`); n != 0 {
+		t.Fatalf("%d customers written by rejected calls", n)
+	}
+}
+
+func TestCreateRequest(t *testing.T) {
+	f := newFixture(t)
+	status, b := f.post("/api/v1/requests", `{"text": "\n  Please quote 500 x M8 bolts, A2 stainless\nDelivery to Leeds"}`)
+	if status != 201 {
+		t.Fatalf("%d %s", status, b)
+	}
+	var r struct{ ID, Title, URL string }
+	_ = json.Unmarshal(b, &r)
+	if r.Title != "Please quote 500 x M8 bolts, A2 stainless" || r.URL != "http://localhost/ai/requests/"+r.ID {
+		t.Fatalf("answer %s", b)
+	}
+	_, _, detail := f.do("GET", "/api/v1/requests/"+r.ID, f.key, nil)
+	var thread domain.RequestDetail
+	_ = json.Unmarshal(detail, &thread)
+	var blocks []map[string]any
+	_ = json.Unmarshal(thread.Messages[0].Blocks, &blocks)
+	if len(thread.Messages) != 1 || thread.Messages[0].Role != domain.RoleUser || blocks[0]["type"] != "text" ||
+		!strings.HasPrefix(blocks[0]["text"].(string), "\n  Please quote") {
+		t.Fatalf("thread %s", detail)
+	}
+	if n := f.count(`SELECT count(*) FROM request_threads r JOIN users u ON u.id = r.created_by WHERE r.org_id = $1 AND u.role = 'owner'`); n != 1 {
+		t.Fatal("the request is not attributed to the owner")
+	}
+	if n := f.count(`SELECT count(*) FROM usage_events WHERE org_id = $1`); n != 0 {
+		t.Fatalf("opening a request drew %d usage events", n)
+	}
+	if n := f.count(`SELECT count(*) FROM events WHERE org_id = $1 AND type = 'request.created'`); n != 1 {
+		t.Fatal("no request.created event")
+	}
+	// Limits count characters, not bytes.
+	if status, b := f.post("/api/v1/requests", fmt.Sprintf(`{"text": %q, "title": %q}`, strings.Repeat("é", 100000), strings.Repeat("ü", 200))); status != 201 {
+		t.Fatalf("100000 characters of text and 200 of title: %d %s", status, b)
+	}
+	for name, body := range map[string]string{
+		"text too long":  fmt.Sprintf(`{"text": %q}`, strings.Repeat("a", 100001)),
+		"title too long": fmt.Sprintf(`{"text": "x", "title": %q}`, strings.Repeat("ü", 201)),
+		"no text":        `{"title": "x"}`,
+		"blank text":     `{"text": "   "}`,
+	} {
+		if status, b := f.post("/api/v1/requests", body); status != 400 {
+			t.Errorf("%s: %d %s", name, status, b)
+		}
+	}
+	// An organisation without an owner cannot attribute a request: 422.
+	orphan, _, _ := f.db.CreateOrganisation(context.Background(), db.NewOrganisation{Name: "No owner"})
+	_, key, _ := f.db.CreateAPIKey(context.Background(), orphan.ID, "k", domain.AllScopes)
+	status, _, b = f.do("POST", "/api/v1/requests", key, strings.NewReader(`{"text": "hello"}`))
+	if status != 422 || !strings.Contains(errorBody(t, b), "owner") {
+		t.Fatalf("no owner: %d %s", status, b)
+	}
+	var threads int
+	_ = f.db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM request_threads WHERE org_id = $1`, orphan.ID).Scan(&threads)
+	if threads != 0 {
+		t.Fatal("a thread was written for an organisation without owner")
+	}
+}
+
+func TestWriteRoutesNeedTheirScope(t *testing.T) {
+	f := newFixture(t)
+	_, _ = f.db.SetAddon(context.Background(), f.org.ID, domain.AddonStock, true)
+	readOnly := f.newKey(domain.ScopeProductsRead, domain.ScopeCustomersRead, domain.ScopeRequestsRead, domain.ScopeStockRead)
+	for path, body := range map[string]string{
+		"/api/v1/products/bulk":   `{"products": []}`,
+		"/api/v1/customers":       `{"customers": []}`,
+		"/api/v1/requests":        `{"text": "x"}`,
+		"/api/v1/stock/movements": `{"kind": "adjustment", "qty": 1}`,
+	} {
+		if status, _, b := f.do("POST", path, readOnly, strings.NewReader(body)); status != http.StatusForbidden {
+			t.Errorf("%s with read scopes: %d %s", path, status, b)
+		}
+		if status, _, _ := f.do("POST", path, "", strings.NewReader(body)); status != http.StatusUnauthorized {
+			t.Errorf("%s without a key: %d", path, status)
+		}
+	}
+}
+
+func TestWriteAnswersMatchTheDocument(t *testing.T) {
+	s := newStockFixture(t)
+	_, validate := s.openAPI(t)
+	cases := []struct {
+		path, body string
+		status     int
+	}{
+		{"/api/v1/products/bulk", `{"products": [{"sku": "N-1", "title": "Nut"}, {"sku": ""}]}`, 200},
+		{"/api/v1/products/bulk", `{"products": "x"}`, 400},
+		{"/api/v1/customers", `{"customers": [{"company": "Acme", "email": "a@acme.example"}]}`, 200},
+		{"/api/v1/customers", `{"customers": [{"company": ""}]}`, 400},
+		{"/api/v1/requests", `{"text": "Please quote"}`, 201},
+		{"/api/v1/stock/movements", fmt.Sprintf(`{"kind": "receipt", "product_id": %q, "qty": 2, "idempotency_key": "a"}`, s.product), 201},
+		{"/api/v1/stock/movements", fmt.Sprintf(`{"kind": "receipt", "product_id": %q, "qty": 2, "idempotency_key": "a"}`, s.product), 200},
+		{"/api/v1/stock/movements", fmt.Sprintf(`{"kind": "scrap", "product_id": %q, "qty": 9}`, s.product), 409},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest("POST", s.srv.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		status, hdr, body := s.do("POST", c.path, s.key, strings.NewReader(c.body))
+		if status != c.status {
+			t.Fatalf("%s %s: %d %s", c.path, c.body, status, body)
+		}
+		if err := validate(req, status, hdr, body); err != nil {
+			t.Errorf("%s answered %d not as documented: %v\n%s", c.path, status, err, body)
+		}
+	}
+}

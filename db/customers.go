@@ -1,0 +1,185 @@
+package db
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// CustomerUpsert counts what a customers upsert did.
+type CustomerUpsert struct {
+	Created int `json:"created"`
+	Updated int `json:"updated"`
+}
+
+// UpsertCustomers creates or updates customers in one transaction. Each entry
+// is matched by external_id first; then by its email's domain against the
+// customers' email_domain (free-mail domains never match, and a customer
+// recorded under another external_id is not taken); matched customers are
+// updated (company, and an external_id they did not have yet), others
+// created. The email and phone become a contact of the customer. Entries are
+// applied in order, so a later entry can match a customer an earlier one
+// created. Each change emits customer.created or customer.updated.
+func (d *DB) UpsertCustomers(ctx context.Context, orgID uuid.UUID, entries []domain.CustomerInput) (CustomerUpsert, error) {
+	var res CustomerUpsert
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		// One writer of an organisation's customers at a time, so two
+		// concurrent calls cannot both create the customer of one domain.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('customers:' || $1::text, 0))`, orgID); err != nil {
+			return err
+		}
+		var currency string
+		if err := tx.QueryRow(ctx, `SELECT currency FROM organisations WHERE id = $1`, orgID).Scan(&currency); err != nil {
+			return notFound(err, "organisation")
+		}
+		for _, e := range entries {
+			id, found, err := matchCustomer(ctx, tx, orgID, e)
+			if err != nil {
+				return err
+			}
+			event := EventCustomerUpdated
+			if found {
+				_, err = tx.Exec(ctx, `
+					UPDATE customers SET company = $3, updated_at = now(),
+					       external_refs = CASE WHEN $4::text IS NOT NULL AND NOT external_refs ? 'external_id'
+					                            THEN external_refs || jsonb_build_object('external_id', $4::text)
+					                            ELSE external_refs END
+					WHERE org_id = $1 AND id = $2`, orgID, id, e.Company, e.ExternalID)
+				res.Updated++
+			} else {
+				id, event = NewID(), EventCustomerCreated
+				refs := map[string]any{}
+				if e.ExternalID != nil {
+					refs["external_id"] = *e.ExternalID
+				}
+				var emailDomain *string
+				if dom := e.MatchDomain(); dom != "" {
+					emailDomain = &dom
+				}
+				_, err = tx.Exec(ctx, `
+					INSERT INTO customers (id, org_id, company, email_domain, currency, external_refs)
+					VALUES ($1, $2, $3, $4, $5, $6)`, id, orgID, e.Company, emailDomain, currency, refs)
+				res.Created++
+			}
+			if err != nil {
+				return err
+			}
+			if err := upsertContact(ctx, tx, orgID, id, e); err != nil {
+				return err
+			}
+			if err := emit(ctx, tx, orgID, event, map[string]any{
+				"id": id, "company": e.Company, "email": e.Email, "external_id": e.ExternalID,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// matchCustomer finds the customer an entry names: by external_id, else by
+// email domain.
+func matchCustomer(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, e domain.CustomerInput) (uuid.UUID, bool, error) {
+	var id uuid.UUID
+	if e.ExternalID != nil {
+		err := tx.QueryRow(ctx, `SELECT id FROM customers WHERE org_id = $1 AND external_refs ->> 'external_id' = $2`,
+			orgID, *e.ExternalID).Scan(&id)
+		if err == nil {
+			return id, true, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return id, false, err
+		}
+	}
+	dom := e.MatchDomain()
+	if dom == "" {
+		return id, false, nil
+	}
+	err := tx.QueryRow(ctx, `
+		SELECT id FROM customers
+		WHERE org_id = $1 AND email_domain = $2
+		  AND ($3::text IS NULL OR NOT external_refs ? 'external_id')
+		ORDER BY created_at, id LIMIT 1`, orgID, dom, e.ExternalID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return id, false, nil
+	}
+	return id, err == nil, err
+}
+
+// upsertContact makes the entry's email and phone a contact of the customer:
+// the contact with that email (else, without an email, that phone) is
+// updated, or a new one made; the first contact of a customer is primary.
+func upsertContact(ctx context.Context, tx pgx.Tx, orgID, customerID uuid.UUID, e domain.CustomerInput) error {
+	if e.Email == nil && e.Phone == nil {
+		return nil
+	}
+	var contact uuid.UUID
+	var err error
+	if e.Email != nil {
+		err = tx.QueryRow(ctx, `SELECT id FROM customer_contacts WHERE org_id = $1 AND customer_id = $2 AND lower(email) = $3`,
+			orgID, customerID, *e.Email).Scan(&contact)
+	} else {
+		err = tx.QueryRow(ctx, `SELECT id FROM customer_contacts WHERE org_id = $1 AND customer_id = $2 AND email IS NULL AND phone = $3`,
+			orgID, customerID, *e.Phone).Scan(&contact)
+	}
+	switch {
+	case err == nil:
+		_, err = tx.Exec(ctx, `UPDATE customer_contacts SET phone = coalesce($3, phone) WHERE org_id = $1 AND id = $2`,
+			orgID, contact, e.Phone)
+		return err
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	name := e.Company
+	if e.Email != nil {
+		name = *e.Email
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO customer_contacts (id, org_id, customer_id, name, email, phone, is_primary)
+		VALUES ($1, $2, $3, $4, $5, $6,
+		        NOT EXISTS (SELECT 1 FROM customer_contacts WHERE org_id = $2 AND customer_id = $3 AND is_primary))`,
+		NewID(), orgID, customerID, name, e.Email, e.Phone)
+	return err
+}
+
+// CreatedRequest is a request thread just opened.
+type CreatedRequest struct {
+	ID    uuid.UUID `json:"id"`
+	Title string    `json:"title"`
+}
+
+// CreateRequest opens a request thread attributed to the organisation's
+// owner (EUNPROCESSABLE when it has none), with the text as its first
+// message in the block protocol, and emits request.created. It draws no
+// usage.
+func (d *DB) CreateRequest(ctx context.Context, orgID uuid.UUID, r domain.NewRequest) (CreatedRequest, error) {
+	out := CreatedRequest{ID: NewID(), Title: r.Title}
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var owner uuid.UUID
+		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE org_id = $1 AND role = 'owner'`, orgID).Scan(&owner)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return domain.Errorf(domain.EUNPROCESSABLE, "the organisation has no owner to attribute the request to")
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO request_threads (id, org_id, title, created_by, last_message_at) VALUES ($1, $2, $3, $4, now())`,
+			out.ID, orgID, r.Title, owner); err != nil {
+			return err
+		}
+		blocks := []map[string]any{{"type": "text", "text": r.Text}}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO request_messages (id, org_id, thread_id, role, blocks) VALUES ($1, $2, $3, 'user', $4)`,
+			NewID(), orgID, out.ID, blocks); err != nil {
+			return err
+		}
+		return emit(ctx, tx, orgID, EventRequestCreated, map[string]any{"id": out.ID, "title": r.Title})
+	})
+	return out, err
+}

@@ -1,0 +1,229 @@
+package db
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// MovementResult is what a stock movement answers: the movement and the
+// stock lines it changed, as they stood right after it.
+type MovementResult struct {
+	Movement domain.StockMovement `json:"movement"`
+	Lines    []domain.StockLine   `json:"lines"`
+}
+
+// stockRef names one stock line by product and location.
+type stockRef struct {
+	product, location uuid.UUID
+}
+
+func (r stockRef) lockKey(org uuid.UUID) string {
+	return "stock:" + org.String() + ":" + r.product.String() + ":" + r.location.String()
+}
+
+// CreateMovement applies a stock movement in one transaction. The balance
+// check and the write are one conditional statement, so concurrent
+// movements can never take a balance below zero (ECONFLICT instead; the
+// CHECK constraint backs it). A transfer changes both lines in the same
+// transaction, locking them in a fixed order. A repeated idempotency key
+// returns the first result with replayed true; the same key with another
+// body is ECONFLICT. The movement emits stock.movement.created.
+func (d *DB) CreateMovement(ctx context.Context, orgID uuid.UUID, m domain.MovementInput) (res MovementResult, replayed bool, err error) {
+	err = d.inTx(ctx, func(tx pgx.Tx) error {
+		if m.IdempotencyKey != nil {
+			done, err := replayMovement(ctx, tx, orgID, m, &res)
+			if err != nil || done {
+				replayed = done
+				return err
+			}
+		}
+		src, err := resolveStock(ctx, tx, orgID, m)
+		if err != nil {
+			return err
+		}
+		refs := []stockRef{src}
+		var dst stockRef
+		if m.Kind == domain.MoveTransfer {
+			dst = stockRef{product: src.product, location: *m.ToLocationID}
+			if dst.location == src.location {
+				return domain.Errorf(domain.EINVALID, "to_location_id is the stock's own location")
+			}
+			if err := locationExists(ctx, tx, orgID, dst.location, "to_location_id"); err != nil {
+				return err
+			}
+			refs = append(refs, dst)
+		}
+		// Lines are locked in key order, so two transfers in opposite
+		// directions cannot deadlock.
+		keys := make([]string, len(refs))
+		for i, r := range refs {
+			keys[i] = r.lockKey(orgID)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, k); err != nil {
+				return err
+			}
+		}
+
+		srcLine, balance, now, err := changeStock(ctx, tx, orgID, src, m.Delta(), m.UnitCostMinor)
+		if err != nil {
+			return err
+		}
+		mv := domain.StockMovement{
+			ID: NewID(), LineID: srcLine, ProductID: src.product, LocationID: src.location, Kind: m.Kind, Qty: m.Qty,
+			UnitCostMinor: m.UnitCostMinor, BalanceAfter: balance, IdempotencyKey: m.IdempotencyKey, Reference: m.Reference,
+			CreatedAt: domain.NewTimestamp(now),
+		}
+		lineIDs := []uuid.UUID{srcLine}
+		var toLine *uuid.UUID
+		var toBalance *float64
+		if m.Kind == domain.MoveTransfer {
+			id, b, _, err := changeStock(ctx, tx, orgID, dst, m.Qty, nil)
+			if err != nil {
+				return err
+			}
+			toLine, toBalance, mv.ToLocationID = &id, &b, &dst.location
+			lineIDs = append(lineIDs, id)
+		}
+		rows, err := tx.Query(ctx, stockLineSelect+` WHERE s.org_id = $1 AND s.id = ANY($2) ORDER BY s.created_at, s.id`, orgID, lineIDs)
+		if err != nil {
+			return err
+		}
+		res.Lines, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StockLine, error) { return scanStockLine(r) })
+		if err != nil {
+			return err
+		}
+		res.Movement = mv
+		response, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO stock_movements (id, org_id, line_id, product_id, location_id, to_location_id, to_line_id, kind, qty,
+			                             unit_cost_minor, balance_after, to_balance_after, idempotency_key, request_hash,
+			                             response, reference, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+			mv.ID, orgID, mv.LineID, mv.ProductID, mv.LocationID, mv.ToLocationID, toLine, mv.Kind, mv.Qty,
+			mv.UnitCostMinor, mv.BalanceAfter, toBalance, mv.IdempotencyKey, m.Fingerprint(), response, mv.Reference, now); err != nil {
+			return err
+		}
+		return emit(ctx, tx, orgID, EventStockMovementCreated, mv)
+	})
+	if pe := pgError(err); pe != nil && pe.Code == codeCheckViolation {
+		return res, false, domain.Errorf(domain.ECONFLICT, "the movement would take a stock balance below zero")
+	}
+	return res, replayed, err
+}
+
+// replayMovement answers a movement whose idempotency key was seen before.
+// It takes a lock on the key first, so a concurrent first use finishes
+// before this one looks.
+func replayMovement(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, m domain.MovementInput, res *MovementResult) (bool, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('movement:' || $1::text || ':' || $2, 0))`,
+		orgID, *m.IdempotencyKey); err != nil {
+		return false, err
+	}
+	var hash, response []byte
+	err := tx.QueryRow(ctx, `SELECT request_hash, response FROM stock_movements WHERE org_id = $1 AND idempotency_key = $2`,
+		orgID, *m.IdempotencyKey).Scan(&hash, &response)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !bytes.Equal(hash, m.Fingerprint()) {
+		return false, domain.Errorf(domain.ECONFLICT, "idempotency_key %q was used for a different movement", *m.IdempotencyKey)
+	}
+	return true, json.Unmarshal(response, res)
+}
+
+// resolveStock finds the product and location a movement names (the default
+// location when only a product is named).
+func resolveStock(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, m domain.MovementInput) (stockRef, error) {
+	var ref stockRef
+	if m.LineID != nil {
+		err := tx.QueryRow(ctx, `SELECT product_id, location_id FROM stock_lines WHERE org_id = $1 AND id = $2`,
+			orgID, *m.LineID).Scan(&ref.product, &ref.location)
+		return ref, notFound(err, "stock line")
+	}
+	var productFound bool
+	var location *uuid.UUID
+	err := tx.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM products WHERE org_id = $1 AND id = $2),
+		       CASE WHEN $3::uuid IS NULL THEN (SELECT id FROM stock_locations WHERE org_id = $1 AND is_default)
+		            ELSE (SELECT id FROM stock_locations WHERE org_id = $1 AND id = $3) END`,
+		orgID, *m.ProductID, m.LocationID).Scan(&productFound, &location)
+	if err != nil {
+		return ref, err
+	}
+	if !productFound {
+		return ref, domain.Errorf(domain.ENOTFOUND, "product %s not found", *m.ProductID)
+	}
+	if location == nil {
+		if m.LocationID != nil {
+			return ref, domain.Errorf(domain.ENOTFOUND, "location_id %s not found", *m.LocationID)
+		}
+		id, err := ensureDefaultLocation(ctx, tx, orgID)
+		if err != nil {
+			return ref, err
+		}
+		location = &id
+	}
+	return stockRef{product: *m.ProductID, location: *location}, nil
+}
+
+func locationExists(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID, field string) error {
+	var ok bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stock_locations WHERE org_id = $1 AND id = $2)`, orgID, id).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return domain.Errorf(domain.ENOTFOUND, "%s %s not found", field, id)
+	}
+	return nil
+}
+
+// changeStock adds delta to the stock of ref and returns its line, the
+// balance after and the moment it changed (taken under the line's lock, so
+// the movements of a line are ordered as they were applied). A removal is
+// one conditional update that refuses to go below zero; an addition creates
+// the line when there is none. A receipt's unit cost becomes the line's.
+func changeStock(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, ref stockRef, delta float64, unitCost *int64) (uuid.UUID, float64, time.Time, error) {
+	var line uuid.UUID
+	var balance float64
+	var at time.Time
+	if delta < 0 {
+		err := tx.QueryRow(ctx, `
+			UPDATE stock_lines SET qty_on_hand = qty_on_hand + $4, updated_at = clock_timestamp()
+			WHERE org_id = $1 AND product_id = $2 AND location_id = $3 AND qty_on_hand + $4 >= 0
+			RETURNING id, qty_on_hand, updated_at`, orgID, ref.product, ref.location, delta).Scan(&line, &balance, &at)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var onHand float64
+			_ = tx.QueryRow(ctx, `SELECT qty_on_hand FROM stock_lines WHERE org_id = $1 AND product_id = $2 AND location_id = $3`,
+				orgID, ref.product, ref.location).Scan(&onHand)
+			return line, 0, at, domain.Errorf(domain.ECONFLICT, "the movement would take the balance below zero: %v on hand, %v asked",
+				onHand, -delta)
+		}
+		return line, balance, at, err
+	}
+	err := tx.QueryRow(ctx, `
+		INSERT INTO stock_lines AS s (id, org_id, product_id, location_id, qty_on_hand, unit_cost_minor, currency)
+		SELECT $1, $2, $3, $4, $5, $6, currency FROM organisations WHERE id = $2
+		ON CONFLICT (org_id, product_id, location_id) DO UPDATE SET
+			qty_on_hand = s.qty_on_hand + excluded.qty_on_hand,
+			unit_cost_minor = coalesce(excluded.unit_cost_minor, s.unit_cost_minor),
+			updated_at = clock_timestamp()
+		RETURNING id, qty_on_hand, clock_timestamp()`, NewID(), orgID, ref.product, ref.location, delta, unitCost).Scan(&line, &balance, &at)
+	return line, balance, at, err
+}
