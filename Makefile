@@ -1,6 +1,7 @@
 # The two commands the README starts with:
 #   make run    runs the whole service locally (go run ./cmd/commerce dev)
-#   make test   runs vet, every test, and a short fuzz run of the write bodies
+#   make test   runs vet, every test, and a short fuzz run of the write and
+#               inbound bodies
 #               (needs Postgres on 127.0.0.1:5432)
 
 GO ?= go
@@ -14,6 +15,7 @@ test: vet
 	$(GO) test -count=1 -timeout 45m ./...
 	$(GO) test -run='^$$' -fuzz='^FuzzBulkProductsBody$$' -fuzztime=15s ./api
 	$(GO) test -run='^$$' -fuzz='^FuzzCustomersBody$$' -fuzztime=15s ./api
+	$(GO) test -run='^$$' -fuzz='^FuzzParseInbound$$' -fuzztime=15s ./domain
 
 vet:
 	$(GO) vet ./...

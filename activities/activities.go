@@ -19,6 +19,8 @@ import (
 type Activities struct {
 	DB  *db.DB
 	Log *zap.Logger
+	// BaseURL is the public {base_url}, for the URLs answers carry.
+	BaseURL string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -260,7 +260,8 @@ func TestConcurrentMovementsNeverGoBelowZero(t *testing.T) {
 	type entry struct{ qty, after float64 }
 	ledger, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entry, error) {
 		var e entry
-		return e, r.Scan(&e.qty, &e.after)
+		err := r.Scan(&e.qty, &e.after)
+		return e, err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"cmp"
 	"net/http"
 	"reflect"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
 // Version is the version of the OpenAPI description.
@@ -35,19 +37,30 @@ type Deps struct {
 	// Temporal may be nil where no route needs it; /readyz then reports
 	// Temporal as not configured.
 	Temporal client.Client
-	Logger   *zap.Logger
-	Cursors  *cursor.Codec
+	// Namespace is Temporal's namespace ("default" when empty); the first
+	// workflow start makes sure its search attributes are registered.
+	Namespace string
+	Logger    *zap.Logger
+	Cursors   *cursor.Codec
+	// Sealer opens the signing secrets of inbound endpoints.
+	Sealer *secrets.Sealer
 	// BaseURL is the public {base_url}.
 	BaseURL string
+	// AnswerWait is how long an inbound post waits for its workflow's first
+	// answer before it is answered 202 (20 seconds when zero).
+	AnswerWait time.Duration
 }
 
 // Server routes HTTP requests.
 type Server struct {
 	db       *db.DB
 	temporal client.Client
+	attrs    searchAttrs
 	log      *zap.Logger
 	cursors  *cursor.Codec
+	sealer   *secrets.Sealer
 	baseURL  string
+	wait     time.Duration
 	metrics  *httpMetrics
 	registry *prometheus.Registry
 	api      huma.API
@@ -60,11 +73,16 @@ func New(d Deps) *Server {
 	// Lists are always written as arrays, never null.
 	huma.DefaultArrayNullable = false
 	s := &Server{
-		db: d.DB, temporal: d.Temporal, log: d.Logger, cursors: d.Cursors, baseURL: d.BaseURL,
+		db: d.DB, temporal: d.Temporal, log: d.Logger, cursors: d.Cursors, sealer: d.Sealer, baseURL: d.BaseURL,
+		wait:     d.AnswerWait,
+		attrs:    searchAttrs{namespace: cmp.Or(d.Namespace, "default")},
 		registry: prometheus.NewRegistry(),
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
+	}
+	if s.wait == 0 {
+		s.wait = answerWait
 	}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newHTTPMetrics(s.registry)
@@ -78,6 +96,7 @@ func New(d Deps) *Server {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	r.Post("/api/in/{token}", s.inbound)
 
 	s.api = humachi.New(r, s.humaConfig())
 	s.api.UseMiddleware(s.authenticate)
@@ -88,6 +107,7 @@ func New(d Deps) *Server {
 	s.registerSuppliers()
 	s.registerCustomersAndRequests()
 	s.registerWrites()
+	s.documentInbound()
 	markPointersNullable(s.api.OpenAPI().Components.Schemas)
 	dropUndeclaredValidationStatus(s.api.OpenAPI())
 	s.router = r

@@ -59,8 +59,18 @@ RETURNING p.sku, (p.xmax = 0) AS inserted`
 // SKU never counts the catalogue.
 func (d *DB) UpsertProducts(ctx context.Context, orgID uuid.UUID, products []domain.ProductInput) (UpsertResult, error) {
 	var res UpsertResult
-	n := len(products)
-	rows := make([][]any, n)
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = upsertProducts(ctx, tx, orgID, products)
+		return err
+	})
+	return res, err
+}
+
+// upsertProducts is UpsertProducts within the caller's transaction.
+func upsertProducts(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, products []domain.ProductInput) (UpsertResult, error) {
+	var res UpsertResult
+	rows := make([][]any, len(products))
 	for i, p := range products {
 		attrs := string(p.Attrs)
 		if attrs == "" {
@@ -69,58 +79,52 @@ func (d *DB) UpsertProducts(ctx context.Context, orgID uuid.UUID, products []dom
 		rows[i] = []any{NewID(), p.SKU, p.Title, p.Category, p.UOM, p.PriceMinor, p.Currency, p.StockQty, p.LeadTimeDays,
 			attrs, string(p.Status), p.ExternalID}
 	}
-	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		if err := lockProducts(ctx, tx, orgID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, incomingProducts); err != nil {
-			return err
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"incoming_products"}, incomingColumns, pgx.CopyFromRows(rows)); err != nil {
-			return err
-		}
-		written, err := tx.Query(ctx, upsertProductsSQL, orgID)
-		if err != nil {
-			return err
-		}
-		changed := []string{}
-		for written.Next() {
-			var sku string
-			var inserted bool
-			if err := written.Scan(&sku, &inserted); err != nil {
-				written.Close()
-				return err
-			}
-			changed = append(changed, sku)
-			if inserted {
-				res.Created++
-			} else {
-				res.Updated++
-			}
-		}
-		if err := written.Err(); err != nil {
-			return err
-		}
-		res.Unchanged = n - res.Created - res.Updated
-		if res.Created > 0 {
-			var total, productCap int
-			if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM products WHERE org_id = $1), product_cap FROM organisations WHERE id = $1`,
-				orgID).Scan(&total, &productCap); err != nil {
-				return err
-			}
-			if total > productCap {
-				return domain.Errorf(domain.EPAYMENT, "%d existing products and %d new ones would pass the plan's cap of %d products",
-					total-res.Created, res.Created, productCap)
-			}
-		}
-		return emit(ctx, tx, orgID, EventProductsUpserted, map[string]any{
-			"created": res.Created, "updated": res.Updated, "unchanged": res.Unchanged, "skus": changed,
-		})
-	})
-	if err != nil {
-		return UpsertResult{}, err
+	if err := lockProducts(ctx, tx, orgID); err != nil {
+		return res, err
 	}
-	return res, nil
+	if _, err := tx.Exec(ctx, incomingProducts); err != nil {
+		return res, err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"incoming_products"}, incomingColumns, pgx.CopyFromRows(rows)); err != nil {
+		return res, err
+	}
+	written, err := tx.Query(ctx, upsertProductsSQL, orgID)
+	if err != nil {
+		return res, err
+	}
+	changed := []string{}
+	for written.Next() {
+		var sku string
+		var inserted bool
+		if err := written.Scan(&sku, &inserted); err != nil {
+			written.Close()
+			return res, err
+		}
+		changed = append(changed, sku)
+		if inserted {
+			res.Created++
+		} else {
+			res.Updated++
+		}
+	}
+	if err := written.Err(); err != nil {
+		return res, err
+	}
+	res.Unchanged = len(rows) - res.Created - res.Updated
+	if res.Created > 0 {
+		var total, productCap int
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM products WHERE org_id = $1), product_cap FROM organisations WHERE id = $1`,
+			orgID).Scan(&total, &productCap); err != nil {
+			return res, err
+		}
+		if total > productCap {
+			return UpsertResult{}, domain.Errorf(domain.EPAYMENT, "%d existing products and %d new ones would pass the plan's cap of %d products",
+				total-res.Created, res.Created, productCap)
+		}
+	}
+	return res, emit(ctx, tx, orgID, EventProductsUpserted, map[string]any{
+		"created": res.Created, "updated": res.Updated, "unchanged": res.Unchanged, "skus": changed,
+	})
 }
 
 // CatalogueSchema returns one of the organisation's catalogue schemas.

@@ -27,59 +27,67 @@ type CustomerUpsert struct {
 func (d *DB) UpsertCustomers(ctx context.Context, orgID uuid.UUID, entries []domain.CustomerInput) (CustomerUpsert, error) {
 	var res CustomerUpsert
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		// One writer of an organisation's customers at a time, so two
-		// concurrent calls cannot both create the customer of one domain.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('customers:' || $1::text, 0))`, orgID); err != nil {
-			return err
+		var err error
+		res, err = upsertCustomers(ctx, tx, orgID, entries)
+		return err
+	})
+	return res, err
+}
+
+// upsertCustomers applies entries within tx (see UpsertCustomers).
+func upsertCustomers(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, entries []domain.CustomerInput) (CustomerUpsert, error) {
+	var res CustomerUpsert
+	// One writer of an organisation's customers at a time, so two
+	// concurrent calls cannot both create the customer of one domain.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('customers:' || $1::text, 0))`, orgID); err != nil {
+		return res, err
+	}
+	var currency string
+	if err := tx.QueryRow(ctx, `SELECT currency FROM organisations WHERE id = $1`, orgID).Scan(&currency); err != nil {
+		return res, notFound(err, "organisation")
+	}
+	for _, e := range entries {
+		id, found, err := matchCustomer(ctx, tx, orgID, e)
+		if err != nil {
+			return res, err
 		}
-		var currency string
-		if err := tx.QueryRow(ctx, `SELECT currency FROM organisations WHERE id = $1`, orgID).Scan(&currency); err != nil {
-			return notFound(err, "organisation")
-		}
-		for _, e := range entries {
-			id, found, err := matchCustomer(ctx, tx, orgID, e)
-			if err != nil {
-				return err
-			}
-			event := EventCustomerUpdated
-			if found {
-				_, err = tx.Exec(ctx, `
+		event := EventCustomerUpdated
+		if found {
+			_, err = tx.Exec(ctx, `
 					UPDATE customers SET company = $3, updated_at = now(),
 					       external_refs = CASE WHEN $4::text IS NOT NULL AND NOT external_refs ? 'external_id'
 					                            THEN external_refs || jsonb_build_object('external_id', $4::text)
 					                            ELSE external_refs END
 					WHERE org_id = $1 AND id = $2`, orgID, id, e.Company, e.ExternalID)
-				res.Updated++
-			} else {
-				id, event = NewID(), EventCustomerCreated
-				refs := map[string]any{}
-				if e.ExternalID != nil {
-					refs["external_id"] = *e.ExternalID
-				}
-				var emailDomain *string
-				if dom := e.MatchDomain(); dom != "" {
-					emailDomain = &dom
-				}
-				_, err = tx.Exec(ctx, `
+			res.Updated++
+		} else {
+			id, event = NewID(), EventCustomerCreated
+			refs := map[string]any{}
+			if e.ExternalID != nil {
+				refs["external_id"] = *e.ExternalID
+			}
+			var emailDomain *string
+			if dom := e.MatchDomain(); dom != "" {
+				emailDomain = &dom
+			}
+			_, err = tx.Exec(ctx, `
 					INSERT INTO customers (id, org_id, company, email_domain, currency, external_refs)
 					VALUES ($1, $2, $3, $4, $5, $6)`, id, orgID, e.Company, emailDomain, currency, refs)
-				res.Created++
-			}
-			if err != nil {
-				return err
-			}
-			if err := upsertContact(ctx, tx, orgID, id, e); err != nil {
-				return err
-			}
-			if err := emit(ctx, tx, orgID, event, map[string]any{
-				"id": id, "company": e.Company, "email": e.Email, "external_id": e.ExternalID,
-			}); err != nil {
-				return err
-			}
+			res.Created++
 		}
-		return nil
-	})
-	return res, err
+		if err != nil {
+			return res, err
+		}
+		if err := upsertContact(ctx, tx, orgID, id, e); err != nil {
+			return res, err
+		}
+		if err := emit(ctx, tx, orgID, event, map[string]any{
+			"id": id, "company": e.Company, "email": e.Email, "external_id": e.ExternalID,
+		}); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // matchCustomer finds the customer an entry names: by external_id, else by
@@ -158,28 +166,38 @@ type CreatedRequest struct {
 // message in the block protocol, and emits request.created. It draws no
 // usage.
 func (d *DB) CreateRequest(ctx context.Context, orgID uuid.UUID, r domain.NewRequest) (CreatedRequest, error) {
-	out := CreatedRequest{ID: NewID(), Title: r.Title}
+	var out CreatedRequest
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		var owner uuid.UUID
-		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE org_id = $1 AND role = 'owner'`, orgID).Scan(&owner)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return domain.Errorf(domain.EUNPROCESSABLE, "the organisation has no owner to attribute the request to")
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO request_threads (id, org_id, title, created_by, last_message_at) VALUES ($1, $2, $3, $4, now())`,
-			out.ID, orgID, r.Title, owner); err != nil {
-			return err
-		}
-		blocks := []map[string]any{{"type": "text", "text": r.Text}}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO request_messages (id, org_id, thread_id, role, blocks) VALUES ($1, $2, $3, 'user', $4)`,
-			NewID(), orgID, out.ID, blocks); err != nil {
-			return err
-		}
-		return emit(ctx, tx, orgID, EventRequestCreated, map[string]any{"id": out.ID, "title": r.Title})
+		var err error
+		out, err = createRequest(ctx, tx, orgID, r, nil, nil)
+		return err
 	})
 	return out, err
+}
+
+// createRequest opens a request thread within tx (see CreateRequest), for a
+// customer and under an external reference when given.
+func createRequest(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, r domain.NewRequest, customer *uuid.UUID, externalRef *string) (CreatedRequest, error) {
+	out := CreatedRequest{ID: NewID(), Title: r.Title}
+	var owner uuid.UUID
+	err := tx.QueryRow(ctx, `SELECT id FROM users WHERE org_id = $1 AND role = 'owner'`, orgID).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, domain.Errorf(domain.EUNPROCESSABLE, "the organisation has no owner to attribute the request to")
+	}
+	if err != nil {
+		return out, err
+	}
+	if _, err := tx.Exec(ctx, `
+			INSERT INTO request_threads (id, org_id, title, created_by, customer_id, external_ref, last_message_at)
+			VALUES ($1, $2, $3, $4, $5, $6, now())`,
+		out.ID, orgID, r.Title, owner, customer, externalRef); err != nil {
+		return out, err
+	}
+	blocks := []map[string]any{{"type": "text", "text": r.Text}}
+	if _, err := tx.Exec(ctx, `
+			INSERT INTO request_messages (id, org_id, thread_id, role, blocks) VALUES ($1, $2, $3, 'user', $4)`,
+		NewID(), orgID, out.ID, blocks); err != nil {
+		return out, err
+	}
+	return out, emit(ctx, tx, orgID, EventRequestCreated, map[string]any{"id": out.ID, "title": r.Title})
 }

@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -27,8 +29,13 @@ var EventTypes = []string{EventCustomerCreated, EventCustomerUpdated, EventProdu
 	EventStockMovementCreated, EventOrderStatusChanged, EventOrderInvoiceRecorded, EventDeliveryStatusChanged,
 	EventPurchaseOrderAcked, EventSupplierInvoiceMatched, EventVarianceRaised, EventInboundReceiptFailed}
 
-// eventsChannel is the LISTEN/NOTIFY channel that wakes the outbox relay.
-const eventsChannel = "commerce_events"
+// LISTEN/NOTIFY channels: eventsChannel wakes the outbox relay;
+// recordsChannel (payload: an organisation id) says records were created
+// that parked inbound posts or waiting matches may be waiting for.
+const (
+	eventsChannel  = "commerce_events"
+	recordsChannel = "commerce_records"
+)
 
 // emit writes an event to the outbox in the caller's transaction, so the
 // event exists exactly when the change it reports does, and wakes the relay
@@ -38,4 +45,36 @@ func emit(ctx context.Context, q querier, orgID uuid.UUID, eventType string, dat
 		WITH e AS (INSERT INTO events (id, org_id, type, data) VALUES ($1, $2, $3, $4))
 		SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, eventType, data)
 	return err
+}
+
+// ListenRecords calls fn with the organisation of every notification that
+// records were created (see recordsChannel), and with nil after every
+// interval without one, until ctx ends. It holds one connection.
+func (d *DB) ListenRecords(ctx context.Context, interval time.Duration, fn func(org *uuid.UUID)) error {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+recordsChannel); err != nil {
+		return err
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+recordsChannel) }()
+	for {
+		wctx, cancel := context.WithTimeout(ctx, interval)
+		n, err := conn.Conn().WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil:
+			if org, perr := uuid.Parse(n.Payload); perr == nil {
+				fn(&org)
+			}
+		case errors.Is(err, context.DeadlineExceeded):
+			fn(nil)
+		default:
+			return err
+		}
+	}
 }

@@ -23,6 +23,7 @@ type SeedResult struct {
 	Receipts       int `json:"receipts"`
 	Deliveries     int `json:"deliveries"`
 	Stock          int `json:"stock"`
+	GoodsReceipts  int `json:"goods_receipts"`
 }
 
 // Seed loads a validated seed file into an organisation in one transaction:
@@ -44,7 +45,7 @@ func (d *DB) Seed(ctx context.Context, orgID uuid.UUID, f *domain.SeedFile) (See
 	err = d.inTx(ctx, func(tx pgx.Tx) error {
 		s := &seeder{ctx: ctx, tx: tx, org: org, now: time.Now(), ids: map[string]uuid.UUID{}}
 		steps := []func() error{s.locations, s.customers, s.products, s.quotes, s.orders, s.suppliers,
-			s.purchaseOrders, s.deliveries, s.stock}
+			s.purchaseOrders, s.deliveries, s.stock, s.goodsReceipts}
 		s.f = f
 		for _, step := range steps {
 			if err := step(); err != nil {
@@ -52,7 +53,10 @@ func (d *DB) Seed(ctx context.Context, orgID uuid.UUID, f *domain.SeedFile) (See
 			}
 		}
 		res = s.res
-		return nil
+		// Wake inbound posts parked waiting for records, and matches waiting
+		// for goods receipts: this load may hold what they wait for.
+		_, err := tx.Exec(ctx, `SELECT pg_notify('`+recordsChannel+`', $1::text)`, orgID)
+		return err
 	})
 	return res, err
 }
@@ -483,6 +487,64 @@ func (s *seeder) stock() error {
 			}
 		}
 		s.res.Stock++
+	}
+	return nil
+}
+
+// goodsReceipts records goods against purchase orders and moves each order
+// by the state machine: to received when every line is now received in
+// full (through partially_received), else to partially_received.
+func (s *seeder) goodsReceipts() error {
+	for i, g := range s.f.GoodsReceipts {
+		po, found, err := s.resolve("purchase order", g.PONumber, `SELECT id FROM purchase_orders WHERE org_id = $1 AND number = $2`)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return seedErr("goods_receipts", i, "purchase order %q is neither in the file nor in the organisation", g.PONumber)
+		}
+		rid := NewID()
+		if _, err := s.tx.Exec(s.ctx, `INSERT INTO po_receipts (id, org_id, po_id, received_at) VALUES ($1, $2, $3, $4)`,
+			rid, s.org.ID, po, g.ReceivedAt.Time); err != nil {
+			return err
+		}
+		for _, l := range g.Lines {
+			_, err := s.tx.Exec(s.ctx, `INSERT INTO po_receipt_lines (org_id, receipt_id, po_id, position, qty) VALUES ($1, $2, $3, $4, $5)`,
+				s.org.ID, rid, po, l.Position, l.Qty)
+			if pe := pgError(err); pe != nil && pe.Code == codeForeignKey {
+				return seedErr("goods_receipts", i, "purchase order %q has no line %d", g.PONumber, l.Position)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		var status domain.PurchaseOrderStatus
+		var complete bool
+		if err := s.tx.QueryRow(s.ctx, `
+			SELECT p.status, bool_and(coalesce((SELECT sum(rl.qty) FROM po_receipt_lines rl
+			                                    WHERE rl.org_id = l.org_id AND rl.po_id = l.po_id AND rl.position = l.position), 0) >= l.qty)
+			FROM purchase_orders p JOIN purchase_order_lines l ON l.org_id = p.org_id AND l.po_id = p.id
+			WHERE p.org_id = $1 AND p.id = $2 GROUP BY p.status`, s.org.ID, po).Scan(&status, &complete); err != nil {
+			return err
+		}
+		path := []domain.PurchaseOrderStatus{domain.POPartiallyReceived}
+		if complete {
+			path = append(path, domain.POReceived)
+		}
+		for _, to := range path {
+			changed, err := domain.PurchaseOrderMachine.Move(status, to)
+			if err != nil {
+				return seedErr("goods_receipts", i, "purchase order %q: %s", g.PONumber, domain.ErrorMessage(err))
+			}
+			if changed {
+				status = to
+			}
+		}
+		if _, err := s.tx.Exec(s.ctx, `UPDATE purchase_orders SET status = $3, updated_at = now() WHERE org_id = $1 AND id = $2`,
+			s.org.ID, po, status); err != nil {
+			return err
+		}
+		s.res.GoodsReceipts++
 	}
 	return nil
 }

@@ -183,3 +183,50 @@ func TestSeedResolvesExistingRecordsAndEnforcesProductCap(t *testing.T) {
 		t.Fatalf("%d products after a refused load, want 1", products)
 	}
 }
+
+func TestGoodsReceiptsMovePurchaseOrders(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	org := seedOrg(t, d)
+	f, _ := domain.ParseSeed([]byte(`{"suppliers": [{"name": "S"}], "purchase_orders": [
+		{"number": "P1", "supplier": "S", "status": "acknowledged", "lines": [{"description": "a", "qty": 10, "unit_price_minor": 5}, {"description": "b", "qty": 2, "unit_price_minor": 7}]},
+		{"number": "P2", "supplier": "S", "status": "draft", "lines": [{"description": "a", "qty": 1, "unit_price_minor": 5}]}]}`))
+	if _, err := d.Seed(ctx, org.ID, f); err != nil {
+		t.Fatal(err)
+	}
+	status := func(n string) string {
+		var s string
+		_ = d.Pool().QueryRow(ctx, `SELECT status FROM purchase_orders WHERE number = $1`, n).Scan(&s)
+		return s
+	}
+	load := func(file string) error {
+		f, err := domain.ParseSeed([]byte(file))
+		if err != nil {
+			return err
+		}
+		_, err = d.Seed(ctx, org.ID, f)
+		return err
+	}
+	if err := load(`{"goods_receipts": [{"po_number": "P1", "received_at": "2026-11-20T10:00:00Z", "lines": [{"position": 1, "qty": 4}]}]}`); err != nil {
+		t.Fatal(err)
+	}
+	if status("P1") != "partially_received" {
+		t.Fatalf("after a part: %s", status("P1"))
+	}
+	if err := load(`{"goods_receipts": [{"po_number": "P1", "received_at": "2026-11-21T10:00:00Z", "lines": [{"position": 1, "qty": 6}, {"position": 2, "qty": 2}]}]}`); err != nil {
+		t.Fatal(err)
+	}
+	if status("P1") != "received" {
+		t.Fatalf("after the rest: %s", status("P1"))
+	}
+	for file, want := range map[string]string{
+		`{"goods_receipts": [{"po_number": "P2", "received_at": "2026-11-21T10:00:00Z", "lines": [{"position": 1, "qty": 1}]}]}`: "cannot move",
+		`{"goods_receipts": [{"po_number": "P9", "received_at": "2026-11-21T10:00:00Z", "lines": [{"position": 1, "qty": 1}]}]}`: "neither in the file",
+		`{"goods_receipts": [{"po_number": "P1", "received_at": "2026-11-21T10:00:00Z", "lines": [{"position": 3, "qty": 1}]}]}`: "no line 3",
+		`{"goods_receipts": [{"po_number": "P1", "lines": []}]}`:                                                                 "received_at is required",
+	} {
+		if err := load(file); domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", file, err, want)
+		}
+	}
+}

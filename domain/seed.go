@@ -23,6 +23,16 @@ type SeedFile struct {
 	PurchaseOrders []SeedPurchaseOrder `json:"purchase_orders"`
 	Deliveries     []SeedDelivery      `json:"deliveries"`
 	Stock          []SeedStock         `json:"stock"`
+	GoodsReceipts  []SeedGoodsReceipt  `json:"goods_receipts"`
+}
+
+// SeedGoodsReceipt records goods received against a purchase order of the
+// file or of the organisation, moving the order to partially_received or
+// received.
+type SeedGoodsReceipt struct {
+	PONumber   string          `json:"po_number"`
+	ReceivedAt *Timestamp      `json:"received_at"`
+	Lines      []POReceiptLine `json:"lines"`
 }
 
 // SeedLocation is a stock location.
@@ -219,7 +229,7 @@ func (p *SeedProblems) err() error {
 }
 
 var seedSections = []string{"locations", "customers", "products", "quotes", "orders", "suppliers",
-	"purchase_orders", "deliveries", "stock"}
+	"purchase_orders", "deliveries", "stock", "goods_receipts"}
 
 // ParseSeed reads a seed file. Each record is decoded on its own, so a type
 // error or an unknown field is reported with its section and index.
@@ -244,6 +254,7 @@ func ParseSeed(data []byte) (*SeedFile, error) {
 	decodeSection(sections, "purchase_orders", &f.PurchaseOrders, &probs)
 	decodeSection(sections, "deliveries", &f.Deliveries, &probs)
 	decodeSection(sections, "stock", &f.Stock, &probs)
+	decodeSection(sections, "goods_receipts", &f.GoodsReceipts, &probs)
 	if err := probs.err(); err != nil {
 		return nil, err
 	}
@@ -338,6 +349,7 @@ func (f *SeedFile) Validate(orgCurrency string) error {
 	v.purchaseOrders(f.PurchaseOrders)
 	v.deliveries(f.Deliveries)
 	v.stock(f.Stock)
+	v.goodsReceipts(f.GoodsReceipts)
 	return v.p.err()
 }
 
@@ -686,6 +698,32 @@ func (v *seedValidator) stock(stock []SeedStock) {
 			loc = *s.Location
 		}
 		seen(i, s.SKU+"\x00"+loc)
+	}
+}
+
+func (v *seedValidator) goodsReceipts(receipts []SeedGoodsReceipt) {
+	for i := range receipts {
+		g, r := &receipts[i], v.at("goods_receipts", i)
+		g.PONumber = strings.TrimSpace(g.PONumber)
+		if g.PONumber == "" {
+			r.add("po_number is required")
+		}
+		if g.ReceivedAt == nil {
+			r.add("received_at is required")
+		}
+		if len(g.Lines) == 0 {
+			r.add("a receipt needs at least one line")
+		}
+		seen := map[int]bool{}
+		for j, l := range g.Lines {
+			if l.Position < 1 || seen[l.Position] {
+				r.add("lines[%d]: position %d is not a new positive number", j, l.Position)
+			}
+			seen[l.Position] = true
+			if l.Qty <= 0 {
+				r.add("lines[%d]: qty must be more than zero", j)
+			}
+		}
 	}
 }
 

@@ -15,6 +15,13 @@ const TaskQueue = "commerce"
 
 // Register registers every workflow and the activities with a worker.
 func Register(r worker.Registry, acts *activities.Activities) {
-	r.RegisterWorkflow(QuoteExpiry)
+	RegisterWorkflows(r)
 	r.RegisterActivity(acts)
+}
+
+// RegisterWorkflows registers every workflow (and no activities).
+func RegisterWorkflows(r worker.Registry) {
+	r.RegisterWorkflow(QuoteExpiry)
+	r.RegisterWorkflow(InboundAction)
+	r.RegisterWorkflow(ThreeWayMatch)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -36,6 +37,10 @@ type devState struct {
 	TemporalUIURL     string `json:"temporal_ui_url"`
 	TemporalNamespace string `json:"temporal_namespace"`
 	DatabaseURL       string `json:"database_url"`
+	// InboundTokens are the demo organisation's inbound endpoints, one per
+	// action; InboundURLs the same as URLs under BaseURL.
+	InboundTokens map[domain.Action]string `json:"inbound_tokens"`
+	InboundURLs   map[domain.Action]string `json:"inbound_urls"`
 }
 
 type devOptions struct {
@@ -145,7 +150,10 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 
 	var state devState
 	if err := step(out, "demo organisation", func() error {
-		state, err = demoOrganisation(ctx, d, opts.dir)
+		if state, err = demoOrganisation(ctx, d, opts.dir); err != nil {
+			return err
+		}
+		state.InboundTokens, err = demoEndpoints(ctx, d, state)
 		return err
 	}); err != nil {
 		return err
@@ -194,6 +202,10 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	state.TemporalUIURL = tsrv.UIURL()
 	state.TemporalNamespace = cfg.TemporalNamespace
 	state.DatabaseURL = cfg.DatabaseURL
+	state.InboundURLs = map[domain.Action]string{}
+	for action, token := range state.InboundTokens {
+		state.InboundURLs[action] = cli.InboundURL(baseURL, token)
+	}
 	if err := writeState(opts.dir, state); err != nil {
 		return err
 	}
@@ -256,6 +268,9 @@ func devDatabase(ctx context.Context, dir string, log *zap.Logger) (string, *dev
 	return "", nil, fmt.Errorf("no database: set DATABASE_URL, or install PostgreSQL (initdb, pg_ctl) for a private cluster: %w", pgErr)
 }
 
+// demoOwner is the demo organisation's owner.
+const demoOwner = "owner@demo.example"
+
 // demoOrganisation reuses the organisation and key of dev.json when they are
 // still valid, and otherwise creates the demo organisation (owner, every
 // add-on, an all-scopes key, the example data).
@@ -265,7 +280,7 @@ func demoOrganisation(ctx context.Context, d *db.DB, dir string) (devState, erro
 			return prev, nil
 		}
 	}
-	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Demo Trading Ltd", Currency: "GBP", OwnerEmail: "owner@demo.example"})
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Demo Trading Ltd", Currency: "GBP", OwnerEmail: demoOwner})
 	if err != nil {
 		return devState{}, err
 	}
@@ -287,6 +302,31 @@ func demoOrganisation(ctx context.Context, d *db.DB, dir string) (devState, erro
 		return devState{}, err
 	}
 	return devState{APIKey: key, OrgID: org.ID.String()}, nil
+}
+
+// demoEndpoints keeps one unsigned inbound endpoint per action for the demo
+// organisation: those of dev.json that still work, and new ones for the
+// rest.
+func demoEndpoints(ctx context.Context, d *db.DB, s devState) (map[domain.Action]string, error) {
+	orgID, err := uuid.Parse(s.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	tokens := map[domain.Action]string{}
+	for _, action := range domain.Actions {
+		if token := s.InboundTokens[action]; token != "" {
+			if e, err := d.EndpointByToken(ctx, secrets.Hash(token)); err == nil && e.OrgID == orgID && e.Action == action {
+				tokens[action] = token
+				continue
+			}
+		}
+		e, err := d.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: orgID, AsEmail: demoOwner, Name: "demo " + string(action), Action: action})
+		if err != nil {
+			return nil, err
+		}
+		tokens[action] = e.Token
+	}
+	return tokens, nil
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "dev.json") }
@@ -319,11 +359,18 @@ commerce dev is running.
   Temporal UI   %s
   Postgres      %s
 
+  Inbound URLs (unsigned, one per action):
+`, s.BaseURL, s.BaseURL, s.APIKey, s.OrgID, s.TemporalAddress, s.TemporalNamespace, s.TemporalUIURL, redactURL(s.DatabaseURL))
+	for _, action := range domain.Actions {
+		fmt.Fprintf(out, "    %-20s %s\n", action, s.InboundURLs[action])
+	}
+	fmt.Fprintf(out, `
   Try:  curl -H "Authorization: Bearer %s" %s/api/v1/products
+        curl -X POST -H "Content-Type: application/json" -d '{"order_ref": "SO-2026-0204", "status": "processing"}' \\
+             %s
 
 The same is in %s. Ctrl-C stops everything.
-`, s.BaseURL, s.BaseURL, s.APIKey, s.OrgID, s.TemporalAddress, s.TemporalNamespace, s.TemporalUIURL,
-		redactURL(s.DatabaseURL), s.APIKey, s.BaseURL, statePath(dir))
+`, s.APIKey, s.BaseURL, s.InboundURLs[domain.ActionERPOrderStatus], statePath(dir))
 }
 
 // redactURL hides a password in a database URL.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/config"
 )
 
@@ -120,6 +122,21 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 		}
 	}
 
+	// One inbound URL per action, carried out by the embedded Temporal.
+	if len(st.InboundURLs) != len(domain.Actions) {
+		t.Fatalf("dev.json has %d inbound URLs, want one per action: %v", len(st.InboundURLs), st.InboundURLs)
+	}
+	post, err := http.Post(st.InboundURLs[domain.ActionERPOrderStatus], "application/json",
+		strings.NewReader(`{"order_ref": "SO-2026-0204", "status": "processing"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted, _ := io.ReadAll(post.Body)
+	post.Body.Close()
+	if post.StatusCode != 200 || !strings.Contains(string(posted), `"outcome":"applied"`) {
+		t.Fatalf("inbound post: %d %s", post.StatusCode, posted)
+	}
+
 	req, _ := http.NewRequest("GET", st.BaseURL+"/api/v1/products", nil)
 	req.Header.Set("Authorization", "Bearer "+st.APIKey)
 	resp, err := http.DefaultClient.Do(req)
@@ -158,7 +175,7 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	// A second start finds the same organisation, key and data.
 	st2, stop2 := startDev(t, dir, opts, st.BaseURL)
 	defer stop2()
-	if st2.APIKey != st.APIKey || st2.OrgID != st.OrgID {
+	if st2.APIKey != st.APIKey || st2.OrgID != st.OrgID || !maps.Equal(st2.InboundTokens, st.InboundTokens) {
 		t.Fatalf("second start made a new organisation or key: %+v vs %+v", st2, st)
 	}
 	req, _ = http.NewRequest("GET", st2.BaseURL+"/api/v1/products?limit=500", nil)

@@ -538,12 +538,19 @@ CREATE TABLE inbound_receipts (
     action        text NOT NULL,
     received_at   timestamptz NOT NULL,
     headers       jsonb NOT NULL DEFAULT '{}',
+    -- the raw body (for a body over the limit, only its first part)
     body          bytea NOT NULL,
     size_bytes    integer NOT NULL,
+    body_complete boolean NOT NULL DEFAULT true,
+    -- the HTTP answer the sender got
     status_code   integer,
-    outcome       text,
     response      jsonb,
+    -- where the post stands: pending, applied, unchanged, parked,
+    -- unmatched, cancelled, rejected, failed
+    outcome       text NOT NULL DEFAULT 'pending'
+                  CHECK (outcome IN ('pending', 'applied', 'unchanged', 'parked', 'unmatched', 'cancelled', 'rejected', 'failed')),
     error         text,
+    waiting_for   text,
     workflow_id   text,
     run_id        text,
     replay_of     uuid,
@@ -554,6 +561,20 @@ CREATE TABLE inbound_receipts (
     FOREIGN KEY (org_id, replay_of) REFERENCES inbound_receipts (org_id, id)
 );
 CREATE INDEX inbound_receipts_endpoint ON inbound_receipts (org_id, endpoint_id, received_at DESC, id DESC);
+CREATE INDEX inbound_receipts_parked ON inbound_receipts (org_id) WHERE outcome = 'parked';
+
+-- What an inbound post changed, keyed by the receipt that first caused it
+-- (the original, for a replay) and written in the same transaction as the
+-- change: a retried activity or a replay finds it and answers the same
+-- result instead of applying the change again.
+CREATE TABLE inbound_effects (
+    org_id      uuid NOT NULL,
+    receipt_id  uuid NOT NULL,
+    result      jsonb NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (org_id, receipt_id),
+    FOREIGN KEY (org_id, receipt_id) REFERENCES inbound_receipts (org_id, id) ON DELETE CASCADE
+);
 
 CREATE TABLE webhook_subscriptions (
     id             uuid PRIMARY KEY,

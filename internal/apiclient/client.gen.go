@@ -96,6 +96,66 @@ func (e DeliveryDetailStatus) Valid() bool {
 	}
 }
 
+// Defines values for InboundAnswerDocAction.
+const (
+	InboundAnswerDocActionCreateRequest    InboundAnswerDocAction = "create_request"
+	InboundAnswerDocActionDeliveryStatus   InboundAnswerDocAction = "delivery_status"
+	InboundAnswerDocActionErpOrderStatus   InboundAnswerDocAction = "erp_order_status"
+	InboundAnswerDocActionOrderInvoice     InboundAnswerDocAction = "order_invoice"
+	InboundAnswerDocActionPurchaseOrderAck InboundAnswerDocAction = "purchase_order_ack"
+	InboundAnswerDocActionSupplierInvoice  InboundAnswerDocAction = "supplier_invoice"
+	InboundAnswerDocActionUpsertCustomers  InboundAnswerDocAction = "upsert_customers"
+	InboundAnswerDocActionUpsertProducts   InboundAnswerDocAction = "upsert_products"
+)
+
+// Valid indicates whether the value is a known member of the InboundAnswerDocAction enum.
+func (e InboundAnswerDocAction) Valid() bool {
+	switch e {
+	case InboundAnswerDocActionCreateRequest:
+		return true
+	case InboundAnswerDocActionDeliveryStatus:
+		return true
+	case InboundAnswerDocActionErpOrderStatus:
+		return true
+	case InboundAnswerDocActionOrderInvoice:
+		return true
+	case InboundAnswerDocActionPurchaseOrderAck:
+		return true
+	case InboundAnswerDocActionSupplierInvoice:
+		return true
+	case InboundAnswerDocActionUpsertCustomers:
+		return true
+	case InboundAnswerDocActionUpsertProducts:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InboundAnswerDocOutcome.
+const (
+	InboundAnswerDocOutcomeApplied   InboundAnswerDocOutcome = "applied"
+	InboundAnswerDocOutcomeParked    InboundAnswerDocOutcome = "parked"
+	InboundAnswerDocOutcomePending   InboundAnswerDocOutcome = "pending"
+	InboundAnswerDocOutcomeUnchanged InboundAnswerDocOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the InboundAnswerDocOutcome enum.
+func (e InboundAnswerDocOutcome) Valid() bool {
+	switch e {
+	case InboundAnswerDocOutcomeApplied:
+		return true
+	case InboundAnswerDocOutcomeParked:
+		return true
+	case InboundAnswerDocOutcomePending:
+		return true
+	case InboundAnswerDocOutcomeUnchanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MovementInputKind.
 const (
 	MovementInputKindAdjustment MovementInputKind = "adjustment"
@@ -711,6 +771,19 @@ type BulkProductsOutputBody struct {
 	Upserted int64 `json:"upserted"`
 }
 
+// Change defines model for Change.
+type Change struct {
+	// Entity order, delivery, purchase_order, supplier_invoice, customer, product or request.
+	Entity string      `json:"entity"`
+	Field  string      `json:"field"`
+	From   interface{} `json:"from"`
+	Id     string      `json:"id"`
+
+	// Ref The record's number or reference.
+	Ref *string     `json:"ref,omitempty"`
+	To  interface{} `json:"to"`
+}
+
 // Contact defines model for Contact.
 type Contact struct {
 	Email     *string            `json:"email"`
@@ -718,6 +791,20 @@ type Contact struct {
 	IsPrimary bool               `json:"is_primary"`
 	Name      string             `json:"name"`
 	Phone     *string            `json:"phone"`
+}
+
+// CreateRequestBody defines model for CreateRequestBody.
+type CreateRequestBody struct {
+	Customer    *CreateRequestBodyCustomerStruct `json:"customer,omitempty"`
+	ExternalRef *string                          `json:"external_ref,omitempty"`
+	Text        string                           `json:"text"`
+	Title       *string                          `json:"title,omitempty"`
+}
+
+// CreateRequestBodyCustomerStruct defines model for CreateRequestBodyCustomerStruct.
+type CreateRequestBodyCustomerStruct struct {
+	Company *string `json:"company,omitempty"`
+	Email   *string `json:"email,omitempty"`
 }
 
 // CreateRequestInputBody defines model for CreateRequestInputBody.
@@ -857,6 +944,23 @@ type DeliveryLine struct {
 	Qty               float64 `json:"qty"`
 }
 
+// DeliveryStatusBody defines model for DeliveryStatusBody.
+type DeliveryStatusBody struct {
+	ConsignmentRef *string `json:"consignment_ref,omitempty"`
+	DeliveryRef    *string `json:"delivery_ref,omitempty"`
+	OrderRef       *string `json:"order_ref,omitempty"`
+	Status         string  `json:"status"`
+	TrackingUrl    *string `json:"tracking_url,omitempty"`
+}
+
+// ERPOrderStatusBody defines model for ERPOrderStatusBody.
+type ERPOrderStatusBody struct {
+	OrderRef    *string `json:"order_ref,omitempty"`
+	QuoteRef    *string `json:"quote_ref,omitempty"`
+	Status      string  `json:"status"`
+	TrackingUrl *string `json:"tracking_url,omitempty"`
+}
+
 // ErrorBody defines model for ErrorBody.
 type ErrorBody struct {
 	// Error What went wrong.
@@ -864,6 +968,23 @@ type ErrorBody struct {
 	// Example: Rate limited
 	Error string `json:"error"`
 }
+
+// InboundAnswerDoc defines model for InboundAnswerDoc.
+type InboundAnswerDoc struct {
+	Action    InboundAnswerDocAction  `json:"action"`
+	Changes   []Change                `json:"changes"`
+	Outcome   InboundAnswerDocOutcome `json:"outcome"`
+	ReceiptId openapi_types.UUID      `json:"receipt_id"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// InboundAnswerDocAction defines model for InboundAnswerDoc.Action.
+type InboundAnswerDocAction string
+
+// InboundAnswerDocOutcome defines model for InboundAnswerDoc.Outcome.
+type InboundAnswerDocOutcome string
 
 // ListCustomersOutputBody defines model for ListCustomersOutputBody.
 type ListCustomersOutputBody struct {
@@ -1053,6 +1174,16 @@ type OrderInvoice struct {
 // OrderInvoiceInvoiceStatus defines model for OrderInvoice.InvoiceStatus.
 type OrderInvoiceInvoiceStatus string
 
+// OrderInvoiceBody defines model for OrderInvoiceBody.
+type OrderInvoiceBody struct {
+	AmountMinor   *int64  `json:"amount_minor,omitempty"`
+	Currency      *string `json:"currency,omitempty"`
+	InvoiceRef    string  `json:"invoice_ref"`
+	InvoiceStatus *string `json:"invoice_status,omitempty"`
+	OrderRef      *string `json:"order_ref,omitempty"`
+	QuoteRef      *string `json:"quote_ref,omitempty"`
+}
+
 // OrderLine defines model for OrderLine.
 type OrderLine struct {
 	// AttrsSnapshot The product's attributes when the order was placed.
@@ -1067,6 +1198,19 @@ type OrderLine struct {
 
 // OrderLineLineType defines model for OrderLine.LineType.
 type OrderLineLineType string
+
+// POAckBody defines model for POAckBody.
+type POAckBody struct {
+	Lines       *[]POAckLine `json:"lines,omitempty"`
+	PoNumber    string       `json:"po_number"`
+	SupplierRef *string      `json:"supplier_ref,omitempty"`
+}
+
+// POAckLine defines model for POAckLine.
+type POAckLine struct {
+	ExpectedDate string `json:"expected_date"`
+	Position     *int64 `json:"position,omitempty"`
+}
 
 // POReceipt defines model for POReceipt.
 type POReceipt struct {
@@ -1453,6 +1597,20 @@ type SupplierInvoice struct {
 // SupplierInvoiceMatchStatus Where the three-way match stands.
 type SupplierInvoiceMatchStatus string
 
+// SupplierInvoiceBody defines model for SupplierInvoiceBody.
+type SupplierInvoiceBody struct {
+	AmountMinor *int64      `json:"amount_minor,omitempty"`
+	Currency    *string     `json:"currency,omitempty"`
+	InvoiceRef  string      `json:"invoice_ref"`
+	InvoicedQty interface{} `json:"invoiced_qty,omitempty"`
+	PoNumber    string      `json:"po_number"`
+}
+
+// UpsertCustomersBody defines model for UpsertCustomersBody.
+type UpsertCustomersBody struct {
+	Customers []CustomerInput `json:"customers"`
+}
+
 // Variance defines model for Variance.
 type Variance struct {
 	Actual   *float64     `json:"actual"`
@@ -1463,6 +1621,11 @@ type Variance struct {
 
 // VarianceKind defines model for Variance.Kind.
 type VarianceKind string
+
+// PostInboundJSONBody defines parameters for PostInbound.
+type PostInboundJSONBody struct {
+	union json.RawMessage
+}
 
 // ListCustomersParams defines parameters for ListCustomers.
 type ListCustomersParams struct {
@@ -1620,6 +1783,9 @@ type ListSuppliersParams struct {
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// PostInboundJSONRequestBody defines body for PostInbound for application/json ContentType.
+type PostInboundJSONRequestBody PostInboundJSONBody
+
 // UpsertCustomersJSONRequestBody defines body for UpsertCustomers for application/json ContentType.
 type UpsertCustomersJSONRequestBody = CustomersInputBody
 
@@ -1631,6 +1797,224 @@ type CreateRequestJSONRequestBody = CreateRequestInputBody
 
 // CreateStockMovementJSONRequestBody defines body for CreateStockMovement for application/json ContentType.
 type CreateStockMovementJSONRequestBody = MovementInput
+
+// AsCreateRequestBody returns the union data inside the PostInboundJSONBody as a CreateRequestBody
+func (t PostInboundJSONBody) AsCreateRequestBody() (CreateRequestBody, error) {
+	var body CreateRequestBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCreateRequestBody overwrites any union data inside the PostInboundJSONBody as the provided CreateRequestBody
+func (t *PostInboundJSONBody) FromCreateRequestBody(v CreateRequestBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCreateRequestBody performs a merge with any union data inside the PostInboundJSONBody, using the provided CreateRequestBody
+func (t *PostInboundJSONBody) MergeCreateRequestBody(v CreateRequestBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpsertCustomersBody returns the union data inside the PostInboundJSONBody as a UpsertCustomersBody
+func (t PostInboundJSONBody) AsUpsertCustomersBody() (UpsertCustomersBody, error) {
+	var body UpsertCustomersBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpsertCustomersBody overwrites any union data inside the PostInboundJSONBody as the provided UpsertCustomersBody
+func (t *PostInboundJSONBody) FromUpsertCustomersBody(v UpsertCustomersBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpsertCustomersBody performs a merge with any union data inside the PostInboundJSONBody, using the provided UpsertCustomersBody
+func (t *PostInboundJSONBody) MergeUpsertCustomersBody(v UpsertCustomersBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkProductsBody returns the union data inside the PostInboundJSONBody as a BulkProductsBody
+func (t PostInboundJSONBody) AsBulkProductsBody() (BulkProductsBody, error) {
+	var body BulkProductsBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkProductsBody overwrites any union data inside the PostInboundJSONBody as the provided BulkProductsBody
+func (t *PostInboundJSONBody) FromBulkProductsBody(v BulkProductsBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkProductsBody performs a merge with any union data inside the PostInboundJSONBody, using the provided BulkProductsBody
+func (t *PostInboundJSONBody) MergeBulkProductsBody(v BulkProductsBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsERPOrderStatusBody returns the union data inside the PostInboundJSONBody as a ERPOrderStatusBody
+func (t PostInboundJSONBody) AsERPOrderStatusBody() (ERPOrderStatusBody, error) {
+	var body ERPOrderStatusBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromERPOrderStatusBody overwrites any union data inside the PostInboundJSONBody as the provided ERPOrderStatusBody
+func (t *PostInboundJSONBody) FromERPOrderStatusBody(v ERPOrderStatusBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeERPOrderStatusBody performs a merge with any union data inside the PostInboundJSONBody, using the provided ERPOrderStatusBody
+func (t *PostInboundJSONBody) MergeERPOrderStatusBody(v ERPOrderStatusBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOrderInvoiceBody returns the union data inside the PostInboundJSONBody as a OrderInvoiceBody
+func (t PostInboundJSONBody) AsOrderInvoiceBody() (OrderInvoiceBody, error) {
+	var body OrderInvoiceBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOrderInvoiceBody overwrites any union data inside the PostInboundJSONBody as the provided OrderInvoiceBody
+func (t *PostInboundJSONBody) FromOrderInvoiceBody(v OrderInvoiceBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOrderInvoiceBody performs a merge with any union data inside the PostInboundJSONBody, using the provided OrderInvoiceBody
+func (t *PostInboundJSONBody) MergeOrderInvoiceBody(v OrderInvoiceBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPOAckBody returns the union data inside the PostInboundJSONBody as a POAckBody
+func (t PostInboundJSONBody) AsPOAckBody() (POAckBody, error) {
+	var body POAckBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPOAckBody overwrites any union data inside the PostInboundJSONBody as the provided POAckBody
+func (t *PostInboundJSONBody) FromPOAckBody(v POAckBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePOAckBody performs a merge with any union data inside the PostInboundJSONBody, using the provided POAckBody
+func (t *PostInboundJSONBody) MergePOAckBody(v POAckBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSupplierInvoiceBody returns the union data inside the PostInboundJSONBody as a SupplierInvoiceBody
+func (t PostInboundJSONBody) AsSupplierInvoiceBody() (SupplierInvoiceBody, error) {
+	var body SupplierInvoiceBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSupplierInvoiceBody overwrites any union data inside the PostInboundJSONBody as the provided SupplierInvoiceBody
+func (t *PostInboundJSONBody) FromSupplierInvoiceBody(v SupplierInvoiceBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSupplierInvoiceBody performs a merge with any union data inside the PostInboundJSONBody, using the provided SupplierInvoiceBody
+func (t *PostInboundJSONBody) MergeSupplierInvoiceBody(v SupplierInvoiceBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsDeliveryStatusBody returns the union data inside the PostInboundJSONBody as a DeliveryStatusBody
+func (t PostInboundJSONBody) AsDeliveryStatusBody() (DeliveryStatusBody, error) {
+	var body DeliveryStatusBody
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDeliveryStatusBody overwrites any union data inside the PostInboundJSONBody as the provided DeliveryStatusBody
+func (t *PostInboundJSONBody) FromDeliveryStatusBody(v DeliveryStatusBody) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDeliveryStatusBody performs a merge with any union data inside the PostInboundJSONBody, using the provided DeliveryStatusBody
+func (t *PostInboundJSONBody) MergeDeliveryStatusBody(v DeliveryStatusBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PostInboundJSONBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PostInboundJSONBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1705,6 +2089,24 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// PostInboundWithBody Post to an inbound endpoint
+	//
+	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
+	PostInboundWithBody(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostInbound Post to an inbound endpoint
+	//
+	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
+	PostInbound(ctx context.Context, token string, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCustomers List customers
 	//
@@ -1964,6 +2366,44 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/suppliers/{id} (the `GetSupplier` operationId).
 	GetSupplier(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// PostInboundWithBody Post to an inbound endpoint
+//
+// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
+func (c *Client) PostInboundWithBody(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInboundRequestWithBody(c.Server, token, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostInbound Post to an inbound endpoint
+//
+// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
+func (c *Client) PostInbound(ctx context.Context, token string, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInboundRequest(c.Server, token, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListCustomers List customers
@@ -2493,6 +2933,53 @@ func (c *Client) GetSupplier(ctx context.Context, id string, reqEditors ...Reque
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewPostInboundRequest calls the generic PostInbound builder with application/json body
+func NewPostInboundRequest(server string, token string, body PostInboundJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostInboundRequestWithBody(server, token, "application/json", bodyReader)
+}
+
+// NewPostInboundRequestWithBody constructs an http.Request for the PostInbound method, with any body, and a specified content type
+func NewPostInboundRequestWithBody(server string, token string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/in/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewListCustomersRequest constructs an http.Request for the ListCustomers method
@@ -3862,6 +4349,24 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// PostInboundWithBodyWithResponse Post to an inbound endpoint
+	//
+	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
+	PostInboundWithBodyWithResponse(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboundResponse, error)
+
+	// PostInboundWithResponse Post to an inbound endpoint
+	//
+	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
+	PostInboundWithResponse(ctx context.Context, token string, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboundResponse, error)
+
 	// ListCustomersWithResponse List customers
 	//
 	// The organisation's customers, newest first.
@@ -4158,6 +4663,117 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/suppliers/{id} (the `GetSupplier` operationId).
 	GetSupplierWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetSupplierResponse, error)
+}
+
+type PostInboundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InboundAnswerDoc
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *InboundAnswerDoc
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostInboundResponse) GetJSON200() *InboundAnswerDoc {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r PostInboundResponse) GetJSON202() *InboundAnswerDoc {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostInboundResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostInboundResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r PostInboundResponse) GetJSON402() *ErrorBody {
+	return r.JSON402
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostInboundResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostInboundResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostInboundResponse) GetJSON413() *ErrorBody {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostInboundResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostInboundResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostInboundResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostInboundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostInboundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostInboundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostInboundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type ListCustomersResponse struct {
@@ -5978,6 +6594,36 @@ func (r GetSupplierResponse) ContentType() string {
 	return ""
 }
 
+// PostInboundWithBodyWithResponse Post to an inbound endpoint
+//
+// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
+func (c *ClientWithResponses) PostInboundWithBodyWithResponse(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboundResponse, error) {
+	rsp, err := c.PostInboundWithBody(ctx, token, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInboundResponse(rsp)
+}
+
+// PostInboundWithResponse Post to an inbound endpoint
+//
+// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
+func (c *ClientWithResponses) PostInboundWithResponse(ctx context.Context, token string, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboundResponse, error) {
+	rsp, err := c.PostInbound(ctx, token, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInboundResponse(rsp)
+}
+
 // ListCustomersWithResponse List customers
 //
 // The organisation's customers, newest first.
@@ -6435,6 +7081,102 @@ func (c *ClientWithResponses) GetSupplierWithResponse(ctx context.Context, id st
 		return nil, err
 	}
 	return ParseGetSupplierResponse(rsp)
+}
+
+// ParsePostInboundResponse parses an HTTP response from a PostInboundWithResponse call
+func ParsePostInboundResponse(rsp *http.Response) (*PostInboundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostInboundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InboundAnswerDoc
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest InboundAnswerDoc
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
 }
 
 // ParseListCustomersResponse parses an HTTP response from a ListCustomersWithResponse call

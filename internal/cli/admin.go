@@ -352,7 +352,7 @@ func printSeedResult(w io.Writer, r db.SeedResult) {
 		n    int
 	}{{"locations", r.Locations}, {"customers", r.Customers}, {"products", r.Products}, {"quotes", r.Quotes},
 		{"orders", r.Orders}, {"suppliers", r.Suppliers}, {"purchase orders", r.PurchaseOrders},
-		{"receipts", r.Receipts}, {"deliveries", r.Deliveries}, {"stock lines", r.Stock}} {
+		{"receipts", r.Receipts}, {"deliveries", r.Deliveries}, {"stock lines", r.Stock}, {"goods receipts", r.GoodsReceipts}} {
 		fmt.Fprintf(w, "%s\t%d\n", row.name, row.n)
 	}
 }

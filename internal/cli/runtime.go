@@ -20,6 +20,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/relay"
+	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -95,8 +96,12 @@ func (rt *Runtime) APIHandler() (http.Handler, error) {
 			return nil, err
 		}
 	}
+	sealer, err := secrets.NewSealer(key)
+	if err != nil {
+		return nil, err
+	}
 	return api.New(api.Deps{
-		DB: rt.DB, Temporal: rt.Temporal, Logger: rt.Log, Cursors: cursor.New(key), BaseURL: rt.Cfg.BaseURL,
+		DB: rt.DB, Temporal: rt.Temporal, Namespace: rt.Cfg.TemporalNamespace, Logger: rt.Log, Cursors: cursor.New(key), Sealer: sealer, BaseURL: rt.Cfg.BaseURL,
 	}).Handler(), nil
 }
 
@@ -138,7 +143,7 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 		return err
 	}
 	w := worker.New(rt.Temporal, workflows.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities")})
+	workflows.Register(w, &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities"), BaseURL: rt.Cfg.BaseURL})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -147,6 +152,10 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		(&relay.QuoteExpiry{DB: rt.DB, Temporal: rt.Temporal, Log: rt.Log.Named("relay")}).Run(ctx)
+		return nil
+	})
+	g.Go(func() error {
+		(&relay.Waiters{DB: rt.DB, Temporal: rt.Temporal, Log: rt.Log.Named("relay")}).Run(ctx)
 		return nil
 	})
 	return g.Wait()

@@ -86,10 +86,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 
+	// Write-ahead logging with synchronous=NORMAL: commits survive the
+	// process dying (not a power cut, which a development server may lose the
+	// last moments of) without a flush per commit. One connection: the
+	// server's transactions may not run side by side on SQLite. (Keys that are
+	// not URI parameters become PRAGMAs, without a leading underscore.)
 	sqlCfg := &config.SQL{
 		PluginName:        sqliteplugin.PluginName,
 		DatabaseName:      cfg.DBFile,
-		ConnectAttributes: map[string]string{"mode": "rwc", "_journal_mode": "wal", "_synchronous": "2"},
+		ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
 	}
 	if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o700); err != nil {
@@ -164,6 +169,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		temporal.WithLogger(tlog.NewZapLogger(logger)),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
 			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+			// One history shard: at the default 20 reads a second of its
+			// transfer queue, every workflow task waited up to 50 ms to be
+			// dispatched.
+			dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 1000}},
 		}),
 	)
 	if err != nil {

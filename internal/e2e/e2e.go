@@ -7,16 +7,23 @@ package e2e
 
 import (
 	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/relay"
+	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/testdb"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -40,7 +47,15 @@ func Start(t *testing.T) *Env {
 	t.Helper()
 	d := testdb.New(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			// As the test server has it: search attributes added by a test
+			// are seen at once.
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+			// As `commerce dev` has it: a task scheduled on the one history
+			// shard is dispatched at once, not at the next of 20 polls a second.
+			dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 1000}},
+		})))
 	env := &Env{T: t, DB: d, Server: ts, Temporal: ts.GetDefaultClient(), Namespace: ts.GetDefaultNamespace(), Log: log}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -51,9 +66,42 @@ func Start(t *testing.T) *Env {
 	return env
 }
 
+// BaseURL is the {base_url} the environment's API and activities use.
+const BaseURL = "http://commerce.test"
+
 // Activities are the activities a worker of this environment runs.
 func (e *Env) Activities() *activities.Activities {
-	return &activities.Activities{DB: e.DB.DB, Log: e.Log}
+	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL}
+}
+
+// ServiceKey seals the environment's signing secrets and signs its cursors.
+var ServiceKey = []byte("0123456789abcdef0123456789abcdef")
+
+// Sealer seals and opens signing secrets under ServiceKey.
+func Sealer() *secrets.Sealer {
+	s, _ := secrets.NewSealer(ServiceKey)
+	return s
+}
+
+// API starts the HTTP server over the environment, with inbound posts
+// waiting at most answerWait for their first answer, and the relay that
+// wakes waiting workflows when records arrive. Both stop with the test.
+func (e *Env) API(answerWait time.Duration) *httptest.Server {
+	s := api.New(api.Deps{DB: e.DB.DB, Temporal: e.Temporal, Namespace: e.Namespace, Logger: e.Log, Cursors: cursor.New(ServiceKey),
+		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait})
+	srv := httptest.NewServer(s.Handler())
+	e.T.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&relay.Waiters{DB: e.DB.DB, Temporal: e.Temporal, Log: e.Log, Sweep: time.Second}).Run(ctx)
+	}()
+	e.T.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return srv
 }
 
 // StartWorker starts another worker on the task queue (a test may stop one

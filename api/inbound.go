@@ -1,0 +1,317 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/signature"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+// answerWait is how long an inbound post waits for its workflow's first
+// answer before it is answered 202 and left to finish.
+const answerWait = 20 * time.Second
+
+// receiptPreview is how much of a body over the limit a receipt keeps.
+const receiptPreview = 64 << 10
+
+// keptHeaders are the request headers a receipt records.
+var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header}
+
+// inbound serves POST /api/in/{token}, in DESIGN.md's order: 404 unknown
+// token, 429 rate limit, 409 paused, 413 body over 1 MB, 401 signature, 400
+// shape, 413 too many items; then the post is stored as a receipt and its
+// action runs as workflow inbound/<receipt_id>, whose first answer is the
+// HTTP answer (202 when it takes longer than 20 seconds).
+func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	received := time.Now()
+	token := chi.URLParam(r, "token")
+	if !strings.HasPrefix(token, secrets.InboundTokenPrefix) || len(token) > 128 {
+		writeError(w, http.StatusNotFound, "Not found")
+		return
+	}
+	post, err := s.db.PostToEndpoint(ctx, secrets.Hash(token))
+	if err != nil {
+		s.inboundFail(w, r, err)
+		return
+	}
+	ep := post.Endpoint
+	if !post.Rate.Allowed {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(post.Rate.RetryAfter.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, "Rate limited")
+		return
+	}
+	rec := db.NewReceipt{OrgID: ep.OrgID, EndpointID: ep.ID, Action: ep.Action, ReceivedAt: received,
+		Headers: map[string]string{}, BodyComplete: true}
+	for _, h := range keptHeaders {
+		if v := r.Header.Get(h); v != "" {
+			rec.Headers[h] = v
+		}
+	}
+	// The body is read through a limit, never whole into memory first.
+	body, err := io.ReadAll(io.LimitReader(r.Body, domain.MaxInboundBody+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "the body could not be read")
+		return
+	}
+	rec.Body, rec.Size = body, len(body)
+	refuse := func(status int, msg string) {
+		s.storeRefusal(ctx, w, rec, status, msg)
+	}
+	switch {
+	case ep.State == domain.EndpointPaused:
+		refuse(http.StatusConflict, "the endpoint is paused")
+		return
+	case len(body) > domain.MaxInboundBody:
+		rec.Body, rec.BodyComplete = body[:receiptPreview], false
+		refuse(http.StatusRequestEntityTooLarge, "the body is over 1 MB")
+		return
+	}
+	if ep.RequireSignature {
+		secret, err := post.Secret(s.sealer)
+		if err != nil {
+			s.inboundFail(w, r, err)
+			return
+		}
+		if err := signature.Verify(r.Header.Get(signature.Header), secret, body, time.Now(), signature.DefaultTolerance); err != nil {
+			refuse(http.StatusUnauthorized, "signature required and missing or wrong: "+err.Error())
+			return
+		}
+	}
+	if _, err := domain.ParseInbound(ep.Action, body); err != nil {
+		refuse(statusOf(domain.ErrorCode(err)), domain.ErrorMessage(err))
+		return
+	}
+	id, err := s.db.StoreReceipt(ctx, rec)
+	if err != nil {
+		s.inboundFail(w, r, err)
+		return
+	}
+	status, answer := s.RunInbound(ctx, activities.InboundInput{
+		OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action,
+	})
+	w.Header().Set("X-Receipt-Id", id.String())
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(answer)
+}
+
+// storeRefusal stores a refused post as a receipt and answers it.
+func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db.NewReceipt, status int, msg string) {
+	body, _ := json.Marshal(ErrorBody{Message: msg})
+	if id, err := s.db.StoreReceipt(ctx, rec); err == nil {
+		_ = s.db.AnswerReceipt(ctx, rec.OrgID, id, status, body, domain.OutcomeRejected, &msg)
+		w.Header().Set("X-Receipt-Id", id.String())
+	} else {
+		logging.From(ctx, s.log).Error("storing a refused inbound post", zap.Error(err))
+	}
+	writeError(w, status, msg)
+}
+
+func (s *Server) inboundFail(w http.ResponseWriter, r *http.Request, err error) {
+	e := s.fail(r.Context(), err)
+	writeError(w, e.GetStatus(), e.Error())
+}
+
+// RunInbound starts (or joins) the workflow of a stored receipt and waits up
+// to 20 seconds for its first answer, which it records on the receipt and
+// returns as an HTTP status and body. Replays run through here too.
+func (s *Server) RunInbound(ctx context.Context, in activities.InboundInput) (int, []byte) {
+	log := logging.From(ctx, s.log)
+	status, body := http.StatusInternalServerError, mustJSON(ErrorBody{Message: internalMessage})
+	defer func() {
+		if err := s.db.AnswerReceipt(context.WithoutCancel(ctx), in.OrgID, in.ReceiptID, status, body, "", nil); err != nil {
+			log.Error("recording an inbound answer", zap.Error(err))
+		}
+	}()
+	if s.temporal == nil {
+		log.Error("inbound post with no Temporal client configured")
+		return status, body
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.wait)
+	defer cancel()
+	if err := s.attrs.ensure(wctx, s.temporal); err != nil {
+		log.Error("registering search attributes", zap.Error(err))
+		return status, body
+	}
+	workflowID := workflows.InboundWorkflowID(in.ReceiptID)
+	start := s.temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       workflowID,
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.OrgIDAttr.ValueSet(in.OrgID.String()),
+			workflows.ActionAttr.ValueSet(string(in.Action)),
+			workflows.EndpointIDAttr.ValueSet(in.EndpointID.String()),
+			workflows.ReceiptIDAttr.ValueSet(in.ReceiptID.String()),
+		),
+		Memo: map[string]any{"org_id": in.OrgID, "action": in.Action, "endpoint_id": in.EndpointID,
+			"receipt_id": in.ReceiptID, "source_receipt_id": in.Source},
+	}, workflows.InboundAction, in)
+	var out workflows.InboundOutcome
+	handle, err := s.temporal.UpdateWithStartWorkflow(wctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.AnswerUpdate, WaitForStage: client.WorkflowUpdateStageCompleted},
+	})
+	if err == nil {
+		err = handle.Get(wctx, &out)
+	}
+	if err != nil {
+		// Slow (no worker free, a long action): if the workflow runs, it will
+		// finish on its own; the sender is told so.
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer dcancel()
+		if _, derr := s.temporal.DescribeWorkflowExecution(dctx, workflowID, ""); derr == nil {
+			status = http.StatusAccepted
+			body = mustJSON(domain.InboundAnswer{ReceiptID: in.ReceiptID, Action: in.Action, Outcome: domain.OutcomePending})
+			return status, body
+		}
+		log.Error("starting an inbound workflow", zap.Error(err))
+		return status, body
+	}
+	status, body = InboundHTTPAnswer(in.ReceiptID, in.Action, out)
+	return status, body
+}
+
+// searchAttrs registers the workflows' search attributes once per process,
+// so that an API process started before any worker can start workflows.
+type searchAttrs struct {
+	namespace string
+	mu        sync.Mutex
+	done      bool
+}
+
+func (a *searchAttrs) ensure(ctx context.Context, c client.Client) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done {
+		return nil
+	}
+	if err := workflows.EnsureSearchAttributes(ctx, c, a.namespace); err != nil {
+		return err
+	}
+	a.done = true
+	return nil
+}
+
+// InboundHTTPAnswer turns a workflow's answer into the HTTP status and body.
+func InboundHTTPAnswer(receiptID uuid.UUID, action domain.Action, out workflows.InboundOutcome) (int, []byte) {
+	if out.Code != "" {
+		status := statusOf(out.Code)
+		msg := out.Message
+		if status == http.StatusInternalServerError {
+			msg = internalMessage
+		}
+		return status, mustJSON(ErrorBody{Message: msg})
+	}
+	res := out.Result
+	a := domain.InboundAnswer{ReceiptID: receiptID, Action: action, Outcome: res.Outcome, Changes: res.Changes,
+		WaitingFor: res.WaitingFor, Extras: res.Extras}
+	if out.Match != nil {
+		if a.Extras == nil {
+			a.Extras = map[string]any{}
+		}
+		a.Extras["match"] = out.Match
+	}
+	return res.Status, mustJSON(a)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{"error":"Internal server error"}`)
+	}
+	return b
+}
+
+// documentInbound adds POST /api/in/{token} to the OpenAPI document. It is
+// served outside Huma, because its checks run in a fixed order before the
+// body is read whole.
+func (s *Server) documentInbound() {
+	reg := s.api.OpenAPI().Components.Schemas
+	var bodies []*huma.Schema
+	for _, t := range []reflect.Type{
+		reflect.TypeFor[domain.CreateRequestBody](), reflect.TypeFor[domain.UpsertCustomersBody](),
+		reflect.TypeFor[BulkProductsBody](), reflect.TypeFor[domain.ERPOrderStatusBody](),
+		reflect.TypeFor[domain.OrderInvoiceBody](), reflect.TypeFor[domain.POAckBody](),
+		reflect.TypeFor[domain.SupplierInvoiceBody](), reflect.TypeFor[domain.DeliveryStatusBody](),
+	} {
+		bodies = append(bodies, reg.Schema(t, true, ""))
+	}
+	answer := reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, "")
+	errRef := reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
+	errResp := func(desc string) *huma.Response {
+		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}}
+	}
+	s.api.OpenAPI().AddOperation(&huma.Operation{
+		OperationID: "post-inbound",
+		Method:      http.MethodPost,
+		Path:        "/api/in/{token}",
+		Tags:        []string{"Inbound"},
+		Summary:     "Post to an inbound endpoint",
+		Description: "The token in the URL is the credential: treat the URL as a password. Each endpoint performs one " +
+			"action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at " +
+			"most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the " +
+			"body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once " +
+			"(refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header " +
+			"X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>, within five minutes), 400 not " +
+			"the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as " +
+			"a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what " +
+			"changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for " +
+			"it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not " +
+			"applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 " +
+			"and 5xx with a growing pause; never retry a 4xx unchanged.",
+		Metadata: map[string]any{metaDeclared: []int{400, 401, 402, 404, 409, 413, 422, 429, 500}},
+		Parameters: []*huma.Param{{Name: "token", In: "path", Required: true, Description: "The endpoint's token.",
+			Schema: &huma.Schema{Type: huma.TypeString}}},
+		RequestBody: &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
+			"application/json": {Schema: &huma.Schema{OneOf: bodies}},
+		}},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "Done: what changed.", Content: map[string]*huma.MediaType{"application/json": {Schema: answer}}},
+			"202": {Description: "Accepted: a request was opened, the named record does not exist yet (outcome parked), or the post is still running (outcome pending).",
+				Content: map[string]*huma.MediaType{"application/json": {Schema: answer}}},
+			"400": errResp("The body is not valid JSON or not the action's shape."),
+			"401": errResp("Signature required and missing or wrong."),
+			"402": errResp("A products upsert would pass the plan's product cap."),
+			"404": errResp("No endpoint has that token."),
+			"409": errResp("The endpoint is paused, or the record cannot move that way."),
+			"413": errResp("Body over 1 MB, or more than 500 customers or 1000 products."),
+			"422": errResp("Understood but not applicable."),
+			"429": errResp("Too many posts at once: Rate limited."),
+			"500": errResp("Fault on the service side; retry later."),
+		},
+	})
+}
+
+// inboundAnswerDoc documents the answer of an inbound post: these fields,
+// plus the action's own (counts, the request opened, the match result).
+type inboundAnswerDoc struct {
+	ReceiptID  uuid.UUID       `json:"receipt_id"`
+	Action     domain.Action   `json:"action" enum:"create_request,upsert_customers,upsert_products,erp_order_status,order_invoice,purchase_order_ack,supplier_invoice,delivery_status"`
+	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending"`
+	Changes    []domain.Change `json:"changes"`
+	WaitingFor string          `json:"waiting_for,omitempty" doc:"The record a parked post waits for."`
+}

@@ -1,0 +1,438 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+func endpointCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "endpoint", Short: "Create, pause, resume, delete and list inbound endpoints"}
+	cmd.AddCommand(endpointCreateCmd(), endpointListCmd(),
+		endpointStateCmd("pause", domain.EndpointPaused, "Pause an endpoint: later posts answer 409"),
+		endpointStateCmd("resume", domain.EndpointActive, "Resume a paused endpoint"),
+		endpointStateCmd("delete", domain.EndpointDeleted, "Delete an endpoint: its token is destroyed and later posts answer 404"))
+	return cmd
+}
+
+// endpointJSON is `endpoint create --json`: the URL and secret are shown once.
+type endpointJSON struct {
+	ID               uuid.UUID     `json:"id"`
+	Name             string        `json:"name"`
+	Action           domain.Action `json:"action"`
+	URL              string        `json:"url,omitempty"`
+	Secret           *string       `json:"secret"`
+	RequireSignature bool          `json:"require_signature"`
+	Active           bool          `json:"active"`
+	State            string        `json:"state"`
+	RateLimited      int64         `json:"rate_limited_count"`
+	CreatedAt        string        `json:"created_at"`
+}
+
+func newEndpointJSON(e db.Endpoint) endpointJSON {
+	return endpointJSON{ID: e.ID, Name: e.Name, Action: e.Action, RequireSignature: e.RequireSignature,
+		Active: e.State == domain.EndpointActive, State: string(e.State), RateLimited: e.RateLimitedCount, CreatedAt: e.CreatedAt.String()}
+}
+
+// InboundURL is the URL of an endpoint's token.
+func InboundURL(baseURL, token string) string {
+	return strings.TrimSuffix(baseURL, "/") + "/api/in/" + token
+}
+
+func endpointCreateCmd() *cobra.Command {
+	cfg := config.Load()
+	var org, as, name, action string
+	var signed bool
+	cmd := &cobra.Command{
+		Use:   "create --org ORG --as ADMIN_EMAIL --name NAME --action ACTION [--require-signature]",
+		Short: "Create an inbound endpoint (its URL and secret are printed once)",
+		Long: "create makes an inbound endpoint that performs one action: create_request, upsert_customers,\n" +
+			"upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status.\n" +
+			"--as names the person creating it, who must be an owner or admin. The URL carries the token: treat it as a\n" +
+			"password. With --require-signature, posts must carry X-Service-Signature made with the secret.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			var sealer *secrets.Sealer
+			if signed {
+				key, err := cfg.ServiceKey()
+				if err != nil {
+					return err
+				}
+				if sealer, err = secrets.NewSealer(key); err != nil {
+					return err
+				}
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				e, err := d.CreateEndpoint(ctx, sealer, db.NewEndpoint{OrgID: orgID, AsEmail: as, Name: name,
+					Action: domain.Action(action), RequireSignature: signed})
+				if err != nil {
+					return err
+				}
+				out := newEndpointJSON(e.Endpoint)
+				out.URL, out.Secret = InboundURL(cfg.BaseURL, e.Token), e.Secret
+				return newPrinter(cmd).print(out, func(w io.Writer) {
+					fmt.Fprintf(w, "endpoint\t%s (%s)\nid\t%s\nurl\t%s\n", e.Name, e.Action, e.ID, out.URL)
+					if e.Secret != nil {
+						fmt.Fprintf(w, "secret\t%s\n", *e.Secret)
+					}
+					fmt.Fprintln(w, "\nThe URL (and secret) are shown once and only their hash (sealed secret) is stored: keep them now.")
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	cmd.Flags().StringVar(&as, "as", "", "email of the owner or admin creating it (required)")
+	cmd.Flags().StringVar(&name, "name", "", "endpoint name (required)")
+	cmd.Flags().StringVar(&action, "action", "", "the action its posts perform (required)")
+	cmd.Flags().BoolVar(&signed, "require-signature", false, "require X-Service-Signature on every post")
+	for _, f := range []string{"org", "as", "name", "action"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	jsonFlag(cmd)
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_BASE_URL")
+	return cmd
+}
+
+func endpointStateCmd(use string, to domain.EndpointState, short string) *cobra.Command {
+	cfg := config.Load()
+	cmd := &cobra.Command{
+		Use:   use + " ENDPOINT_ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("ENDPOINT_ID", args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				e, err := d.SetEndpointState(ctx, id, to)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(newEndpointJSON(e), func(w io.Writer) {
+					fmt.Fprintf(w, "endpoint\t%s (%s)\nstate\t%s\n", e.Name, e.ID, e.State)
+				})
+			})
+		},
+	}
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func endpointListCmd() *cobra.Command {
+	cfg := config.Load()
+	var org string
+	cmd := &cobra.Command{
+		Use:   "list --org ORG",
+		Short: "List an organisation's inbound endpoints (never their tokens or secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				list, err := d.ListEndpoints(ctx, orgID)
+				if err != nil {
+					return err
+				}
+				out := make([]endpointJSON, len(list))
+				for i, e := range list {
+					out[i] = newEndpointJSON(e)
+				}
+				return newPrinter(cmd).print(out, func(w io.Writer) {
+					fmt.Fprintln(w, "ID\tNAME\tACTION\tSTATE\tSIGNED\tRATE LIMITED\tCREATED")
+					for _, e := range out {
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\n", e.ID, e.Name, e.Action, e.State, e.RequireSignature, e.RateLimited, e.CreatedAt)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	_ = cmd.MarkFlagRequired("org")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func receiptsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "receipts", Short: "List, show and replay what was posted to inbound endpoints"}
+	cmd.AddCommand(receiptsListCmd(), receiptsShowCmd(), receiptsReplayCmd(), receiptsCancelCmd())
+	return cmd
+}
+
+// receiptJSON is one receipt as `receipts list --json` prints it; show and
+// replay add "response" (the answer) and the body.
+type receiptJSON struct {
+	ID          uuid.UUID       `json:"id"`
+	EndpointID  uuid.UUID       `json:"endpoint_id"`
+	Action      domain.Action   `json:"action"`
+	ReceivedAt  string          `json:"received_at"`
+	StatusCode  *int            `json:"status_code"`
+	Outcome     domain.Outcome  `json:"outcome"`
+	WaitingFor  *string         `json:"waiting_for,omitempty"`
+	ReplayOf    *uuid.UUID      `json:"replay_of"`
+	WorkflowID  *string         `json:"workflow_id"`
+	Error       *string         `json:"error"`
+	DurationMS  *int            `json:"duration_ms"`
+	Response    json.RawMessage `json:"response,omitempty"`
+	Body        json.RawMessage `json:"body,omitempty"`
+	SizeBytes   int             `json:"size_bytes"`
+	CompletedAt *string         `json:"completed_at"`
+}
+
+func newReceiptJSON(r db.Receipt) receiptJSON {
+	j := receiptJSON{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt.String(), StatusCode: r.StatusCode,
+		Outcome: r.Outcome, WaitingFor: r.WaitingFor, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
+		DurationMS: r.DurationMS, Response: r.Response, Body: r.Body, SizeBytes: r.SizeBytes}
+	if r.CompletedAt != nil {
+		s := r.CompletedAt.String()
+		j.CompletedAt = &s
+	}
+	return j
+}
+
+func printReceipt(w io.Writer, r receiptJSON) {
+	status := "-"
+	if r.StatusCode != nil {
+		status = fmt.Sprint(*r.StatusCode)
+	}
+	fmt.Fprintf(w, "receipt\t%s\nendpoint\t%s\naction\t%s\nreceived\t%s\nanswered\t%s\noutcome\t%s\n",
+		r.ID, r.EndpointID, r.Action, r.ReceivedAt, status, r.Outcome)
+	if r.WaitingFor != nil {
+		fmt.Fprintf(w, "waiting for\t%s\n", *r.WaitingFor)
+	}
+	if r.ReplayOf != nil {
+		fmt.Fprintf(w, "replay of\t%s\n", *r.ReplayOf)
+	}
+	if r.Error != nil {
+		fmt.Fprintf(w, "error\t%s\n", *r.Error)
+	}
+	if r.WorkflowID != nil {
+		fmt.Fprintf(w, "workflow\t%s\n", *r.WorkflowID)
+	}
+	if len(r.Response) > 0 {
+		fmt.Fprintf(w, "response\t%s\n", r.Response)
+	}
+}
+
+func receiptsListCmd() *cobra.Command {
+	cfg := config.Load()
+	var endpoint, outcome string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list --endpoint ENDPOINT_ID [--status failed|rejected|parked|...] [--limit N]",
+		Short: "List an endpoint's recent receipts, newest first",
+		Long: "list shows an endpoint's receipts, newest first. --status takes one outcome or several, comma-separated:\n" +
+			"pending, applied, unchanged, parked, unmatched, cancelled, rejected (refused with a 4xx) or failed (a fault\n" +
+			"on the service side). --status rejected,failed,unmatched,cancelled lists every post that did not go through.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			id, err := parseID("--endpoint", endpoint)
+			if err != nil {
+				return err
+			}
+			if limit < 1 || limit > 1000 {
+				return usagef("--limit must be 1 to 1000")
+			}
+			outcomes, err := domain.ParseOutcomes(outcome)
+			if err != nil {
+				return usagef("--status: %s", domain.ErrorMessage(err))
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				list, err := d.ListReceipts(ctx, db.ReceiptFilter{EndpointID: id, Outcomes: outcomes, Limit: limit})
+				if err != nil {
+					return err
+				}
+				out := make([]receiptJSON, len(list))
+				for i, r := range list {
+					out[i] = newReceiptJSON(r)
+				}
+				return newPrinter(cmd).print(out, func(w io.Writer) {
+					fmt.Fprintln(w, "ID\tRECEIVED\tSTATUS\tOUTCOME\tREPLAY OF\tERROR")
+					for _, r := range out {
+						status, replay, errText := "-", "-", "-"
+						if r.StatusCode != nil {
+							status = fmt.Sprint(*r.StatusCode)
+						}
+						if r.ReplayOf != nil {
+							replay = r.ReplayOf.String()
+						}
+						if r.Error != nil {
+							errText = *r.Error
+						}
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReceivedAt, status, r.Outcome, replay, errText)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&endpoint, "endpoint", "", "endpoint id (required)")
+	cmd.Flags().StringVar(&outcome, "status", "", "only receipts with these outcomes (comma-separated)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many")
+	_ = cmd.MarkFlagRequired("endpoint")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func receiptsShowCmd() *cobra.Command {
+	cfg := config.Load()
+	cmd := &cobra.Command{
+		Use:   "show RECEIPT_ID",
+		Short: "Show a receipt: what was posted, what it answered, where it stands",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("RECEIPT_ID", args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				r, err := d.GetReceipt(ctx, id)
+				if err != nil {
+					return err
+				}
+				out := newReceiptJSON(r)
+				return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
+			})
+		},
+	}
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func receiptsReplayCmd() *cobra.Command {
+	cfg := config.Load()
+	cmd := &cobra.Command{
+		Use:   "replay RECEIPT_ID",
+		Short: "Run a receipt's action again on its stored body (a new receipt, pointing at the original)",
+		Long: "replay stores a new receipt that points at the original and runs the endpoint's action on the stored body,\n" +
+			"without the signature check, through the same workflow as a live post. Its effects are keyed by the original\n" +
+			"receipt: replaying a post that was applied changes nothing and answers its original result; replaying one that\n" +
+			"failed (say, before the order it names was loaded) carries it out now.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("RECEIPT_ID", args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				orig, err := d.GetReceipt(ctx, id)
+				if err != nil {
+					return err
+				}
+				if !orig.BodyComplete() {
+					return domain.Errorf(domain.EINVALID, "receipt %s kept only the start of its body (it was over 1 MB): it cannot be replayed", id)
+				}
+				source := orig.ID
+				if orig.ReplayOf != nil {
+					source = *orig.ReplayOf
+				}
+				return withTemporal(ctx, cfg, func(tc client.Client, log *zap.Logger) error {
+					newID, err := d.StoreReceipt(ctx, db.NewReceipt{OrgID: orig.OrgID, EndpointID: orig.EndpointID, Action: orig.Action,
+						ReceivedAt: time.Now(), Headers: orig.Headers, Body: orig.RawBody(), Size: len(orig.RawBody()),
+						BodyComplete: true, ReplayOf: &source})
+					if err != nil {
+						return err
+					}
+					server := api.New(api.Deps{DB: d, Temporal: tc, Namespace: cfg.TemporalNamespace, Logger: log, BaseURL: cfg.BaseURL})
+					server.RunInbound(ctx, activities.InboundInput{OrgID: orig.OrgID, EndpointID: orig.EndpointID,
+						ReceiptID: newID, Source: source, Action: orig.Action})
+					r, err := d.GetReceipt(ctx, newID)
+					if err != nil {
+						return err
+					}
+					out := newReceiptJSON(r)
+					return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
+				})
+			})
+		},
+	}
+	jsonFlag(cmd)
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_BASE_URL")
+	return cmd
+}
+
+// withTemporal runs fn with a Temporal client, given up on when Temporal
+// does not answer within 15 seconds.
+func withTemporal(ctx context.Context, cfg config.Config, fn func(client.Client, *zap.Logger) error) error {
+	log, err := logging.New("warn", "console")
+	if err != nil {
+		return err
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	tc, err := DialTemporal(dialCtx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	return fn(tc, log)
+}
+
+func receiptsCancelCmd() *cobra.Command {
+	cfg := config.Load()
+	cmd := &cobra.Command{
+		Use:   "cancel RECEIPT_ID",
+		Short: "Stop a parked receipt waiting for its record (it ends cancelled, and can be replayed later)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("RECEIPT_ID", args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				r, err := d.GetReceipt(ctx, id)
+				if err != nil {
+					return err
+				}
+				if r.Outcome != domain.OutcomeParked {
+					return domain.Errorf(domain.ECONFLICT, "receipt %s is %s, not parked", id, r.Outcome)
+				}
+				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
+					if err := tc.CancelWorkflow(ctx, *r.WorkflowID, ""); err != nil {
+						return err
+					}
+					// The workflow records the cancellation; wait for it briefly.
+					for range 50 {
+						if r, err = d.GetReceipt(ctx, id); err != nil {
+							return err
+						}
+						if r.Outcome != domain.OutcomeParked {
+							break
+						}
+						time.Sleep(100 * time.Millisecond)
+					}
+					out := newReceiptJSON(r)
+					return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
+				})
+			})
+		},
+	}
+	jsonFlag(cmd)
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
+	return cmd
+}

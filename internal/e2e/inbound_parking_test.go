@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+func TestParkedPostCompletesWhenTheOrderIsLoaded(t *testing.T) {
+	f := newInbound(t)
+	url, _, _ := f.endpoint(domain.ActionERPOrderStatus, false)
+	a := f.post(url, `{"order_ref": "SO-NEW", "status": "shipped", "tracking_url": "https://track.example/new"}`)
+	if a.status != 202 || a.str("outcome") != "parked" || a.str("waiting_for") == "" {
+		t.Fatalf("unknown order: %d %s", a.status, a.raw)
+	}
+	if r := f.receipt(a.receipt); r.Outcome != domain.OutcomeParked || r.WaitingFor == nil {
+		t.Fatalf("receipt %+v", r)
+	}
+	f.seed(`{"orders": [{"number": "SO-NEW", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1}]}]}`)
+	f.eventually("the parked post applying", func() bool { return f.receipt(a.receipt).Outcome == domain.OutcomeApplied })
+	if f.one(`SELECT status || ' ' || tracking_url FROM orders WHERE org_id = $1 AND number = 'SO-NEW'`) != "in_progress https://track.example/new" {
+		t.Fatal("the parked post's change is not on the order")
+	}
+}
+
+// cliRun runs the commerce command tree against this environment.
+func (f *inboundFixture) cliRun(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	args = append(args, "--database-url", f.DB.URL)
+	code := cli.Execute(cli.NewRoot(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func (f *inboundFixture) temporalFlags() []string {
+	return []string{"--temporal-address", f.Server.GetFrontendHostPort(), "--temporal-namespace", f.Namespace}
+}
+
+func TestReplayOfAFailedReceiptAfterFixingItsCause(t *testing.T) {
+	f := newInbound(t)
+	url, epID, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	a := f.post(url, `{"order_ref": "SO-LATE", "invoice_ref": "INV-9", "amount_minor": 500}`)
+	if a.status != 202 || a.str("outcome") != "parked" {
+		t.Fatalf("unknown order: %d %s", a.status, a.raw)
+	}
+	// Support stops it waiting...
+	code, out, errOut := f.cliRun(append([]string{"receipts", "cancel", a.receipt, "--json"}, f.temporalFlags()...)...)
+	if code != 0 {
+		t.Fatalf("receipts cancel: %d %s", code, errOut)
+	}
+	var cancelled map[string]any
+	_ = json.Unmarshal([]byte(out), &cancelled)
+	if cancelled["outcome"] != "cancelled" {
+		t.Fatalf("cancelled receipt: %s", out)
+	}
+	// ...the missing order is loaded, and the receipt replayed.
+	f.seed(`{"orders": [{"number": "SO-LATE", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1000}]}]}`)
+	code, out, errOut = f.cliRun(append([]string{"receipts", "replay", a.receipt, "--json"}, f.temporalFlags()...)...)
+	if code != 0 {
+		t.Fatalf("receipts replay: %d %s", code, errOut)
+	}
+	var replay struct {
+		ID         string          `json:"id"`
+		ReplayOf   string          `json:"replay_of"`
+		StatusCode int             `json:"status_code"`
+		Outcome    string          `json:"outcome"`
+		Response   json.RawMessage `json:"response"`
+	}
+	if err := json.Unmarshal([]byte(out), &replay); err != nil {
+		t.Fatal(err)
+	}
+	if replay.ReplayOf != a.receipt || replay.StatusCode != 200 || replay.Outcome != "applied" {
+		t.Fatalf("replay: %s", out)
+	}
+	if f.count(`SELECT count(*) FROM order_invoices WHERE org_id = $1 AND invoice_ref = 'INV-9'`) != 1 {
+		t.Fatal("the replay did not record the invoice")
+	}
+	// Replaying again (the original or the replay) changes nothing and
+	// answers the first result.
+	for _, id := range []string{a.receipt, replay.ID} {
+		code, out, errOut = f.cliRun(append([]string{"receipts", "replay", id, "--json"}, f.temporalFlags()...)...)
+		var again struct {
+			ReplayOf string          `json:"replay_of"`
+			Outcome  string          `json:"outcome"`
+			Response json.RawMessage `json:"response"`
+		}
+		_ = json.Unmarshal([]byte(out), &again)
+		if code != 0 || again.ReplayOf != a.receipt || again.Outcome != "applied" || !sameChanges(t, again.Response, replay.Response) {
+			t.Fatalf("second replay of %s: %d %s %s", id, code, out, errOut)
+		}
+	}
+	if f.count(`SELECT count(*) FROM events WHERE org_id = $1 AND type = 'order.invoice_recorded'`) != 1 {
+		t.Fatal("a replay doubled the event")
+	}
+	// The receipt list shows the original and its replays.
+	code, out, _ = f.cliRun("receipts", "list", "--endpoint", epID, "--json")
+	var list []map[string]any
+	_ = json.Unmarshal([]byte(out), &list)
+	if code != 0 || len(list) != 4 {
+		t.Fatalf("receipts list: %s", out)
+	}
+	outcomes := map[string]int{}
+	for _, r := range list {
+		outcomes[fmt.Sprint(r["outcome"])]++
+	}
+	if outcomes["cancelled"] != 1 || outcomes["applied"] != 3 {
+		t.Fatalf("outcomes %v", outcomes)
+	}
+}
+
+func sameChanges(t *testing.T, a, b json.RawMessage) bool {
+	var x, y map[string]any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xs, _ := json.Marshal(x["changes"])
+	ys, _ := json.Marshal(y["changes"])
+	return string(xs) == string(ys) && len(xs) > 2
+}
+
+func TestInboundWorkflowsCarrySearchAttributes(t *testing.T) {
+	f := newInbound(t)
+	url, epID, _ := f.endpoint(domain.ActionERPOrderStatus, false)
+	a := f.post(url, `{"order_ref": "SO-2", "status": "processing"}`)
+	if a.status != 200 {
+		t.Fatalf("%d %s", a.status, a.raw)
+	}
+	for _, q := range []string{
+		fmt.Sprintf("%s = '%s'", workflows.ReceiptIDAttr.GetName(), a.receipt),
+		fmt.Sprintf("%s = '%s' AND %s = 'erp_order_status' AND %s = '%s'", workflows.OrgIDAttr.GetName(), f.org.ID,
+			workflows.ActionAttr.GetName(), workflows.EndpointIDAttr.GetName(), epID),
+	} {
+		f.eventually("finding the workflow by "+q, func() bool {
+			resp, err := f.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Namespace: f.Namespace, Query: q})
+			return err == nil && len(resp.Executions) == 1 && resp.Executions[0].Execution.WorkflowId == "inbound/"+a.receipt
+		})
+	}
+	_ = time.Second
+}

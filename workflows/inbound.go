@@ -1,0 +1,234 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// Names of the inbound workflow's messages.
+const (
+	// AnswerUpdate returns the post's first answer once there is one; the
+	// HTTP handler starts the workflow with it (update-with-start).
+	AnswerUpdate = "answer"
+	// RecordCreatedSignal wakes a parked post: records it may be waiting
+	// for were created.
+	RecordCreatedSignal = "record-created"
+)
+
+// How long a parked post waits, and how often it looks again on its own.
+const (
+	ParkFor     = 7 * 24 * time.Hour
+	ParkRecheck = 15 * time.Minute
+)
+
+// InboundWorkflowID is the ID of the workflow of a receipt.
+func InboundWorkflowID(receiptID uuid.UUID) string { return "inbound/" + receiptID.String() }
+
+// InboundOutcome is the answer of an inbound post: the result, or the kind
+// and message of the error it was refused with. The HTTP layer turns it into
+// a status and a body.
+type InboundOutcome struct {
+	Result  *activities.InboundResult `json:"result,omitempty"`
+	Code    domain.Code               `json:"code,omitempty"`
+	Message string                    `json:"message,omitempty"`
+	// Match is the three-way match of a supplier invoice, when it ran.
+	Match *activities.MatchResult `json:"match,omitempty"`
+}
+
+// applyOptions: one short transaction per attempt, given up on after 15 s
+// (so the attempt of a worker that died is retried elsewhere soon);
+// database outages are retried with backoff for up to an hour, business
+// rejections never. The ThreeWayMatch workflow runs its activities with
+// these options.
+var applyOptions = workflow.ActivityOptions{
+	StartToCloseTimeout:    15 * time.Second,
+	ScheduleToCloseTimeout: time.Hour,
+	RetryPolicy:            applyRetry,
+}
+
+var applyRetry = &temporal.RetryPolicy{
+	InitialInterval:    500 * time.Millisecond,
+	BackoffCoefficient: 2,
+	MaximumInterval:    time.Minute,
+}
+
+// localOptions: the inbound workflow runs its steps (apply the action,
+// record the outcome, the first three-way match) as local activities, with
+// the same timeouts and retries: each is a short transaction on the
+// worker's own database, and running them inside the workflow task answers
+// the sender in one round trip to Temporal instead of three. Every step is
+// idempotent (effects are keyed by the source receipt), so a step repeated
+// after a worker crash changes nothing twice.
+var localOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout:    15 * time.Second,
+	ScheduleToCloseTimeout: time.Hour,
+	RetryPolicy:            applyRetry,
+}
+
+// InboundAction carries out one inbound post, durably. It answers through
+// AnswerUpdate as soon as its first attempt has a result: applied,
+// unchanged, refused (the error's kind), or parked when the record it names
+// does not exist yet. A parked post keeps trying every 15 minutes, and
+// whenever RecordCreatedSignal arrives, for 7 days, then ends unmatched. A
+// recorded supplier invoice goes on to its three-way match. Every move is
+// recorded on the receipt.
+func InboundAction(ctx workflow.Context, in activities.InboundInput) (InboundOutcome, error) {
+	w := &inbound{in: in}
+	return w.run(ctx)
+}
+
+type inbound struct {
+	in     activities.InboundInput
+	answer *InboundOutcome
+}
+
+func (w *inbound) run(ctx workflow.Context) (InboundOutcome, error) {
+	if err := workflow.SetUpdateHandler(ctx, AnswerUpdate, func(ctx workflow.Context) (InboundOutcome, error) {
+		if err := workflow.Await(ctx, func() bool { return w.answer != nil }); err != nil {
+			return InboundOutcome{}, err
+		}
+		return *w.answer, nil
+	}); err != nil {
+		return InboundOutcome{}, err
+	}
+	ctx = workflow.WithLocalActivityOptions(ctx, localOptions)
+	signals := workflow.GetSignalChannel(ctx, RecordCreatedSignal)
+
+	out, err := w.apply(ctx)
+	if err != nil {
+		return w.finish(ctx, out, err)
+	}
+	if out.Result.Parked() {
+		// The receipt says where the post stands before the sender hears.
+		if err := w.record(ctx, domain.OutcomeParked, out.Result.WaitingFor, ""); err != nil {
+			return out, err
+		}
+		parkedAnswer := out
+		w.answer = &parkedAnswer
+		deadline := workflow.Now(ctx).Add(ParkFor)
+		for out.Result.Parked() {
+			left := deadline.Sub(workflow.Now(ctx))
+			if left <= 0 {
+				return w.finish(ctx, out, errUnmatched)
+			}
+			waitForSignal(ctx, signals, min(left, ParkRecheck))
+			if ctx.Err() != nil {
+				return w.finish(ctx, out, temporal.NewCanceledError())
+			}
+			if out, err = w.apply(ctx); err != nil {
+				return w.finish(ctx, out, err)
+			}
+		}
+	}
+	if out.Result.InvoiceID != nil {
+		out.Match = w.match(ctx, *out.Result.InvoiceID, *out.Result.POID)
+		if out.Match != nil && out.Match.Status == domain.MatchAwaitingReceipt {
+			out.Result.Status = 202 // the match waits for a goods receipt
+		}
+	}
+	return w.finish(ctx, out, nil)
+}
+
+// errUnmatched ends a post parked for too long.
+var errUnmatched = errors.New("unmatched")
+
+// apply runs the action once.
+func (w *inbound) apply(ctx workflow.Context) (InboundOutcome, error) {
+	var a *activities.Activities
+	var res activities.InboundResult
+	err := workflow.ExecuteLocalActivity(ctx, a.ApplyInbound, w.in).Get(ctx, &res)
+	return InboundOutcome{Result: &res}, err
+}
+
+// waitForSignal sleeps for d or until a signal arrives on signals, and then
+// drains any other signals that queued up meanwhile.
+func waitForSignal(ctx workflow.Context, signals workflow.ReceiveChannel, d time.Duration) {
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(workflow.NewTimer(timerCtx, d), func(workflow.Future) {})
+	sel.AddReceive(signals, func(c workflow.ReceiveChannel, more bool) { c.Receive(ctx, nil) })
+	sel.Select(ctx)
+	for signals.ReceiveAsync(nil) {
+	}
+}
+
+// match runs the supplier invoice's three-way match once and, when nothing
+// has been received yet, leaves its own workflow waiting for a receipt.
+func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID) *activities.MatchResult {
+	var a *activities.Activities
+	in := activities.MatchInput{OrgID: w.in.OrgID, InvoiceID: invoiceID, POID: poID}
+	var first activities.MatchResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.MatchSupplierInvoice, in).Get(ctx, &first); err != nil {
+		workflow.GetLogger(ctx).Warn("three-way match failed", "error", err)
+		return nil
+	}
+	if first.Status != domain.MatchAwaitingReceipt {
+		return &first
+	}
+	in.InvoiceRef = first.InvoiceRef
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            MatchWorkflowID(poID, first.InvoiceRef),
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(OrgIDAttr.ValueSet(w.in.OrgID.String())),
+	})
+	var started workflow.Execution
+	err := workflow.ExecuteChildWorkflow(cctx, ThreeWayMatch, in).GetChildWorkflowExecution().Get(ctx, &started)
+	var already *temporal.ChildWorkflowExecutionAlreadyStartedError
+	if err != nil && !errors.As(err, &already) {
+		workflow.GetLogger(ctx).Warn("three-way match did not start", "error", err)
+	}
+	return &first
+}
+
+// finish records the post's final outcome, then answers (if it had not yet:
+// so a sender that reads its receipt finds it final), and ends the workflow
+// once the answer has been collected.
+func (w *inbound) finish(ctx workflow.Context, out InboundOutcome, err error) (InboundOutcome, error) {
+	outcome, message := domain.OutcomeApplied, ""
+	switch {
+	case temporal.IsCanceledError(err):
+		outcome, message = domain.OutcomeCancelled, "cancelled while waiting for "+out.Result.WaitingFor
+		out.Code, out.Message = domain.EUNPROCESSABLE, message
+		// The workflow is closing: record on a context that is not cancelled.
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+	case errors.Is(err, errUnmatched):
+		outcome, message = domain.OutcomeUnmatched, "no matching record within "+ParkFor.String()
+		out.Code, out.Message = domain.EUNPROCESSABLE, message
+	case err != nil:
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.NonRetryable() {
+			out.Code, out.Message = domain.Code(appErr.Type()), appErr.Message()
+			outcome, message = domain.OutcomeRejected, appErr.Message()
+		} else {
+			out.Code, out.Message = domain.EINTERNAL, "Internal server error"
+			outcome, message = domain.OutcomeFailed, err.Error()
+		}
+		out.Result = nil
+	default:
+		outcome = out.Result.Outcome
+	}
+	recordErr := w.record(ctx, outcome, "", message)
+	if w.answer == nil {
+		w.answer = &out
+	}
+	// Let a pending answer update finish before the workflow closes.
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	return out, recordErr
+}
+
+func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string) error {
+	var a *activities.Activities
+	return workflow.ExecuteLocalActivity(ctx, a.RecordOutcome, activities.RecordOutcomeInput{
+		OrgID: w.in.OrgID, ReceiptID: w.in.ReceiptID, Outcome: outcome, WaitingFor: waitingFor, Error: message,
+	}).Get(ctx, nil)
+}

@@ -1,0 +1,259 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/domain"
+)
+
+var inboundIn = activities.InboundInput{
+	OrgID: orgID, EndpointID: uuid.MustParse("0193e3c0-0000-7000-8000-000000000010"),
+	ReceiptID: uuid.MustParse("0193e3c0-0000-7000-8000-000000000011"), Source: uuid.MustParse("0193e3c0-0000-7000-8000-000000000011"),
+	Action: domain.ActionERPOrderStatus,
+}
+
+// inboundEnv is a test workflow environment that records the outcomes the
+// workflow stores and asks for its answer as the HTTP handler does.
+type inboundEnv struct {
+	*testsuite.TestWorkflowEnvironment
+	outcomes []activities.RecordOutcomeInput
+	answer   *InboundOutcome
+	answerAt time.Time
+}
+
+func newInboundEnv(t *testing.T) *inboundEnv {
+	var s testsuite.WorkflowTestSuite
+	e := &inboundEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
+	e.SetStartTime(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	var a *activities.Activities
+	e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordOutcomeInput) error {
+		e.outcomes = append(e.outcomes, in)
+		return nil
+	})
+	e.RegisterDelayedCallback(func() {
+		e.UpdateWorkflow(AnswerUpdate, "answer-1", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { t.Errorf("answer update rejected: %v", err) },
+			OnComplete: func(v any, err error) {
+				if err != nil {
+					t.Errorf("answer update failed: %v", err)
+					return
+				}
+				out := v.(InboundOutcome)
+				e.answer, e.answerAt = &out, e.Now()
+			},
+		})
+	}, 0)
+	return e
+}
+
+func (e *inboundEnv) last() activities.RecordOutcomeInput {
+	if len(e.outcomes) == 0 {
+		return activities.RecordOutcomeInput{}
+	}
+	return e.outcomes[len(e.outcomes)-1]
+}
+
+func TestInboundActionAppliesAndAnswers(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	res := activities.InboundResult{Outcome: domain.OutcomeApplied, Status: 200,
+		Changes: []domain.Change{{Entity: "order", Field: "status", From: "confirmed", To: "in_progress"}}}
+	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(res, nil).Once()
+	e.ExecuteWorkflow(InboundAction, inboundIn)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if e.answer == nil || e.answer.Result == nil || e.answer.Result.Status != 200 || len(e.answer.Result.Changes) != 1 {
+		t.Fatalf("answer %+v", e.answer)
+	}
+	if e.last().Outcome != domain.OutcomeApplied {
+		t.Fatalf("recorded %+v", e.outcomes)
+	}
+	e.AssertExpectations(t)
+}
+
+func TestInboundActionRefusalIsRecordedAndAnswered(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).
+		Return(activities.InboundResult{}, temporal.NewNonRetryableApplicationError("order cannot move from fulfilled to confirmed", string(domain.ECONFLICT), nil)).Once()
+	e.ExecuteWorkflow(InboundAction, inboundIn)
+	if e.answer == nil || e.answer.Code != domain.ECONFLICT || e.answer.Message == "" {
+		t.Fatalf("answer %+v", e.answer)
+	}
+	if e.last().Outcome != domain.OutcomeRejected || e.last().Error == "" {
+		t.Fatalf("recorded %+v", e.outcomes)
+	}
+	e.AssertExpectations(t)
+}
+
+func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	attempts := 0
+	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, activities.InboundInput) (activities.InboundResult, error) {
+		attempts++
+		return activities.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil
+	})
+	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	e.ExecuteWorkflow(InboundAction, inboundIn)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	// The sender was answered 202 at once, not after a week.
+	if e.answer == nil || e.answer.Result == nil || e.answer.Result.Status != 202 || !e.answerAt.Equal(start) {
+		t.Fatalf("answer %+v at %v", e.answer, e.answerAt)
+	}
+	if want := 1 + int(ParkFor/ParkRecheck); attempts != want {
+		t.Fatalf("%d attempts, want %d (every 15 minutes for 7 days)", attempts, want)
+	}
+	if got := e.Now().Sub(start); got < ParkFor || got > ParkFor+time.Minute {
+		t.Fatalf("gave up after %v, want 7 days", got)
+	}
+	if e.outcomes[0].Outcome != domain.OutcomeParked || e.outcomes[0].WaitingFor != `order "SO-9"` || e.last().Outcome != domain.OutcomeUnmatched {
+		t.Fatalf("recorded %+v", e.outcomes)
+	}
+}
+
+func TestParkedPostCompletesWhenTheRecordArrives(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	arrived := false
+	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, activities.InboundInput) (activities.InboundResult, error) {
+		if arrived {
+			return activities.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil
+		}
+		return activities.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: "order"}, nil
+	})
+	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	e.RegisterDelayedCallback(func() {
+		arrived = true
+		e.SignalWorkflow(RecordCreatedSignal, nil)
+	}, 5*time.Minute)
+	e.ExecuteWorkflow(InboundAction, inboundIn)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	// The signal woke it before the 15-minute recheck.
+	if got := e.Now().Sub(start); got > 6*time.Minute {
+		t.Fatalf("completed after %v, want about 5 minutes (on the signal)", got)
+	}
+	if e.last().Outcome != domain.OutcomeApplied {
+		t.Fatalf("recorded %+v", e.outcomes)
+	}
+}
+
+func TestSupplierInvoiceWithoutReceiptAnswers202AndLeavesTheMatchWaiting(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	in := inboundIn
+	in.Action = domain.ActionSupplierInvoice
+	invoice, po := uuid.MustParse("0193e3c0-0000-7000-8000-000000000020"), uuid.MustParse("0193e3c0-0000-7000-8000-000000000021")
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(activities.InboundResult{
+		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po}, nil)
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
+		Return(activities.MatchResult{InvoiceID: invoice, InvoiceRef: "INV-1", Status: domain.MatchAwaitingReceipt}, nil)
+	e.OnWorkflow(ThreeWayMatch, mock.Anything, mock.Anything).
+		Return(activities.MatchResult{Status: domain.MatchMatched}, nil)
+	var childID string
+	e.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		childID = info.WorkflowExecution.ID
+	})
+	e.ExecuteWorkflow(InboundAction, in)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if e.answer == nil || e.answer.Result.Status != 202 || e.answer.Match == nil || e.answer.Match.Status != domain.MatchAwaitingReceipt {
+		b, _ := json.Marshal(e.answer)
+		t.Fatalf("answer %s", b)
+	}
+	if childID != MatchWorkflowID(po, "INV-1") {
+		t.Fatalf("match workflow %q, want %q", childID, MatchWorkflowID(po, "INV-1"))
+	}
+}
+
+func TestSupplierInvoiceMatchedAtOnceAnswers200(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	in := inboundIn
+	in.Action = domain.ActionSupplierInvoice
+	invoice, po := uuid.New(), uuid.New()
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(activities.InboundResult{
+		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po}, nil)
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
+		Return(activities.MatchResult{InvoiceRef: "INV-2", Status: domain.MatchVariance, Variances: []domain.Variance{{Kind: domain.VarianceAmount}}}, nil)
+	e.ExecuteWorkflow(InboundAction, in)
+	if e.answer == nil || e.answer.Result.Status != 200 || e.answer.Match.Status != domain.MatchVariance {
+		t.Fatalf("answer %+v", e.answer)
+	}
+}
+
+func TestThreeWayMatchWaits14DaysThenRaisesNoReceipt(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	e := s.NewTestWorkflowEnvironment()
+	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	e.SetStartTime(start)
+	var a *activities.Activities
+	in := activities.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
+	checks := 0
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, in).Return(func(context.Context, activities.MatchInput) (activities.MatchResult, error) {
+		checks++
+		return activities.MatchResult{Status: domain.MatchAwaitingReceipt}, nil
+	})
+	var raisedAt time.Time
+	e.OnActivity(a.RaiseNoReceipt, mock.Anything, in).Return(func(context.Context, activities.MatchInput) (activities.MatchResult, error) {
+		raisedAt = e.Now()
+		return activities.MatchResult{Status: domain.MatchVariance, Variances: []domain.Variance{{Kind: domain.VarianceNoReceipt}}}, nil
+	}).Once()
+	e.ExecuteWorkflow(ThreeWayMatch, in)
+	var res activities.MatchResult
+	if err := e.GetWorkflowResult(&res); err != nil || res.Status != domain.MatchVariance {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if got := raisedAt.Sub(start); got < MatchWaitFor || got > MatchWaitFor+time.Minute {
+		t.Fatalf("no_receipt raised after %v, want 14 days", got)
+	}
+	if want := 1 + int(MatchWaitFor/MatchRecheck); checks != want {
+		t.Fatalf("%d checks, want %d", checks, want)
+	}
+}
+
+func TestThreeWayMatchCompletesOnAReceipt(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	e := s.NewTestWorkflowEnvironment()
+	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	e.SetStartTime(start)
+	var a *activities.Activities
+	in := activities.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
+	received := false
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, in).Return(func(context.Context, activities.MatchInput) (activities.MatchResult, error) {
+		if received {
+			return activities.MatchResult{Status: domain.MatchMatched, Variances: []domain.Variance{}}, nil
+		}
+		return activities.MatchResult{Status: domain.MatchAwaitingReceipt}, nil
+	})
+	e.RegisterDelayedCallback(func() {
+		received = true
+		e.SignalWorkflow(ReceiptRecordedSignal, nil)
+	}, 3*24*time.Hour+time.Hour)
+	e.ExecuteWorkflow(ThreeWayMatch, in)
+	var res activities.MatchResult
+	if err := e.GetWorkflowResult(&res); err != nil || res.Status != domain.MatchMatched {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if got := e.Now().Sub(start); got > 3*24*time.Hour+2*time.Hour {
+		t.Fatalf("matched after %v, want right after the receipt (3 days 1 hour)", got)
+	}
+}
