@@ -101,6 +101,28 @@ func (d *DB) SetAddon(ctx context.Context, orgID uuid.UUID, addon domain.Addon, 
 	return org, err
 }
 
+// Tolerances returns the organisation's three-way match tolerances.
+func (d *DB) Tolerances(ctx context.Context, orgID uuid.UUID) (domain.Tolerances, error) {
+	var t domain.Tolerances
+	err := d.pool.QueryRow(ctx, `SELECT match_qty_tolerance, match_amount_tolerance_pct, match_amount_tolerance_minor
+		FROM organisations WHERE id = $1`, orgID).Scan(&t.Qty, &t.AmountPct, &t.AmountMinor)
+	return t, notFound(err, "organisation")
+}
+
+// SetTolerances changes the organisation's three-way match tolerances;
+// matches run from then on use them.
+func (d *DB) SetTolerances(ctx context.Context, orgID uuid.UUID, t domain.Tolerances) (domain.Tolerances, error) {
+	if t.Qty < 0 || t.AmountPct < 0 || t.AmountMinor < 0 {
+		return t, domain.Errorf(domain.EINVALID, "tolerances must be zero or more")
+	}
+	err := d.pool.QueryRow(ctx, `UPDATE organisations
+		SET match_qty_tolerance = $2, match_amount_tolerance_pct = $3, match_amount_tolerance_minor = $4
+		WHERE id = $1
+		RETURNING match_qty_tolerance, match_amount_tolerance_pct, match_amount_tolerance_minor`,
+		orgID, t.Qty, t.AmountPct, t.AmountMinor).Scan(&t.Qty, &t.AmountPct, &t.AmountMinor)
+	return t, notFound(err, "organisation")
+}
+
 // ensureDefaultLocation returns the organisation's default stock location,
 // creating it ("MAIN") when there is none.
 func ensureDefaultLocation(ctx context.Context, q querier, orgID uuid.UUID) (uuid.UUID, error) {

@@ -25,8 +25,8 @@ func parseID(what, s string) (uuid.UUID, error) {
 }
 
 func orgCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "org", Short: "Create organisations and switch their add-ons"}
-	cmd.AddCommand(orgCreateCmd(), orgAddonCmd())
+	cmd := &cobra.Command{Use: "org", Short: "Create organisations, switch their add-ons, set their match tolerances"}
+	cmd.AddCommand(orgCreateCmd(), orgAddonCmd(), orgTolerancesCmd())
 	return cmd
 }
 
@@ -87,6 +87,68 @@ func orgCreateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&currency, "currency", "GBP", "ISO 4217 currency code")
 	cmd.Flags().StringVar(&owner, "owner-email", "", "create the owner with this email")
 	cmd.Flags().IntVar(&productCap, "product-cap", 100000, "the plan's product cap")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+// tolerancesJSON is `org tolerances --json`.
+type tolerancesJSON struct {
+	OrgID       uuid.UUID `json:"org_id"`
+	Qty         float64   `json:"qty"`
+	AmountPct   float64   `json:"amount_pct"`
+	AmountMinor int64     `json:"amount_minor"`
+}
+
+func orgTolerancesCmd() *cobra.Command {
+	cfg := config.Load()
+	var org string
+	var t domain.Tolerances
+	cmd := &cobra.Command{
+		Use:   "tolerances --org ORG [--qty N] [--amount-pct P] [--amount-minor M]",
+		Short: "Show or change the organisation's three-way match tolerances",
+		Long: "tolerances shows how far a supplier invoice may differ from the goods received before a variance is raised:\n" +
+			"--qty units per quantity compared, and an amount by the larger of --amount-pct percent and --amount-minor minor\n" +
+			"units (defaults 0, 1 and 100). Flags that are given change those tolerances; the others stay.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				cur, err := d.Tolerances(ctx, orgID)
+				if err != nil {
+					return err
+				}
+				f := cmd.Flags()
+				if f.Changed("qty") || f.Changed("amount-pct") || f.Changed("amount-minor") {
+					if f.Changed("qty") {
+						cur.Qty = t.Qty
+					}
+					if f.Changed("amount-pct") {
+						cur.AmountPct = t.AmountPct
+					}
+					if f.Changed("amount-minor") {
+						cur.AmountMinor = t.AmountMinor
+					}
+					if cur, err = d.SetTolerances(ctx, orgID, cur); err != nil {
+						return err
+					}
+				}
+				out := tolerancesJSON{OrgID: orgID, Qty: cur.Qty, AmountPct: cur.AmountPct, AmountMinor: cur.AmountMinor}
+				return newPrinter(cmd).print(out, func(w io.Writer) {
+					fmt.Fprintf(w, "organisation\t%s\nquantity\t%g units\namount\tthe larger of %g %% and %d minor units\n",
+						orgID, cur.Qty, cur.AmountPct, cur.AmountMinor)
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	cmd.Flags().Float64Var(&t.Qty, "qty", 0, "units an invoiced quantity may differ by")
+	cmd.Flags().Float64Var(&t.AmountPct, "amount-pct", 1, "percent of the expected amount an invoice may differ by")
+	cmd.Flags().Int64Var(&t.AmountMinor, "amount-minor", 100, "minor units an invoice may differ by, at least")
+	_ = cmd.MarkFlagRequired("org")
 	jsonFlag(cmd)
 	dbFlags(cmd, &cfg)
 	return cmd

@@ -172,3 +172,32 @@ func TestReceiptsListAndShowThroughTheCLI(t *testing.T) {
 		}
 	}
 }
+
+func TestOrgTolerancesShowAndChange(t *testing.T) {
+	d := testdb.New(t)
+	_, out, _ := run(t, d.URL, "org", "create", "--name", "Acme", "--json")
+	var org struct{ ID string }
+	mustJSON(t, out, &org)
+	var tol struct {
+		Qty         float64 `json:"qty"`
+		AmountPct   float64 `json:"amount_pct"`
+		AmountMinor int64   `json:"amount_minor"`
+	}
+	code, out, _ := run(t, d.URL, "org", "tolerances", "--org", org.ID, "--json")
+	mustJSON(t, out, &tol)
+	if code != 0 || tol.Qty != 0 || tol.AmountPct != 1 || tol.AmountMinor != 100 {
+		t.Fatalf("default tolerances: %d %s", code, out)
+	}
+	code, out, _ = run(t, d.URL, "org", "tolerances", "--org", org.ID, "--amount-pct", "2.5", "--json")
+	mustJSON(t, out, &tol)
+	if code != 0 || tol.Qty != 0 || tol.AmountPct != 2.5 || tol.AmountMinor != 100 {
+		t.Fatalf("after --amount-pct 2.5: %d %s", code, out)
+	}
+	got, err := d.Tolerances(context.Background(), uuid.MustParse(org.ID))
+	if err != nil || got.AmountPct != 2.5 {
+		t.Fatalf("stored tolerances %+v, %v", got, err)
+	}
+	if code, _, errOut := run(t, d.URL, "org", "tolerances", "--org", org.ID, "--qty", "-1"); code == 0 || !strings.Contains(errOut, "zero or more") {
+		t.Fatalf("negative tolerance: exit %d, %q", code, errOut)
+	}
+}
