@@ -5,6 +5,7 @@
 package activities
 
 import (
+	"net/http"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
 // Activities holds the dependencies every activity uses. One value is
@@ -23,6 +25,13 @@ type Activities struct {
 	BaseURL string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sealer opens webhook signing secrets.
+	Sealer *secrets.Sealer
+	// Webhooks sends webhook deliveries (outbound.Client).
+	Webhooks *http.Client
+	// NightlyAt is the time of day, from midnight UTC, of the nightly retry
+	// run of failed webhook deliveries.
+	NightlyAt time.Duration
 }
 
 func (a *Activities) now() time.Time {

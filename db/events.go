@@ -51,15 +51,26 @@ func emit(ctx context.Context, q querier, orgID uuid.UUID, eventType string, dat
 // records were created (see recordsChannel), and with nil after every
 // interval without one, until ctx ends. It holds one connection.
 func (d *DB) ListenRecords(ctx context.Context, interval time.Duration, fn func(org *uuid.UUID)) error {
+	return d.listen(ctx, recordsChannel, interval, func(payload string) {
+		if org, err := uuid.Parse(payload); err == nil {
+			fn(&org)
+		}
+	}, func() { fn(nil) })
+}
+
+// listen holds one connection listening on channel, calling onNotify with
+// each notification's payload and onIdle after every interval without one,
+// until ctx ends (nil) or the connection fails (the error).
+func (d *DB) listen(ctx context.Context, channel string, interval time.Duration, onNotify func(string), onIdle func()) error {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+recordsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+recordsChannel) }()
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+channel) }()
 	for {
 		wctx, cancel := context.WithTimeout(ctx, interval)
 		n, err := conn.Conn().WaitForNotification(wctx)
@@ -68,11 +79,9 @@ func (d *DB) ListenRecords(ctx context.Context, interval time.Duration, fn func(
 		case ctx.Err() != nil:
 			return nil
 		case err == nil:
-			if org, perr := uuid.Parse(n.Payload); perr == nil {
-				fn(&org)
-			}
+			onNotify(n.Payload)
 		case errors.Is(err, context.DeadlineExceeded):
-			fn(nil)
+			onIdle()
 		default:
 			return err
 		}

@@ -251,18 +251,37 @@ func (d *DB) StoreReceipt(ctx context.Context, r NewReceipt) (uuid.UUID, error) 
 }
 
 // AnswerReceipt records the HTTP answer a post got (and, for a post refused
-// before any workflow, its final outcome and error).
+// before any workflow, its final outcome and error, emitting
+// inbound.receipt.failed in the same transaction).
 func (d *DB) AnswerReceipt(ctx context.Context, orgID, id uuid.UUID, status int, response []byte, outcome domain.Outcome, errText *string) error {
-	_, err := d.pool.Exec(ctx, `
-		UPDATE inbound_receipts
-		SET status_code = $3, response = $4,
-		    outcome = CASE WHEN $5 = '' THEN outcome ELSE $5 END,
-		    error = coalesce($6, error),
-		    completed_at = CASE WHEN $5 IN ('rejected', 'failed') THEN clock_timestamp() ELSE completed_at END,
-		    duration_ms = CASE WHEN $5 IN ('rejected', 'failed')
-		                       THEN (extract(epoch FROM clock_timestamp() - received_at) * 1000)::int ELSE duration_ms END
-		WHERE org_id = $1 AND id = $2`, orgID, id, status, jsonOrNil(response), string(outcome), errText)
-	return err
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		var action domain.Action
+		var endpoint uuid.UUID
+		err := tx.QueryRow(ctx, `
+			UPDATE inbound_receipts
+			SET status_code = $3, response = $4,
+			    outcome = CASE WHEN $5 = '' THEN outcome ELSE $5 END,
+			    error = coalesce($6, error),
+			    completed_at = CASE WHEN $5 IN ('rejected', 'failed') THEN clock_timestamp() ELSE completed_at END,
+			    duration_ms = CASE WHEN $5 IN ('rejected', 'failed')
+			                       THEN (extract(epoch FROM clock_timestamp() - received_at) * 1000)::int ELSE duration_ms END
+			WHERE org_id = $1 AND id = $2
+			RETURNING action, endpoint_id`, orgID, id, status, jsonOrNil(response), string(outcome), errText).Scan(&action, &endpoint)
+		if err != nil {
+			return notFound(err, "receipt")
+		}
+		if outcome != domain.OutcomeRejected && outcome != domain.OutcomeFailed {
+			return nil
+		}
+		return emitReceiptFailed(ctx, tx, orgID, id, endpoint, action, outcome, errText)
+	})
+}
+
+// emitReceiptFailed emits inbound.receipt.failed for a receipt.
+func emitReceiptFailed(ctx context.Context, q querier, orgID, id, endpoint uuid.UUID, action domain.Action, outcome domain.Outcome, errText *string) error {
+	return emit(ctx, q, orgID, EventInboundReceiptFailed, map[string]any{
+		"receipt_id": id, "endpoint_id": endpoint, "action": action, "outcome": outcome, "error": errText,
+	})
 }
 
 func jsonOrNil(b []byte) any {
@@ -297,9 +316,7 @@ func (d *DB) SetReceiptOutcome(ctx context.Context, orgID, id uuid.UUID, outcome
 		if !failed || previous == outcome {
 			return nil
 		}
-		return emit(ctx, tx, orgID, EventInboundReceiptFailed, map[string]any{
-			"receipt_id": id, "endpoint_id": endpoint, "action": action, "outcome": outcome, "error": errText,
-		})
+		return emitReceiptFailed(ctx, tx, orgID, id, endpoint, action, outcome, errText)
 	})
 }
 

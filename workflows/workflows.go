@@ -24,4 +24,5 @@ func RegisterWorkflows(r worker.Registry) {
 	r.RegisterWorkflow(QuoteExpiry)
 	r.RegisterWorkflow(InboundAction)
 	r.RegisterWorkflow(ThreeWayMatch)
+	r.RegisterWorkflow(WebhookDelivery)
 }

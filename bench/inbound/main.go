@@ -20,28 +20,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
-	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -75,7 +69,7 @@ type bench struct {
 
 func run(posts, clients int) error {
 	ctx := context.Background()
-	dbURL, drop, err := benchDatabase(ctx)
+	dbURL, drop, err := harness.Database(ctx, schema)
 	if err != nil {
 		return err
 	}
@@ -98,46 +92,19 @@ func run(posts, clients int) error {
 		return err
 	}
 
-	fmt.Print("starting the embedded Temporal server ... ")
-	started := time.Now()
-	dir, err := os.MkdirTemp("", "bench-inbound-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	tsrv, err := devtemporal.Start(ctx, devtemporal.Config{DBFile: filepath.Join(dir, "temporal.db"), Namespace: "default",
-		FrontendPort: port, UIPort: -1, Logger: zap.NewNop()})
-	if err != nil {
-		return err
-	}
-	defer tsrv.Stop()
-	tc, err := client.DialContext(ctx, client.Options{HostPort: tsrv.FrontendAddress(), Namespace: "default", Logger: quiet{}})
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	if err := workflows.EnsureSearchAttributes(ctx, tc, "default"); err != nil {
-		return err
-	}
 	acts := &activities.Activities{DB: d, Log: zap.NewNop(), BaseURL: "http://bench"}
-	w := worker.New(tc, workflows.TaskQueue, worker.Options{})
-	workflows.Register(w, acts)
-	if err := w.Start(); err != nil {
+	tc, stopTemporal, err := harness.Temporal(ctx, acts)
+	if err != nil {
 		return err
 	}
-	defer w.Stop()
-	fmt.Printf("%.1fs\n", time.Since(started).Seconds())
+	defer stopTemporal()
 
-	full, err := listen(api.New(api.Deps{DB: d, Temporal: tc, Namespace: "default", Logger: zap.NewNop(),
+	full, err := harness.Listen(api.New(api.Deps{DB: d, Temporal: tc, Namespace: "default", Logger: zap.NewNop(),
 		Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://bench"}).Handler())
 	if err != nil {
 		return err
 	}
-	direct, err := listen(&directHandler{d: d, acts: acts})
+	direct, err := harness.Listen(&directHandler{d: d, acts: acts})
 	if err != nil {
 		return err
 	}
@@ -334,57 +301,6 @@ func (h *directHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(answer)
 }
 
-// benchDatabase migrates a fresh schema in the bench database.
-func benchDatabase(ctx context.Context) (string, func(), error) {
-	base := os.Getenv("BENCH_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/commerce_bench?sslmode=disable"
-	}
-	if _, err := db.EnsureDatabase(ctx, base); err != nil {
-		return "", nil, err
-	}
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", nil, err
-	}
-	_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close(ctx)
-		return "", nil, err
-	}
-	drop := func() {
-		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		admin.Close(context.Background())
-	}
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	if _, err := db.Migrate(ctx, u.String()); err != nil {
-		drop()
-		return "", nil, err
-	}
-	return u.String(), drop, nil
-}
-
-func listen(h http.Handler) (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	go func() { _ = (&http.Server{Handler: h}).Serve(l) }()
-	return "http://" + l.Addr().String(), nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func pct(sorted []time.Duration, p int) time.Duration {
 	s := slices.Clone(sorted)
 	slices.Sort(s)
@@ -394,11 +310,3 @@ func pct(sorted []time.Duration, p int) time.Duration {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
-
-// quiet is a Temporal SDK logger that drops everything.
-type quiet struct{}
-
-func (quiet) Debug(string, ...any) {}
-func (quiet) Info(string, ...any)  {}
-func (quiet) Warn(string, ...any)  {}
-func (quiet) Error(string, ...any) {}

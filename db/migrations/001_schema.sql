@@ -585,6 +585,7 @@ CREATE TABLE webhook_subscriptions (
     secret_sealed  bytea NOT NULL,
     active         boolean NOT NULL DEFAULT true,
     created_at     timestamptz NOT NULL DEFAULT now(),
+    updated_at     timestamptz NOT NULL DEFAULT now(),
     UNIQUE (org_id, id)
 );
 CREATE INDEX webhook_subscriptions_org ON webhook_subscriptions (org_id, created_at DESC, id DESC);
@@ -602,29 +603,37 @@ CREATE TABLE events (
 CREATE INDEX events_unrelayed ON events (created_at, id) WHERE relayed_at IS NULL;
 CREATE INDEX events_org ON events (org_id, created_at DESC, id DESC);
 
+-- One delivery per (event, subscription), carried out by the workflow
+-- webhook/<id>. workflow_started_at is null until the relay has started it.
 CREATE TABLE webhook_deliveries (
-    id                uuid PRIMARY KEY,
-    org_id            uuid NOT NULL,
-    event_id          uuid NOT NULL,
-    subscription_id   uuid NOT NULL,
-    status            text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'succeeded', 'failed', 'exhausted')),
-    attempts          integer NOT NULL DEFAULT 0 CHECK (attempts BETWEEN 0 AND 5),
-    last_status_code  integer,
-    next_attempt_at   timestamptz,
-    created_at        timestamptz NOT NULL DEFAULT now(),
-    updated_at        timestamptz NOT NULL DEFAULT now(),
+    id                  uuid PRIMARY KEY,
+    org_id              uuid NOT NULL,
+    event_id            uuid NOT NULL,
+    subscription_id     uuid NOT NULL,
+    status              text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'succeeded', 'failed', 'exhausted')),
+    attempts            integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    last_status_code    integer,
+    last_error          text,
+    next_attempt_at     timestamptz,
+    workflow_started_at timestamptz,
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    updated_at          timestamptz NOT NULL DEFAULT now(),
     UNIQUE (org_id, id),
     UNIQUE (event_id, subscription_id),
     FOREIGN KEY (org_id, event_id) REFERENCES events (org_id, id) ON DELETE CASCADE,
     FOREIGN KEY (org_id, subscription_id) REFERENCES webhook_subscriptions (org_id, id) ON DELETE CASCADE
 );
 CREATE INDEX webhook_deliveries_org ON webhook_deliveries (org_id, status, created_at DESC, id DESC);
+CREATE INDEX webhook_deliveries_org_all ON webhook_deliveries (org_id, created_at DESC, id DESC);
+CREATE INDEX webhook_deliveries_unstarted ON webhook_deliveries (created_at, id) WHERE workflow_started_at IS NULL;
 
+-- Every attempt of a delivery: automatic ones (at most 5) and resends.
 CREATE TABLE webhook_attempts (
     id                uuid PRIMARY KEY,
     org_id            uuid NOT NULL,
     delivery_id       uuid NOT NULL,
-    attempt           integer NOT NULL CHECK (attempt BETWEEN 1 AND 5),
+    attempt           integer NOT NULL CHECK (attempt >= 1),
+    manual            boolean NOT NULL DEFAULT false,
     started_at        timestamptz NOT NULL,
     duration_ms       integer NOT NULL,
     status_code       integer,

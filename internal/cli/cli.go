@@ -34,7 +34,7 @@ func NewRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd())
+	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd())
 	return root
 }
 

@@ -84,6 +84,9 @@ func workerCmd() *cobra.Command {
 			if _, err := cfg.Nightly(); err != nil {
 				return err
 			}
+			if _, err := cfg.ServiceKey(); err != nil {
+				return err
+			}
 			d, err := openDB(ctx, cfg)
 			if err != nil {
 				return err

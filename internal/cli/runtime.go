@@ -19,6 +19,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/relay"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
@@ -87,16 +88,23 @@ func DialTemporal(ctx context.Context, cfg config.Config, log *zap.Logger) (clie
 	}
 }
 
-// APIHandler builds the HTTP handler.
-func (rt *Runtime) APIHandler() (http.Handler, error) {
+// keys returns the service key (given, or from the configuration) and the
+// sealer made with it.
+func (rt *Runtime) keys() ([]byte, *secrets.Sealer, error) {
 	key := rt.ServiceKey
 	if key == nil {
 		var err error
 		if key, err = rt.Cfg.ServiceKey(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	sealer, err := secrets.NewSealer(key)
+	return key, sealer, err
+}
+
+// APIHandler builds the HTTP handler.
+func (rt *Runtime) APIHandler() (http.Handler, error) {
+	key, sealer, err := rt.keys()
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +141,29 @@ func ServeHTTP(ctx context.Context, l net.Listener, h http.Handler, log *zap.Log
 	return nil
 }
 
+// activities are the worker's activities, with what the configuration
+// gives them: the key that opens webhook secrets, the nightly run's time and
+// whether webhooks may reach private addresses.
+func (rt *Runtime) activities() (*activities.Activities, error) {
+	_, sealer, err := rt.keys()
+	if err != nil {
+		return nil, err
+	}
+	nightly, err := rt.Cfg.Nightly()
+	if err != nil {
+		return nil, err
+	}
+	return &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities"), BaseURL: rt.Cfg.BaseURL,
+		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), NightlyAt: nightly}, nil
+}
+
 // RunWorker registers the workflows and activities on the task queue and
 // runs them, with the sweeps beside them, until ctx ends.
 func (rt *Runtime) RunWorker(ctx context.Context) error {
+	acts, err := rt.activities()
+	if err != nil {
+		return err
+	}
 	if err := workflows.EnsureSearchAttributes(ctx, rt.Temporal, rt.Cfg.TemporalNamespace); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
@@ -143,7 +171,7 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 		return err
 	}
 	w := worker.New(rt.Temporal, workflows.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities"), BaseURL: rt.Cfg.BaseURL})
+	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -156,6 +184,10 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		(&relay.Waiters{DB: rt.DB, Temporal: rt.Temporal, Log: rt.Log.Named("relay")}).Run(ctx)
+		return nil
+	})
+	g.Go(func() error {
+		(&relay.Outbox{DB: rt.DB, Temporal: rt.Temporal, Log: rt.Log.Named("outbox")}).Run(ctx)
 		return nil
 	})
 	return g.Wait()

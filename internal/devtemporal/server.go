@@ -169,6 +169,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		temporal.WithLogger(tlog.NewZapLogger(logger)),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
 			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+			// One server: one partition per task queue, so a task never waits
+			// in a partition that no poller is polling to be forwarded.
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  []dynamicconfig.ConstrainedValue{{Value: 1}},
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): []dynamicconfig.ConstrainedValue{{Value: 1}},
 			// One history shard: at the default 20 reads a second of its
 			// transfer queue, every workflow task waited up to 50 ms to be
 			// dispatched.

@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/relay"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/testdb"
@@ -69,9 +71,34 @@ func Start(t *testing.T) *Env {
 // BaseURL is the {base_url} the environment's API and activities use.
 const BaseURL = "http://commerce.test"
 
-// Activities are the activities a worker of this environment runs.
+// NightlyAt is the environment's nightly retry run: 02:00 UTC.
+const NightlyAt = 2 * time.Hour
+
+// Activities are the activities a worker of this environment runs. Its
+// webhooks may reach loopback receivers.
 func (e *Env) Activities() *activities.Activities {
-	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL}
+	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL,
+		Sealer: Sealer(), Webhooks: outbound.Client(true), NightlyAt: NightlyAt}
+}
+
+// Outbox runs an outbox relay (as a worker process does) until the
+// returned stop is called or the test ends.
+func (e *Env) Outbox() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&relay.Outbox{DB: e.DB.DB, Temporal: e.Temporal, Log: e.Log, Sweep: time.Second}).Run(ctx)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	e.T.Cleanup(stop)
+	return stop
 }
 
 // ServiceKey seals the environment's signing secrets and signs its cursors.

@@ -68,6 +68,10 @@ func TestInboundPipelineRefusesInOrder(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND endpoint_id = $2`, epID); n != 7 {
 		t.Fatalf("%d receipts, want 7 (4 x 400, 413, 409, 200)", n)
 	}
+	// Each refusal tells the organisation's webhooks.
+	if n := f.count(`SELECT count(*) FROM events WHERE org_id = $1 AND type = 'inbound.receipt.failed' AND data->>'endpoint_id' = $2`, epID); n != 6 {
+		t.Fatalf("%d inbound.receipt.failed events, want 6", n)
+	}
 }
 
 func TestInboundSignatures(t *testing.T) {

@@ -1,0 +1,190 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/internal/outbound"
+	"github.com/commerce-integration/commerce/signature"
+)
+
+// Headers of a webhook delivery besides Content-Type and the signature.
+const (
+	HeaderEventID    = "X-Service-Event-Id"
+	HeaderEventType  = "X-Service-Event-Type"
+	HeaderDeliveryID = "X-Service-Delivery-Id"
+	HeaderAttempt    = "X-Service-Attempt"
+)
+
+// userAgent is sent with every delivery.
+const userAgent = "commerce-webhooks/1.0"
+
+// excerptLimit is how much of a receiver's answer an attempt keeps.
+const excerptLimit = 1024
+
+// DeliverInput is one attempt of a webhook delivery.
+type DeliverInput struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	DeliveryID uuid.UUID `json:"delivery_id"`
+	Attempt    int       `json:"attempt"`
+	// Manual: sent because support asked (commerce webhook resend).
+	Manual bool `json:"manual"`
+	// Last: if this attempt fails, the delivery is exhausted; otherwise it
+	// is tried again at the next nightly run.
+	Last bool `json:"last,omitempty"`
+}
+
+// DeliverResult is how an attempt went.
+type DeliverResult struct {
+	Succeeded  bool   `json:"succeeded"`
+	StatusCode int    `json:"status_code,omitempty"`
+	Error      string `json:"error,omitempty"`
+	// Skipped: no request was sent, because the subscription is disabled;
+	// the delivery has ended.
+	Skipped bool `json:"skipped,omitempty"`
+	// RetryAt is when a failed delivery that is not exhausted is tried
+	// again: the next nightly run.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
+}
+
+// DeliverWebhook sends one attempt of a delivery: the event as JSON, signed
+// now with the subscription's secret, waiting at most 10 seconds for the
+// answer. A 2xx answer is success; anything else (another status, a
+// timeout, a refused address) is a failed attempt, reported in the result,
+// not as an error: errors are for the service's own faults (the database),
+// which Temporal retries. The attempt and where it leaves the delivery are
+// recorded. A retry after a crash sends the same attempt again, with the
+// same delivery id and attempt number.
+func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (DeliverResult, error) {
+	t, err := a.DB.WebhookTarget(ctx, in.OrgID, in.DeliveryID)
+	if err != nil {
+		return DeliverResult{}, businessError(err)
+	}
+	if !t.Active {
+		if err := a.DB.EndWebhookDelivery(ctx, in.OrgID, in.DeliveryID, "subscription disabled"); err != nil {
+			return DeliverResult{}, err
+		}
+		return DeliverResult{Skipped: true, Error: "subscription disabled"}, nil
+	}
+	secret, err := t.Secret(a.Sealer)
+	if err != nil {
+		return DeliverResult{}, fmt.Errorf("open subscription secret: %w", err)
+	}
+	body, err := json.Marshal(t.Event)
+	if err != nil {
+		return DeliverResult{}, err
+	}
+
+	started := a.now()
+	res, excerpt := a.send(ctx, t, in, secret, body, started)
+	rec := db.WebhookAttemptRecord{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: in.Attempt, Manual: in.Manual,
+		StartedAt: started, Duration: a.now().Sub(started), Excerpt: excerpt}
+	if res.StatusCode != 0 {
+		code := res.StatusCode
+		rec.StatusCode = &code
+	}
+	if res.Error != "" {
+		msg := res.Error
+		rec.Error = &msg
+	}
+	switch {
+	case res.Succeeded:
+		rec.Status = db.WebhookSucceeded
+	case in.Last:
+		rec.Status = db.WebhookExhausted
+	default:
+		retry := NextNightly(a.now(), a.NightlyAt)
+		rec.Status, rec.NextAttemptAt, res.RetryAt = db.WebhookFailed, &retry, &retry
+	}
+	if err := a.DB.RecordWebhookAttempt(ctx, rec); err != nil {
+		return DeliverResult{}, err
+	}
+	a.Log.Info("webhook attempt", zap.String("delivery_id", in.DeliveryID.String()), zap.Int("attempt", in.Attempt),
+		zap.Bool("succeeded", res.Succeeded), zap.Int("status_code", res.StatusCode), zap.String("error", res.Error),
+		zap.Duration("duration", rec.Duration))
+	return res, nil
+}
+
+// send makes the request and reads the start of the answer.
+func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in DeliverInput, secret string, body []byte, at time.Time) (DeliverResult, *string) {
+	rctx, cancel := context.WithTimeout(ctx, outbound.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.URL, bytes.NewReader(body))
+	if err != nil {
+		return DeliverResult{Error: "the subscription URL is not valid: " + err.Error()}, nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set(HeaderEventID, t.Event.ID.String())
+	req.Header.Set(HeaderEventType, t.Event.Type)
+	req.Header.Set(HeaderDeliveryID, in.DeliveryID.String())
+	req.Header.Set(HeaderAttempt, strconv.Itoa(in.Attempt))
+	req.Header.Set(signature.Header, signature.Sign(secret, at, body))
+	resp, err := a.Webhooks.Do(req)
+	if err != nil {
+		return DeliverResult{Error: describeSendError(err)}, nil
+	}
+	defer resp.Body.Close()
+	// The status decides; the body is kept for support as far as it came.
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, excerptLimit))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
+	excerpt := validUTF8(head)
+	res := DeliverResult{StatusCode: resp.StatusCode, Succeeded: resp.StatusCode >= 200 && resp.StatusCode < 300}
+	if !res.Succeeded {
+		res.Error = fmt.Sprintf("the receiver answered %d", resp.StatusCode)
+	}
+	return res, &excerpt
+}
+
+// describeSendError says, without Go's wrapping, why a request failed.
+func describeSendError(err error) string {
+	switch {
+	case errors.Is(err, outbound.ErrRefusedTarget):
+		msg := err.Error()
+		if i := strings.Index(msg, outbound.ErrRefusedTarget.Error()); i >= 0 {
+			msg = msg[i:]
+		}
+		return msg
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		return "no answer within 10 s"
+	}
+	return err.Error()
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// validUTF8 keeps the valid UTF-8 of b (an answer cut at 1 KB may end
+// inside a character, and a binary one is not text).
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// NextNightly is the first time after now that is at (a time of day,
+// from midnight) in UTC: when the nightly run retries failed deliveries.
+func NextNightly(now time.Time, at time.Duration) time.Time {
+	now = now.UTC()
+	t := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).Add(at)
+	for !t.After(now) {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t
+}

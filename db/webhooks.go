@@ -1,0 +1,432 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+// Webhook delivery statuses (DESIGN.md section 9).
+const (
+	WebhookPending   = "pending"   // not attempted yet
+	WebhookSucceeded = "succeeded" // a 2xx answer within 10 s
+	WebhookFailed    = "failed"    // waiting for the nightly retry
+	WebhookExhausted = "exhausted" // 5 attempts failed, or the subscription was disabled
+)
+
+// WebhookStatuses lists the delivery statuses.
+var WebhookStatuses = []string{WebhookPending, WebhookSucceeded, WebhookFailed, WebhookExhausted}
+
+// MaxWebhookAttempts is how many times a delivery is tried on its own;
+// support may resend beyond it.
+const MaxWebhookAttempts = 5
+
+// Subscription is a webhook subscription (never with its secret).
+type Subscription struct {
+	ID         uuid.UUID        `json:"id"`
+	OrgID      uuid.UUID        `json:"org_id"`
+	URL        string           `json:"url"`
+	EventTypes []string         `json:"events"`
+	Active     bool             `json:"active"`
+	CreatedAt  domain.Timestamp `json:"created_at"`
+}
+
+const subscriptionColumns = `id, org_id, url, event_types, active, created_at`
+
+func scanSubscription(row pgx.Row) (Subscription, error) {
+	var s Subscription
+	err := row.Scan(&s.ID, &s.OrgID, &s.URL, &s.EventTypes, &s.Active, &s.CreatedAt)
+	return s, err
+}
+
+// NewSubscription is what adding a subscription takes. An empty EventTypes
+// means every event type.
+type NewSubscription struct {
+	OrgID      uuid.UUID
+	URL        string
+	EventTypes []string
+}
+
+// CreatedSubscription is a new subscription with its secret, which is never
+// readable again.
+type CreatedSubscription struct {
+	Subscription
+	Secret string
+}
+
+// ParseEventTypes reads a comma-separated list of event types; "all" or
+// nothing means every type (an empty list).
+func ParseEventTypes(s string) ([]string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "all") {
+		return []string{}, nil
+	}
+	out := []string{}
+	for part := range strings.SplitSeq(s, ",") {
+		t := strings.TrimSpace(part)
+		if t == "" {
+			continue
+		}
+		if !slices.Contains(EventTypes, t) {
+			return nil, domain.Errorf(domain.EINVALID, "unknown event type %q (one of %s, or all)", t, strings.Join(EventTypes, ", "))
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// CreateSubscription adds a webhook subscription with a new secret, sealed
+// with sealer. The URL is checked by the caller (outbound.CheckURL).
+func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in NewSubscription) (CreatedSubscription, error) {
+	for _, t := range in.EventTypes {
+		if !slices.Contains(EventTypes, t) {
+			return CreatedSubscription{}, domain.Errorf(domain.EINVALID, "unknown event type %q", t)
+		}
+	}
+	if len(in.URL) > 2000 {
+		return CreatedSubscription{}, domain.Errorf(domain.EINVALID, "the URL is longer than 2000 characters")
+	}
+	if _, err := d.Organisation(ctx, in.OrgID); err != nil {
+		return CreatedSubscription{}, err
+	}
+	if in.EventTypes == nil {
+		in.EventTypes = []string{}
+	}
+	secret := secrets.NewSigningSecret()
+	s, err := scanSubscription(d.pool.QueryRow(ctx, `
+		INSERT INTO webhook_subscriptions (id, org_id, url, event_types, secret_sealed)
+		VALUES ($1, $2, $3, $4, $5) RETURNING `+subscriptionColumns,
+		NewID(), in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret)))
+	return CreatedSubscription{Subscription: s, Secret: secret}, err
+}
+
+// SetSubscriptionActive disables or enables a subscription. A disabled
+// subscription gets no new deliveries, and its deliveries waiting for a
+// retry end exhausted when their turn comes.
+func (d *DB) SetSubscriptionActive(ctx context.Context, id uuid.UUID, active bool) (Subscription, error) {
+	s, err := scanSubscription(d.pool.QueryRow(ctx, `
+		UPDATE webhook_subscriptions SET active = $2, updated_at = now() WHERE id = $1 RETURNING `+subscriptionColumns, id, active))
+	return s, notFound(err, "subscription")
+}
+
+// ListSubscriptions lists an organisation's subscriptions, newest first.
+func (d *DB) ListSubscriptions(ctx context.Context, orgID uuid.UUID) ([]Subscription, error) {
+	if _, err := d.Organisation(ctx, orgID); err != nil {
+		return nil, err
+	}
+	rows, err := d.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
+		WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, orgID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Subscription, error) { return scanSubscription(r) })
+}
+
+// ---- the outbox relay
+
+// RelayEvents takes up to limit events not relayed yet (oldest first,
+// skipping those another relay holds), creates one delivery per matching
+// active subscription, and marks the events relayed, in one transaction. It
+// returns how many events it took; their deliveries wait in
+// UnstartedWebhookDeliveries for their workflows.
+func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
+	var taken int
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			WITH ev AS (
+				SELECT id, org_id, type FROM events WHERE relayed_at IS NULL
+				ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+			)
+			SELECT ev.id, ev.org_id, s.id
+			FROM ev LEFT JOIN webhook_subscriptions s
+			  ON s.org_id = ev.org_id AND s.active AND (cardinality(s.event_types) = 0 OR ev.type = ANY (s.event_types))`, limit)
+		if err != nil {
+			return err
+		}
+		var events, ids, orgs, evIDs, subs []uuid.UUID
+		seen := map[uuid.UUID]bool{}
+		for rows.Next() {
+			var ev, org uuid.UUID
+			var sub *uuid.UUID
+			if err := rows.Scan(&ev, &org, &sub); err != nil {
+				rows.Close()
+				return err
+			}
+			if !seen[ev] {
+				seen[ev] = true
+				events = append(events, ev)
+			}
+			if sub != nil {
+				ids, orgs, evIDs, subs = append(ids, NewID()), append(orgs, org), append(evIDs, ev), append(subs, *sub)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		taken = len(events)
+		if taken == 0 {
+			return nil
+		}
+		if len(ids) > 0 {
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id)
+				SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[])
+				ON CONFLICT (event_id, subscription_id) DO NOTHING`, ids, orgs, evIDs, subs); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `UPDATE events SET relayed_at = now() WHERE id = ANY ($1)`, events)
+		return err
+	})
+	return taken, err
+}
+
+// WebhookDeliveryRef names a delivery whose workflow the relay starts.
+type WebhookDeliveryRef struct {
+	ID             uuid.UUID
+	OrgID          uuid.UUID
+	EventID        uuid.UUID
+	EventType      string
+	SubscriptionID uuid.UUID
+	Attempts       int
+}
+
+// UnstartedWebhookDeliveries lists up to limit deliveries whose workflow has not
+// been started, oldest first.
+func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]WebhookDeliveryRef, error) {
+	rows, err := d.pool.Query(ctx, `
+		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts
+		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+		WHERE w.workflow_started_at IS NULL ORDER BY w.created_at, w.id LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDeliveryRef, error) {
+		var x WebhookDeliveryRef
+		err := r.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.Attempts)
+		return x, err
+	})
+}
+
+// MarkWebhookDeliveriesStarted records that the deliveries' workflows exist.
+func (d *DB) MarkWebhookDeliveriesStarted(ctx context.Context, ids []uuid.UUID) error {
+	_, err := d.pool.Exec(ctx, `UPDATE webhook_deliveries SET workflow_started_at = now() WHERE id = ANY ($1) AND workflow_started_at IS NULL`, ids)
+	return err
+}
+
+// ListenEvents calls fn whenever events were written (see eventsChannel),
+// and after every interval without one, until ctx ends.
+func (d *DB) ListenEvents(ctx context.Context, interval time.Duration, fn func()) error {
+	return d.listen(ctx, eventsChannel, interval, func(string) { fn() }, fn)
+}
+
+// ---- attempts
+
+// Envelope is the body of a delivery: the event.
+type Envelope struct {
+	ID        uuid.UUID       `json:"id"`
+	Type      string          `json:"type"`
+	CreatedAt time.Time       `json:"created_at"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// WebhookTarget is what an attempt needs: where, with which secret, what.
+type WebhookTarget struct {
+	DeliveryID     uuid.UUID
+	SubscriptionID uuid.UUID
+	URL            string
+	Active         bool
+	Status         string
+	Event          Envelope
+	secretSealed   []byte
+}
+
+// Secret opens the subscription's signing secret.
+func (t WebhookTarget) Secret(sealer *secrets.Sealer) (string, error) {
+	return sealer.Open(t.secretSealed)
+}
+
+// WebhookTarget loads a delivery's subscription and event.
+func (d *DB) WebhookTarget(ctx context.Context, orgID, deliveryID uuid.UUID) (WebhookTarget, error) {
+	var t WebhookTarget
+	var createdAt time.Time
+	err := d.pool.QueryRow(ctx, `
+		SELECT w.id, s.id, s.url, s.active, w.status, s.secret_sealed, e.id, e.type, e.created_at, e.data::text
+		FROM webhook_deliveries w
+		JOIN webhook_subscriptions s ON s.org_id = w.org_id AND s.id = w.subscription_id
+		JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+		WHERE w.org_id = $1 AND w.id = $2`, orgID, deliveryID).Scan(
+		&t.DeliveryID, &t.SubscriptionID, &t.URL, &t.Active, &t.Status, &t.secretSealed,
+		&t.Event.ID, &t.Event.Type, &createdAt, &t.Event.Data)
+	t.Event.CreatedAt = createdAt.UTC()
+	return t, notFound(err, "delivery")
+}
+
+// WebhookAttemptRecord is one attempt and where it leaves the delivery.
+type WebhookAttemptRecord struct {
+	OrgID      uuid.UUID
+	DeliveryID uuid.UUID
+	Attempt    int
+	Manual     bool
+	StartedAt  time.Time
+	Duration   time.Duration
+	StatusCode *int
+	Error      *string
+	// Excerpt is the start of the answer's body (at most 1 KB).
+	Excerpt *string
+	// Status is the delivery's status after the attempt, and NextAttemptAt
+	// when it will be tried again (failed only).
+	Status        string
+	NextAttemptAt *time.Time
+}
+
+// RecordWebhookAttempt logs an attempt and moves the delivery. An attempt recorded
+// again (its activity was retried after a crash) replaces the first record.
+func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) error {
+	if !slices.Contains(WebhookStatuses, a.Status) {
+		return fmt.Errorf("unknown delivery status %q", a.Status)
+	}
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO webhook_attempts (id, org_id, delivery_id, attempt, manual, started_at, duration_ms, status_code, error, response_excerpt)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			ON CONFLICT (org_id, delivery_id, attempt) DO UPDATE SET
+				manual = EXCLUDED.manual, started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms,
+				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt`,
+			NewID(), a.OrgID, a.DeliveryID, a.Attempt, a.Manual, a.StartedAt, a.Duration.Milliseconds(),
+			a.StatusCode, a.Error, a.Excerpt); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `
+			UPDATE webhook_deliveries
+			SET attempts = greatest(attempts, $3), status = $4, last_status_code = $5, last_error = $6,
+			    next_attempt_at = $7, updated_at = now()
+			WHERE org_id = $1 AND id = $2`,
+			a.OrgID, a.DeliveryID, a.Attempt, a.Status, a.StatusCode, a.Error, a.NextAttemptAt)
+		if err == nil && tag.RowsAffected() == 0 {
+			return domain.Errorf(domain.ENOTFOUND, "delivery not found")
+		}
+		return err
+	})
+}
+
+// EndWebhookDelivery ends a delivery without an attempt (its subscription was
+// disabled): exhausted, with the reason.
+func (d *DB) EndWebhookDelivery(ctx context.Context, orgID, deliveryID uuid.UUID, reason string) error {
+	_, err := d.pool.Exec(ctx, `
+		UPDATE webhook_deliveries SET status = 'exhausted', last_error = $3, next_attempt_at = NULL, updated_at = now()
+		WHERE org_id = $1 AND id = $2`, orgID, deliveryID, reason)
+	return err
+}
+
+// ---- support
+
+// WebhookDelivery is a webhook delivery as support sees it.
+type WebhookDelivery struct {
+	ID             uuid.UUID         `json:"id"`
+	OrgID          uuid.UUID         `json:"org_id"`
+	EventID        uuid.UUID         `json:"event_id"`
+	EventType      string            `json:"event_type"`
+	SubscriptionID uuid.UUID         `json:"subscription_id"`
+	URL            string            `json:"url"`
+	Status         string            `json:"status"`
+	Attempts       int               `json:"attempts"`
+	LastStatusCode *int              `json:"last_status_code"`
+	LastError      *string           `json:"last_error"`
+	NextAttemptAt  *domain.Timestamp `json:"next_attempt_at"`
+	CreatedAt      domain.Timestamp  `json:"created_at"`
+	UpdatedAt      domain.Timestamp  `json:"updated_at"`
+	// AttemptLog is filled by GetWebhookDelivery.
+	AttemptLog []WebhookAttempt `json:"attempt_log,omitempty"`
+}
+
+// WebhookAttempt is one logged attempt of a delivery.
+type WebhookAttempt struct {
+	Attempt    int              `json:"attempt"`
+	Manual     bool             `json:"manual"`
+	StartedAt  domain.Timestamp `json:"started_at"`
+	DurationMS int              `json:"duration_ms"`
+	StatusCode *int             `json:"status_code"`
+	Error      *string          `json:"error"`
+	Response   *string          `json:"response_excerpt"`
+}
+
+const webhookDeliveryColumns = `w.id, w.org_id, w.event_id, e.type, w.subscription_id, s.url, w.status, w.attempts,
+	w.last_status_code, w.last_error, w.next_attempt_at, w.created_at, w.updated_at`
+
+const webhookDeliveryFrom = ` FROM webhook_deliveries w
+	JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+	JOIN webhook_subscriptions s ON s.org_id = w.org_id AND s.id = w.subscription_id`
+
+func scanWebhookDelivery(row pgx.Row) (WebhookDelivery, error) {
+	var x WebhookDelivery
+	err := row.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.URL, &x.Status, &x.Attempts,
+		&x.LastStatusCode, &x.LastError, &x.NextAttemptAt, &x.CreatedAt, &x.UpdatedAt)
+	return x, err
+}
+
+// WebhookDeliveryFilter narrows a delivery list.
+type WebhookDeliveryFilter struct {
+	OrgID          uuid.UUID
+	Status         string
+	SubscriptionID *uuid.UUID
+	Limit          int
+}
+
+// ListWebhookDeliveries lists an organisation's deliveries, newest first.
+func (d *DB) ListWebhookDeliveries(ctx context.Context, f WebhookDeliveryFilter) ([]WebhookDelivery, error) {
+	if f.Status != "" && !slices.Contains(WebhookStatuses, f.Status) {
+		return nil, domain.Errorf(domain.EINVALID, "unknown delivery status %q (one of %s)", f.Status, strings.Join(WebhookStatuses, ", "))
+	}
+	if _, err := d.Organisation(ctx, f.OrgID); err != nil {
+		return nil, err
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	c := newConds()
+	c.add("w.org_id = ?", f.OrgID)
+	c.addIf(f.Status != "", "w.status = ?", f.Status)
+	c.addIf(f.SubscriptionID != nil, "w.subscription_id = ?", f.SubscriptionID)
+	rows, err := d.pool.Query(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE `+c.where()+
+		` ORDER BY w.created_at DESC, w.id DESC LIMIT `+c.param(f.Limit), c.args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDelivery, error) { return scanWebhookDelivery(r) })
+}
+
+// GetWebhookDelivery returns a delivery with its attempt log, oldest attempt
+// first.
+func (d *DB) GetWebhookDelivery(ctx context.Context, id uuid.UUID) (WebhookDelivery, error) {
+	x, err := scanWebhookDelivery(d.pool.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE w.id = $1`, id))
+	if err != nil {
+		return x, notFound(err, "delivery")
+	}
+	rows, err := d.pool.Query(ctx, `
+		SELECT attempt, manual, started_at, duration_ms, status_code, error, response_excerpt
+		FROM webhook_attempts WHERE org_id = $1 AND delivery_id = $2 ORDER BY attempt`, x.OrgID, x.ID)
+	if err != nil {
+		return x, err
+	}
+	x.AttemptLog, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookAttempt, error) {
+		var a WebhookAttempt
+		err := r.Scan(&a.Attempt, &a.Manual, &a.StartedAt, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response)
+		return a, err
+	})
+	if x.AttemptLog == nil {
+		x.AttemptLog = []WebhookAttempt{}
+	}
+	return x, err
+}

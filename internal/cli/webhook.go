@@ -1,0 +1,342 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/outbound"
+	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+func webhookCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "webhook", Short: "Webhook subscriptions, and the deliveries of events to them"}
+	cmd.AddCommand(webhookAddCmd(), webhookListCmd(),
+		webhookActiveCmd("disable", false, "Disable a subscription: no new deliveries, and waiting retries end"),
+		webhookActiveCmd("enable", true, "Enable a disabled subscription again (for events from now on)"),
+		webhookDeliveriesCmd(), webhookShowCmd(), webhookResendCmd())
+	return cmd
+}
+
+// subscriptionJSON is a subscription as `webhook add|list --json` print it;
+// secret only from add.
+type subscriptionJSON struct {
+	db.Subscription
+	Secret string `json:"secret,omitempty"`
+}
+
+func printSubscription(w io.Writer, s db.Subscription) {
+	fmt.Fprintf(w, "subscription\t%s\nurl\t%s\nevents\t%s\nactive\t%v\n", s.ID, s.URL, eventsText(s.EventTypes), s.Active)
+}
+
+func eventsText(types []string) string {
+	if len(types) == 0 {
+		return "all"
+	}
+	return strings.Join(types, ",")
+}
+
+func webhookAddCmd() *cobra.Command {
+	cfg := config.Load()
+	var org, url, events string
+	cmd := &cobra.Command{
+		Use:   "add --org ORG --url URL [--events a,b]",
+		Short: "Subscribe a URL to events (the signing secret is printed once)",
+		Long: "add subscribes an http(s) URL to the organisation's events: every event type, or those --events names\n" +
+			"(customer.created, customer.updated, products.upserted, request.created, stock.movement.created,\n" +
+			"order.status_changed, order.invoice_recorded, delivery.status_changed, purchase_order.acknowledged,\n" +
+			"supplier_invoice.matched, supplier_invoice.variance_raised, inbound.receipt.failed). Each delivery is\n" +
+			"signed with the subscription's secret: see docs/webhooks.md. Private, loopback and link-local addresses\n" +
+			"are refused unless COMMERCE_ALLOW_PRIVATE_TARGETS is true.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			types, err := db.ParseEventTypes(events)
+			if err != nil {
+				return err
+			}
+			u, err := outbound.CheckURL(cmd.Context(), url, cfg.AllowPrivateTargets)
+			if err != nil {
+				return usagef("--url: %v", err)
+			}
+			key, err := cfg.ServiceKey()
+			if err != nil {
+				return err
+			}
+			sealer, err := secrets.NewSealer(key)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				s, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: orgID, URL: u.String(), EventTypes: types})
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(subscriptionJSON{Subscription: s.Subscription, Secret: s.Secret}, func(w io.Writer) {
+					printSubscription(w, s.Subscription)
+					fmt.Fprintf(w, "secret\t%s\n\nThe secret is shown once and stored sealed: keep it now; receivers verify deliveries with it.\n", s.Secret)
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	cmd.Flags().StringVar(&url, "url", "", "the receiver's http(s) URL (required)")
+	cmd.Flags().StringVar(&events, "events", "all", "comma-separated event types, or all")
+	_ = cmd.MarkFlagRequired("org")
+	_ = cmd.MarkFlagRequired("url")
+	jsonFlag(cmd)
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_ALLOW_PRIVATE_TARGETS")
+	return cmd
+}
+
+func webhookListCmd() *cobra.Command {
+	cfg := config.Load()
+	var org string
+	cmd := &cobra.Command{
+		Use:   "list --org ORG",
+		Short: "List an organisation's subscriptions (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				list, err := d.ListSubscriptions(ctx, orgID)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(list, func(w io.Writer) {
+					fmt.Fprintln(w, "ID\tURL\tEVENTS\tACTIVE\tCREATED")
+					for _, s := range list {
+						fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", s.ID, s.URL, eventsText(s.EventTypes), s.Active, s.CreatedAt)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	_ = cmd.MarkFlagRequired("org")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func webhookActiveCmd(use string, active bool, short string) *cobra.Command {
+	cfg := config.Load()
+	cmd := &cobra.Command{
+		Use:   use + " SUBSCRIPTION_ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("SUBSCRIPTION_ID", args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				s, err := d.SetSubscriptionActive(ctx, id, active)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(s, func(w io.Writer) { printSubscription(w, s) })
+			})
+		},
+	}
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func printDelivery(w io.Writer, x db.WebhookDelivery) {
+	fmt.Fprintf(w, "delivery\t%s\nevent\t%s (%s)\nsubscription\t%s\nurl\t%s\nstatus\t%s\nattempts\t%d\nnext attempt\t%s\n",
+		x.ID, x.EventID, x.EventType, x.SubscriptionID, x.URL, x.Status, x.Attempts, tsOrDash(x.NextAttemptAt))
+	if x.LastError != nil {
+		fmt.Fprintf(w, "last error\t%s\n", *x.LastError)
+	}
+	for _, a := range x.AttemptLog {
+		status := "-"
+		if a.StatusCode != nil {
+			status = fmt.Sprint(*a.StatusCode)
+		}
+		how := ""
+		if a.Manual {
+			how = " (resent)"
+		}
+		fmt.Fprintf(w, "attempt %d%s\t%s, %d ms, status %s", a.Attempt, how, a.StartedAt, a.DurationMS, status)
+		if a.Error != nil {
+			fmt.Fprintf(w, ", %s", *a.Error)
+		}
+		fmt.Fprintln(w)
+		if a.Response != nil && *a.Response != "" {
+			fmt.Fprintf(w, "  answer\t%s\n", oneLine(*a.Response, 200))
+		}
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+func webhookDeliveriesCmd() *cobra.Command {
+	cfg := config.Load()
+	var org, status, subscription string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "deliveries --org ORG [--status pending|succeeded|failed|exhausted] [--subscription ID] [--limit N]",
+		Short: "List an organisation's webhook deliveries, newest first",
+		Long: "deliveries lists deliveries of events to subscriptions: pending (not attempted yet), succeeded, failed\n" +
+			"(waiting for the nightly retry at next_attempt_at) or exhausted (5 attempts failed, or the subscription\n" +
+			"was disabled). `webhook show` prints one with its attempt log.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			f := db.WebhookDeliveryFilter{OrgID: orgID, Status: status, Limit: limit}
+			if subscription != "" {
+				id, err := parseID("--subscription", subscription)
+				if err != nil {
+					return err
+				}
+				f.SubscriptionID = &id
+			}
+			if limit < 1 || limit > 1000 {
+				return usagef("--limit must be 1 to 1000")
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				list, err := d.ListWebhookDeliveries(ctx, f)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(list, func(w io.Writer) {
+					fmt.Fprintln(w, "ID\tEVENT\tSTATUS\tATTEMPTS\tLAST STATUS\tNEXT ATTEMPT\tCREATED")
+					for _, x := range list {
+						last := "-"
+						if x.LastStatusCode != nil {
+							last = fmt.Sprint(*x.LastStatusCode)
+						}
+						fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", x.ID, x.EventType, x.Status, x.Attempts, last,
+							tsOrDash(x.NextAttemptAt), x.CreatedAt)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	cmd.Flags().StringVar(&status, "status", "", "only deliveries with this status")
+	cmd.Flags().StringVar(&subscription, "subscription", "", "only deliveries to this subscription")
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many")
+	_ = cmd.MarkFlagRequired("org")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func webhookShowCmd() *cobra.Command {
+	cfg := config.Load()
+	cmd := &cobra.Command{
+		Use:   "show DELIVERY_ID",
+		Short: "Show a delivery and every attempt: status code, duration, error, the start of the answer",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("DELIVERY_ID", args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				x, err := d.GetWebhookDelivery(ctx, id)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(x, func(w io.Writer) { printDelivery(w, x) })
+			})
+		},
+	}
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+func webhookResendCmd() *cobra.Command {
+	cfg := config.Load()
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "resend DELIVERY_ID",
+		Short: "Send a delivery again now (it counts as an attempt) and show how it went",
+		Long: "resend makes an attempt of the delivery at once, with the same delivery id, through its workflow\n" +
+			"webhook/<delivery_id>. A delivery waiting for its nightly retry keeps its remaining retries if this attempt\n" +
+			"fails; one that had succeeded or was exhausted gets this one attempt more. It needs Temporal and a worker.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("DELIVERY_ID", args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				x, err := d.GetWebhookDelivery(ctx, id)
+				if err != nil {
+					return err
+				}
+				// A delivery that is over gets a run of one attempt; one still
+				// under way is told to attempt now (or, if its workflow is
+				// gone, carried on from where it stands).
+				over := x.Status == db.WebhookSucceeded || x.Status == db.WebhookExhausted
+				in := workflows.WebhookInput{OrgID: x.OrgID, DeliveryID: x.ID, Attempts: x.Attempts, Manual: over}
+				err = withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
+					_, err := tc.SignalWithStartWorkflow(ctx, workflows.WebhookWorkflowID(x.ID), workflows.ResendSignal, nil,
+						client.StartWorkflowOptions{
+							ID:                    workflows.WebhookWorkflowID(x.ID),
+							TaskQueue:             workflows.TaskQueue,
+							WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+							TypedSearchAttributes: temporal.NewSearchAttributes(workflows.OrgIDAttr.ValueSet(x.OrgID.String())),
+							Memo: map[string]any{"org_id": x.OrgID.String(), "event_id": x.EventID.String(), "event_type": x.EventType,
+								"subscription_id": x.SubscriptionID.String(), "resend": true},
+						}, workflows.WebhookDelivery, in)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				if err := d.MarkWebhookDeliveriesStarted(ctx, []uuid.UUID{x.ID}); err != nil {
+					return err
+				}
+				// Wait for the attempt to be logged (a request takes at most 10 s).
+				deadline := time.Now().Add(wait)
+				for {
+					if x, err = d.GetWebhookDelivery(ctx, id); err != nil {
+						return err
+					}
+					if len(x.AttemptLog) > 0 && x.AttemptLog[len(x.AttemptLog)-1].Attempt > in.Attempts || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				return newPrinter(cmd).print(x, func(w io.Writer) { printDelivery(w, x) })
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", 20*time.Second, "how long to wait for the attempt before printing the delivery")
+	jsonFlag(cmd)
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
+	return cmd
+}

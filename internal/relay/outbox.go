@@ -1,0 +1,167 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+// Outbox relays the events outbox to webhook deliveries: for each event it
+// records one delivery per matching subscription, then starts each
+// delivery's workflow, webhook/<delivery_id>. It wakes on the NOTIFY every
+// event sends and sweeps on its own every Sweep, so an event written while
+// no relay listened, or a delivery whose workflow a crash kept from
+// starting, is picked up. Recording and starting are both idempotent: a
+// crash anywhere loses nothing, and a repeat doubles nothing.
+type Outbox struct {
+	DB       *db.DB
+	Temporal client.Client
+	Log      *zap.Logger
+	// Sweep is how often the relay looks without a notification (10 s
+	// when zero).
+	Sweep time.Duration
+	// Starts is how many workflow starts run at once (8 when zero).
+	Starts int
+}
+
+// batch is how many events or deliveries one round takes.
+const batch = 500
+
+// Run relays until ctx ends, reconnecting after a failure.
+func (o *Outbox) Run(ctx context.Context) {
+	sweep := o.Sweep
+	if sweep == 0 {
+		sweep = 10 * time.Second
+	}
+	wake := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			}
+			if _, err := o.Drain(ctx); err != nil && ctx.Err() == nil {
+				o.Log.Warn("relaying events failed; retrying at the next sweep", zap.Error(err))
+			}
+		}
+	}()
+	notify := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	notify()
+	for ctx.Err() == nil {
+		if err := o.DB.ListenEvents(ctx, sweep, notify); err != nil && ctx.Err() == nil {
+			o.Log.Warn("listening for events failed; retrying", zap.Error(err))
+			notify()
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+	<-done
+}
+
+// Drain relays every waiting event and starts every waiting delivery, and
+// reports how many deliveries it started.
+func (o *Outbox) Drain(ctx context.Context) (int, error) {
+	for {
+		n, err := o.DB.RelayEvents(ctx, batch)
+		if err != nil {
+			return 0, err
+		}
+		if n < batch {
+			break
+		}
+	}
+	started := 0
+	for {
+		refs, err := o.DB.UnstartedWebhookDeliveries(ctx, batch)
+		if err != nil {
+			return started, err
+		}
+		ok, err := o.start(ctx, refs)
+		started += len(ok)
+		if len(ok) > 0 {
+			if merr := o.DB.MarkWebhookDeliveriesStarted(ctx, ok); merr != nil {
+				return started, merr
+			}
+		}
+		if err != nil {
+			return started, err
+		}
+		if len(refs) < batch {
+			return started, nil
+		}
+	}
+}
+
+// start starts the workflows of refs, a few at a time, and returns the ids
+// of those that now exist (started now, or before).
+func (o *Outbox) start(ctx context.Context, refs []db.WebhookDeliveryRef) ([]uuid.UUID, error) {
+	workers := o.Starts
+	if workers == 0 {
+		workers = 8
+	}
+	var mu sync.Mutex
+	var ok []uuid.UUID
+	var firstErr error
+	jobs := make(chan db.WebhookDeliveryRef)
+	var wg sync.WaitGroup
+	for range min(workers, len(refs)) {
+		wg.Go(func() {
+			for ref := range jobs {
+				err := StartWebhookDelivery(ctx, o.Temporal, ref)
+				mu.Lock()
+				if err == nil {
+					ok = append(ok, ref.ID)
+				} else if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, ref := range refs {
+		jobs <- ref
+	}
+	close(jobs)
+	wg.Wait()
+	return ok, firstErr
+}
+
+// StartWebhookDelivery starts a delivery's workflow; one that exists
+// already, running or closed, is left as it is.
+func StartWebhookDelivery(ctx context.Context, tc client.Client, ref db.WebhookDeliveryRef) error {
+	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.WebhookWorkflowID(ref.ID),
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.OrgIDAttr.ValueSet(ref.OrgID.String())),
+		Memo: map[string]any{"org_id": ref.OrgID.String(), "event_id": ref.EventID.String(), "event_type": ref.EventType,
+			"subscription_id": ref.SubscriptionID.String()},
+	}, workflows.WebhookDelivery, workflows.WebhookInput{OrgID: ref.OrgID, DeliveryID: ref.ID, Attempts: ref.Attempts})
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,162 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/db"
+)
+
+var webhookIn = WebhookInput{OrgID: orgID, DeliveryID: uuid.MustParse("0193e3c0-0000-7000-8000-000000000020")}
+
+// webhookEnv runs the delivery workflow against a receiver that answers
+// with the given results in turn (the last one for every later attempt),
+// recording when each attempt was made (by the workflow's clock).
+type webhookEnv struct {
+	*testsuite.TestWorkflowEnvironment
+	attempts []activities.DeliverInput
+	at       []time.Time
+}
+
+// The nightly run is at 02:00 UTC; the delivery starts at 10:30.
+var (
+	webhookStart = time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
+	nightlyAt    = 2 * time.Hour
+)
+
+func newWebhookEnv(results ...activities.DeliverResult) *webhookEnv {
+	var s testsuite.WorkflowTestSuite
+	e := &webhookEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
+	e.SetStartTime(webhookStart)
+	var a *activities.Activities
+	e.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+			e.attempts = append(e.attempts, in)
+			e.at = append(e.at, e.Now().UTC())
+			res := results[min(len(e.attempts), len(results))-1]
+			// As the activity does: a failure that is not the last is tried
+			// again at the next nightly run.
+			if !res.Succeeded && !res.Skipped && !in.Last {
+				next := activities.NextNightly(e.Now(), nightlyAt)
+				res.RetryAt = &next
+			}
+			return res, nil
+		})
+	return e
+}
+
+var (
+	receiverDown = activities.DeliverResult{StatusCode: 503, Error: "the receiver answered 503"}
+	receiverOK   = activities.DeliverResult{Succeeded: true, StatusCode: 200}
+)
+
+func TestFailingReceiverGetsFiveAttemptsAtSuccessiveNightlyRuns(t *testing.T) {
+	e := newWebhookEnv(receiverDown)
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var out WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.attempts) != 5 || out.Status != db.WebhookExhausted || out.Attempts != 5 {
+		t.Fatalf("%d attempts, outcome %+v; want 5, exhausted", len(e.attempts), out)
+	}
+	want := []time.Time{webhookStart}
+	for day := 1; day <= 4; day++ {
+		want = append(want, time.Date(2026, 11, 22+day, 2, 0, 0, 0, time.UTC))
+	}
+	for i, in := range e.attempts {
+		if !e.at[i].Equal(want[i]) || in.Attempt != i+1 || in.Manual || in.Last != (i == 4) {
+			t.Errorf("attempt %d at %s (number %d, manual %v, last %v), want at %s", i+1, e.at[i], in.Attempt, in.Manual, in.Last, want[i])
+		}
+	}
+}
+
+func TestReceiverThatRecoversStopsTheRetries(t *testing.T) {
+	e := newWebhookEnv(receiverDown, receiverDown, receiverOK)
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var out WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.attempts) != 3 || out.Status != db.WebhookSucceeded || out.Attempts != 3 {
+		t.Fatalf("%d attempts, outcome %+v; want 3, succeeded", len(e.attempts), out)
+	}
+	if want := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC); !e.at[2].Equal(want) {
+		t.Fatalf("third attempt at %s, want %s", e.at[2], want)
+	}
+}
+
+func TestFirstAttemptSucceedingIsTheOnlyOne(t *testing.T) {
+	e := newWebhookEnv(receiverOK)
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var out WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil || len(e.attempts) != 1 || out.Status != db.WebhookSucceeded {
+		t.Fatalf("%d attempts, %+v, %v", len(e.attempts), out, err)
+	}
+	if !e.at[0].Equal(webhookStart) {
+		t.Fatalf("attempt 1 at %s, not at once", e.at[0])
+	}
+}
+
+func TestResendAttemptsAtOnceAndCounts(t *testing.T) {
+	e := newWebhookEnv(receiverDown, receiverOK)
+	// Support resends an hour after the first failure.
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(ResendSignal, nil) }, time.Hour)
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var out WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.attempts) != 2 || !e.attempts[1].Manual || e.attempts[1].Attempt != 2 || out.Status != db.WebhookSucceeded {
+		t.Fatalf("attempts %+v, outcome %+v", e.attempts, out)
+	}
+	if want := webhookStart.Add(time.Hour); !e.at[1].Equal(want) {
+		t.Fatalf("resend at %s, want %s", e.at[1], want)
+	}
+}
+
+func TestResendOfAnExhaustedDeliveryMakesOneAttempt(t *testing.T) {
+	e := newWebhookEnv(receiverDown)
+	in := webhookIn
+	in.Attempts, in.Manual = 5, true
+	e.ExecuteWorkflow(WebhookDelivery, in)
+	var out WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.attempts) != 1 || e.attempts[0].Attempt != 6 || !e.attempts[0].Manual || !e.attempts[0].Last || out.Status != db.WebhookExhausted {
+		t.Fatalf("attempts %+v, outcome %+v", e.attempts, out)
+	}
+}
+
+func TestResendOfASucceededDeliveryThatFailsGoesOnToTheNightlyRetries(t *testing.T) {
+	e := newWebhookEnv(receiverDown, receiverOK)
+	in := webhookIn
+	in.Attempts, in.Manual = 1, true
+	e.ExecuteWorkflow(WebhookDelivery, in)
+	var out WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.attempts) != 2 || !e.attempts[0].Manual || e.attempts[1].Manual || e.attempts[1].Attempt != 3 || out.Status != db.WebhookSucceeded {
+		t.Fatalf("attempts %+v, outcome %+v", e.attempts, out)
+	}
+	if want := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC); !e.at[1].Equal(want) {
+		t.Fatalf("the retry after the failed resend at %s, want %s", e.at[1], want)
+	}
+}
+
+func TestDisabledSubscriptionEndsTheDelivery(t *testing.T) {
+	e := newWebhookEnv(activities.DeliverResult{Skipped: true, Error: "subscription disabled"})
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var out WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil || len(e.attempts) != 1 || out.Status != db.WebhookExhausted {
+		t.Fatalf("%d attempts, %+v, %v", len(e.attempts), out, err)
+	}
+}
