@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/signature"
 )
 
 func TestInboundPipelineRefusesInOrder(t *testing.T) {
@@ -92,6 +93,12 @@ func TestInboundSignatures(t *testing.T) {
 	}
 	if a := f.signedPost(url, secret, body, now.Add(-4*time.Minute)); a.status != 200 {
 		t.Fatalf("a signature four minutes old: %d %s", a.status, a.raw)
+	}
+	// During a rotation the sender signs with the old and the new secret.
+	ts := now.Unix()
+	rotated := fmt.Sprintf("t=%d,v1=%s,v1=%s", ts, signature.Compute("whsec_old", ts, []byte(body)), signature.Compute(secret, ts, []byte(body)))
+	if a := f.post(url, body, signature.Header, rotated); a.status != 200 {
+		t.Fatalf("two v1 values, one right: %d %s", a.status, a.raw)
 	}
 	// The secret is sealed at rest.
 	if n := f.count(`SELECT count(*) FROM inbound_endpoints WHERE org_id = $1 AND position($2::bytea IN secret_sealed) > 0`, []byte(secret)); n != 0 {
