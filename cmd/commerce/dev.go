@@ -366,7 +366,7 @@ commerce dev is running.
 	}
 	fmt.Fprintf(out, `
   Try:  curl -H "Authorization: Bearer %s" %s/api/v1/products
-        curl -X POST -H "Content-Type: application/json" -d '{"order_ref": "SO-2026-0204", "status": "processing"}' \\
+        curl -X POST -H "Content-Type: application/json" -d '{"order_ref": "SO-2026-0204", "status": "processing"}' \
              %s
 
 The same is in %s. Ctrl-C stops everything.
