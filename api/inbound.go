@@ -121,6 +121,7 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 // storeRefusal stores a refused post as a receipt and answers it.
 func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db.NewReceipt, status int, msg string) {
 	body, _ := json.Marshal(ErrorBody{Message: msg})
+	rec.Refused = true
 	if id, err := s.db.StoreReceipt(ctx, rec); err == nil {
 		_ = s.db.AnswerReceipt(ctx, rec.OrgID, id, status, body, domain.OutcomeRejected, &msg)
 		w.Header().Set("X-Receipt-Id", id.String())
@@ -141,19 +142,27 @@ func (s *Server) inboundFail(w http.ResponseWriter, r *http.Request, err error) 
 func (s *Server) RunInbound(ctx context.Context, in activities.InboundInput) (int, []byte) {
 	log := logging.From(ctx, s.log)
 	status, body := http.StatusInternalServerError, mustJSON(ErrorBody{Message: internalMessage})
+	// A post whose workflow could not be started ends failed (and can be
+	// replayed); otherwise the workflow records the outcome itself.
+	var outcome domain.Outcome
+	var failure *string
+	failed := func(msg string, err error) {
+		log.Error(msg, zap.Error(err))
+		outcome, failure = domain.OutcomeFailed, &msg
+	}
 	defer func() {
-		if err := s.db.AnswerReceipt(context.WithoutCancel(ctx), in.OrgID, in.ReceiptID, status, body, "", nil); err != nil {
+		if err := s.db.AnswerReceipt(context.WithoutCancel(ctx), in.OrgID, in.ReceiptID, status, body, outcome, failure); err != nil {
 			log.Error("recording an inbound answer", zap.Error(err))
 		}
 	}()
 	if s.temporal == nil {
-		log.Error("inbound post with no Temporal client configured")
+		failed("the workflow service is not configured", nil)
 		return status, body
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.wait)
 	defer cancel()
 	if err := s.attrs.ensure(wctx, s.temporal); err != nil {
-		log.Error("registering search attributes", zap.Error(err))
+		failed("registering search attributes failed", err)
 		return status, body
 	}
 	workflowID := workflows.InboundWorkflowID(in.ReceiptID)
@@ -188,7 +197,7 @@ func (s *Server) RunInbound(ctx context.Context, in activities.InboundInput) (in
 			body = mustJSON(domain.InboundAnswer{ReceiptID: in.ReceiptID, Action: in.Action, Outcome: domain.OutcomePending})
 			return status, body
 		}
-		log.Error("starting an inbound workflow", zap.Error(err))
+		failed("the workflow could not be started", err)
 		return status, body
 	}
 	status, body = InboundHTTPAnswer(in.ReceiptID, in.Action, out)

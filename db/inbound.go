@@ -234,6 +234,9 @@ type NewReceipt struct {
 	Size              int
 	BodyComplete      bool
 	ReplayOf          *uuid.UUID
+	// Refused is set for a post refused before any workflow runs: its
+	// receipt names no workflow.
+	Refused bool
 }
 
 // StoreReceipt records an inbound post and returns its id.
@@ -243,10 +246,15 @@ func (d *DB) StoreReceipt(ctx context.Context, r NewReceipt) (uuid.UUID, error) 
 		r.Headers = map[string]string{}
 	}
 	// The workflow that carries the post out is inbound/<receipt id>.
+	var workflowID *string
+	if !r.Refused {
+		w := "inbound/" + id.String()
+		workflowID = &w
+	}
 	_, err := d.pool.Exec(ctx, `
 		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of, workflow_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, "inbound/"+id.String())
+		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, workflowID)
 	return id, err
 }
 
