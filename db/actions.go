@@ -22,8 +22,9 @@ type InboundResult struct {
 	WaitingFor string `json:"waiting_for,omitempty"`
 	// InvoiceID and POID name the supplier invoice a supplier_invoice post
 	// recorded, and its purchase order, for the three-way match that follows.
-	InvoiceID *uuid.UUID `json:"invoice_id,omitempty"`
-	POID      *uuid.UUID `json:"po_id,omitempty"`
+	InvoiceID  *uuid.UUID `json:"invoice_id,omitempty"`
+	POID       *uuid.UUID `json:"po_id,omitempty"`
+	InvoiceRef string     `json:"invoice_ref,omitempty"`
 }
 
 // Parked reports whether the post waits for a record that does not exist yet.
@@ -456,7 +457,7 @@ func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) 
 			return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "invoice %s was received before with another amount", b.InvoiceRef)
 		}
 		res := applied(nil, map[string]any{"invoice_ref": b.InvoiceRef})
-		res.InvoiceID, res.POID = &id, &po.id
+		res.InvoiceID, res.POID, res.InvoiceRef = &id, &po.id, b.InvoiceRef
 		return res, nil
 	case !errors.Is(err, pgx.ErrNoRows):
 		return InboundResult{}, err
@@ -474,7 +475,7 @@ func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) 
 	}
 	c := domain.Change{Entity: "supplier_invoice", ID: id.String(), Ref: b.InvoiceRef, Field: "match_status", To: domain.MatchAwaitingReceipt}
 	res := applied([]domain.Change{c}, map[string]any{"invoice_ref": b.InvoiceRef, "purchase_order": map[string]any{"id": po.id, "number": po.number}})
-	res.InvoiceID, res.POID = &id, &po.id
+	res.InvoiceID, res.POID, res.InvoiceRef = &id, &po.id, b.InvoiceRef
 	return res, nil
 }
 

@@ -129,9 +129,9 @@ func (w *inbound) run(ctx workflow.Context) (InboundOutcome, error) {
 		}
 	}
 	if out.Result.InvoiceID != nil {
-		out.Match = w.match(ctx, *out.Result.InvoiceID, *out.Result.POID)
-		if out.Match != nil && out.Match.Status == domain.MatchAwaitingReceipt {
-			out.Result.Status = 202 // the match waits for a goods receipt
+		out.Match = w.match(ctx, *out.Result.InvoiceID, *out.Result.POID, out.Result.InvoiceRef)
+		if out.Match == nil || out.Match.Status == domain.MatchAwaitingReceipt {
+			out.Result.Status = 202 // the match goes on in its own workflow
 		}
 	}
 	return w.finish(ctx, out, nil)
@@ -161,25 +161,33 @@ func waitForSignal(ctx workflow.Context, signals workflow.ReceiveChannel, d time
 	}
 }
 
-// match runs the supplier invoice's three-way match once and, when nothing
-// has been received yet, leaves its own workflow waiting for a receipt.
-func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID) *activities.MatchResult {
+// match runs the supplier invoice's three-way match once, so that the
+// answer can carry its result. When nothing has been received yet, or that
+// first attempt failed, the match goes on in a workflow of its own,
+// match/<po_id>/<invoice_ref>, which outlives this one; the result is then
+// nil or awaiting_receipt.
+func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoiceRef string) *activities.MatchResult {
 	var a *activities.Activities
-	in := activities.MatchInput{OrgID: w.in.OrgID, InvoiceID: invoiceID, POID: poID}
-	var first activities.MatchResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.MatchSupplierInvoice, in).Get(ctx, &first); err != nil {
-		workflow.GetLogger(ctx).Warn("three-way match failed", "error", err)
-		return nil
+	in := activities.MatchInput{OrgID: w.in.OrgID, InvoiceID: invoiceID, POID: poID, InvoiceRef: invoiceRef}
+	var first *activities.MatchResult
+	var res activities.MatchResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.MatchSupplierInvoice, in).Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Warn("three-way match failed; its own workflow carries on", "error", err)
+	} else if first = &res; first.Status != domain.MatchAwaitingReceipt {
+		return first
 	}
-	if first.Status != domain.MatchAwaitingReceipt {
-		return &first
-	}
-	in.InvoiceRef = first.InvoiceRef
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            MatchWorkflowID(poID, first.InvoiceRef),
+		WorkflowID:            MatchWorkflowID(poID, invoiceRef),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(OrgIDAttr.ValueSet(w.in.OrgID.String())),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			OrgIDAttr.ValueSet(w.in.OrgID.String()),
+			ActionAttr.ValueSet(string(w.in.Action)),
+			EndpointIDAttr.ValueSet(w.in.EndpointID.String()),
+			ReceiptIDAttr.ValueSet(w.in.ReceiptID.String()),
+		),
+		Memo: map[string]any{"org_id": w.in.OrgID, "action": w.in.Action, "endpoint_id": w.in.EndpointID,
+			"receipt_id": w.in.ReceiptID, "source_receipt_id": w.in.Source, "invoice_id": invoiceID, "po_id": poID},
 	})
 	var started workflow.Execution
 	err := workflow.ExecuteChildWorkflow(cctx, ThreeWayMatch, in).GetChildWorkflowExecution().Get(ctx, &started)
@@ -187,7 +195,7 @@ func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID) *activi
 	if err != nil && !errors.As(err, &already) {
 		workflow.GetLogger(ctx).Warn("three-way match did not start", "error", err)
 	}
-	return &first
+	return first
 }
 
 // finish records the post's final outcome, then answers (if it had not yet:

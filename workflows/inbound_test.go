@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -162,7 +163,7 @@ func TestSupplierInvoiceWithoutReceiptAnswers202AndLeavesTheMatchWaiting(t *test
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.MustParse("0193e3c0-0000-7000-8000-000000000020"), uuid.MustParse("0193e3c0-0000-7000-8000-000000000021")
 	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(activities.InboundResult{
-		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po}, nil)
+		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: "INV-1"}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
 		Return(activities.MatchResult{InvoiceID: invoice, InvoiceRef: "INV-1", Status: domain.MatchAwaitingReceipt}, nil)
 	e.OnWorkflow(ThreeWayMatch, mock.Anything, mock.Anything).
@@ -197,6 +198,44 @@ func TestSupplierInvoiceMatchedAtOnceAnswers200(t *testing.T) {
 	e.ExecuteWorkflow(InboundAction, in)
 	if e.answer == nil || e.answer.Result.Status != 200 || e.answer.Match.Status != domain.MatchVariance {
 		t.Fatalf("answer %+v", e.answer)
+	}
+}
+
+// When the first match cannot be made (the database was out of reach for
+// the hour its local activity retries), the post is answered 202 and the
+// match goes on in its own workflow rather than being left undone.
+func TestSupplierInvoiceWhoseFirstMatchFailsLeavesItToTheMatchWorkflow(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	in := inboundIn
+	in.Action = domain.ActionSupplierInvoice
+	invoice, po := uuid.New(), uuid.New()
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(activities.InboundResult{
+		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: "INV-3"}, nil)
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
+		Return(activities.MatchResult{}, errors.New("connection refused"))
+	var child activities.MatchInput
+	e.OnWorkflow(ThreeWayMatch, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.MatchInput) (activities.MatchResult, error) {
+		child = in
+		return activities.MatchResult{Status: domain.MatchMatched}, nil
+	})
+	var childID string
+	e.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		childID = info.WorkflowExecution.ID
+	})
+	e.ExecuteWorkflow(InboundAction, in)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if e.answer == nil || e.answer.Result.Status != 202 || e.answer.Match != nil {
+		b, _ := json.Marshal(e.answer)
+		t.Fatalf("answer %s, want 202 without a match result", b)
+	}
+	if childID != MatchWorkflowID(po, "INV-3") || child.InvoiceID != invoice || child.InvoiceRef != "INV-3" {
+		t.Fatalf("match workflow %q with %+v, want %q for invoice %s", childID, child, MatchWorkflowID(po, "INV-3"), invoice)
+	}
+	if got := e.last().Outcome; got != domain.OutcomeApplied {
+		t.Fatalf("outcome %s, want applied (the invoice was recorded)", got)
 	}
 }
 
