@@ -235,10 +235,10 @@ func (d *DB) ListenEvents(ctx context.Context, interval time.Duration, fn func()
 
 // Envelope is the body of a delivery: the event.
 type Envelope struct {
-	ID        uuid.UUID       `json:"id"`
-	Type      string          `json:"type"`
-	CreatedAt time.Time       `json:"created_at"`
-	Data      json.RawMessage `json:"data"`
+	ID        uuid.UUID        `json:"id"`
+	Type      string           `json:"type"`
+	CreatedAt domain.Timestamp `json:"created_at"`
+	Data      json.RawMessage  `json:"data"`
 }
 
 // WebhookTarget is what an attempt needs: where, with which secret, what.
@@ -269,7 +269,7 @@ func (d *DB) WebhookTarget(ctx context.Context, orgID, deliveryID uuid.UUID) (We
 		WHERE w.org_id = $1 AND w.id = $2`, orgID, deliveryID).Scan(
 		&t.DeliveryID, &t.SubscriptionID, &t.URL, &t.Active, &t.Status, &t.secretSealed,
 		&t.Event.ID, &t.Event.Type, &createdAt, &t.Event.Data)
-	t.Event.CreatedAt = createdAt.UTC()
+	t.Event.CreatedAt = domain.NewTimestamp(createdAt)
 	return t, notFound(err, "delivery")
 }
 

@@ -2,6 +2,8 @@ package db_test
 
 import (
 	"context"
+	"encoding/json"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -112,5 +114,42 @@ func TestParseEventTypes(t *testing.T) {
 	}
 	if _, err := db.ParseEventTypes("order.shipped"); domain.ErrorCode(err) != domain.EINVALID {
 		t.Fatalf("unknown type: %v", err)
+	}
+}
+
+// The body a receiver gets is the event envelope, its created_at in the
+// service's timestamp format (RFC 3339, UTC, milliseconds).
+func TestWebhookEnvelopeCarriesTheEventWithAMillisecondTimestamp(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	sealer, _ := secrets.NewSealer(make([]byte, 32))
+	org, _, _ := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme"})
+	if _, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: org.ID, URL: "https://receiver.example/h"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.UpsertCustomers(ctx, org.ID, []domain.CustomerInput{{Company: "A"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.RelayEvents(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := d.UnstartedWebhookDeliveries(ctx, 10)
+	if err != nil || len(refs) != 1 {
+		t.Fatalf("%d deliveries, %v", len(refs), err)
+	}
+	target, err := d.WebhookTarget(ctx, refs[0].OrgID, refs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(target.Event)
+	var got map[string]any
+	_ = json.Unmarshal(body, &got)
+	stamp, _ := got["created_at"].(string)
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(stamp) {
+		t.Fatalf("created_at %q is not RFC 3339 UTC with milliseconds", stamp)
+	}
+	data, _ := got["data"].(map[string]any)
+	if got["type"] != db.EventCustomerCreated || got["id"] == nil || data["company"] != "A" {
+		t.Fatalf("envelope %s", body)
 	}
 }
