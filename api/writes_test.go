@@ -272,6 +272,11 @@ func TestCustomersAreMatchedByExternalIDThenDomain(t *testing.T) {
 	if again.Created != 0 || again.Updated != 2 {
 		t.Fatalf("retry %+v", again)
 	}
+	// The retry changed nothing: no customer.updated for it.
+	check(`SELECT count(*) FROM events WHERE org_id = $1 AND type = 'customer.updated'`, 3)
+	// A new phone for a known contact is a change.
+	f.customers(`{"customers": [{"company": "Beta Group", "email": "ann@beta.example", "phone": "+44 20 7946 0001"}]}`)
+	check(`SELECT count(*) FROM events WHERE org_id = $1 AND type = 'customer.updated'`, 4)
 	// A customer sent with neither external_id nor email is created again.
 	_, noKey, _ := f.customers(`{"customers": [{"company": "Epsilon", "phone": "0161 496 0000"}]}`)
 	if noKey.Created != 1 {

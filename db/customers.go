@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/commerce-integration/commerce/domain"
 )
@@ -51,16 +52,23 @@ func upsertCustomers(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, entries []
 		if err != nil {
 			return res, err
 		}
-		event := EventCustomerUpdated
+		event, changed := EventCustomerUpdated, false
 		if found {
-			_, err = tx.Exec(ctx, `
+			// A matched customer counts as updated; it is written, and
+			// customer.updated emitted, only when something changes.
+			var tag pgconn.CommandTag
+			tag, err = tx.Exec(ctx, `
 					UPDATE customers SET company = $3, updated_at = now(),
 					       external_refs = CASE WHEN $4::text IS NOT NULL AND NOT external_refs ? 'external_id'
 					                            THEN external_refs || jsonb_build_object('external_id', $4::text)
 					                            ELSE external_refs END
-					WHERE org_id = $1 AND id = $2`, orgID, id, e.Company, e.ExternalID)
+					WHERE org_id = $1 AND id = $2
+					  AND (company IS DISTINCT FROM $3 OR ($4::text IS NOT NULL AND NOT external_refs ? 'external_id'))`,
+				orgID, id, e.Company, e.ExternalID)
+			changed = tag.RowsAffected() > 0
 			res.Updated++
 		} else {
+			changed = true
 			id, event = NewID(), EventCustomerCreated
 			refs := map[string]any{}
 			if e.ExternalID != nil {
@@ -78,8 +86,12 @@ func upsertCustomers(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, entries []
 		if err != nil {
 			return res, err
 		}
-		if err := upsertContact(ctx, tx, orgID, id, e); err != nil {
+		contactChanged, err := upsertContact(ctx, tx, orgID, id, e)
+		if err != nil {
 			return res, err
+		}
+		if !changed && !contactChanged {
+			continue
 		}
 		if err := emit(ctx, tx, orgID, event, map[string]any{
 			"id": id, "company": e.Company, "email": e.Email, "external_id": e.ExternalID,
@@ -122,9 +134,10 @@ func matchCustomer(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, e domain.Cus
 // upsertContact makes the entry's email and phone a contact of the customer:
 // the contact with that email (else, without an email, that phone) is
 // updated, or a new one made; the first contact of a customer is primary.
-func upsertContact(ctx context.Context, tx pgx.Tx, orgID, customerID uuid.UUID, e domain.CustomerInput) error {
+// It reports whether it changed anything.
+func upsertContact(ctx context.Context, tx pgx.Tx, orgID, customerID uuid.UUID, e domain.CustomerInput) (bool, error) {
 	if e.Email == nil && e.Phone == nil {
-		return nil
+		return false, nil
 	}
 	var contact uuid.UUID
 	var err error
@@ -137,11 +150,12 @@ func upsertContact(ctx context.Context, tx pgx.Tx, orgID, customerID uuid.UUID, 
 	}
 	switch {
 	case err == nil:
-		_, err = tx.Exec(ctx, `UPDATE customer_contacts SET phone = coalesce($3, phone) WHERE org_id = $1 AND id = $2`,
+		tag, err := tx.Exec(ctx, `UPDATE customer_contacts SET phone = $3
+			WHERE org_id = $1 AND id = $2 AND $3::text IS NOT NULL AND phone IS DISTINCT FROM $3`,
 			orgID, contact, e.Phone)
-		return err
+		return tag.RowsAffected() > 0, err
 	case !errors.Is(err, pgx.ErrNoRows):
-		return err
+		return false, err
 	}
 	name := e.Company
 	if e.Email != nil {
@@ -152,7 +166,7 @@ func upsertContact(ctx context.Context, tx pgx.Tx, orgID, customerID uuid.UUID, 
 		VALUES ($1, $2, $3, $4, $5, $6,
 		        NOT EXISTS (SELECT 1 FROM customer_contacts WHERE org_id = $2 AND customer_id = $3 AND is_primary))`,
 		NewID(), orgID, customerID, name, e.Email, e.Phone)
-	return err
+	return err == nil, err
 }
 
 // CreatedRequest is a request thread just opened.
