@@ -15,9 +15,16 @@ import (
 // MaxBulkProducts is the most products one POST /products/bulk may carry.
 const MaxBulkProducts = 10000
 
-// maxBulkBody bounds the bulk body: room for 10000 products with generous
-// attributes; anything larger is refused with 413 before it is read whole.
-const maxBulkBody = 32 << 20
+// Body limits. A body beyond its route's limit is refused with 413 before it
+// is read whole. The bulk limit leaves room for 10000 products with generous
+// attributes; the others hold the largest valid body even with every
+// character written as a JSON \u escape (500 customers with every field at
+// its maximum length; a request of 100000 characters).
+const (
+	maxBulkBody      = 32 << 20
+	maxCustomersBody = 8 << 20
+	maxRequestBody   = 2 << 20
+)
 
 // BulkProductsBody documents the body of POST /api/v1/products/bulk. The
 // handler reads the raw body itself, so that a malformed product is that
@@ -46,7 +53,7 @@ type BulkProductsOutput struct {
 // CustomersInput is the request of POST /api/v1/customers.
 type CustomersInput struct {
 	Body struct {
-		Customers []domain.CustomerInput `json:"customers" doc:"At most 500 customers. Matched by external_id, then by email domain (free-mail domains never match); matched ones are updated, others created. Any invalid entry rejects the call, naming its index, and nothing is written."`
+		Customers []domain.CustomerInput `json:"customers" maxItems:"500" doc:"At most 500 customers. Matched by external_id, then by email domain (free-mail domains never match); matched ones are updated, others created. Any invalid entry rejects the call, naming its index, and nothing is written."`
 	}
 }
 
@@ -84,6 +91,13 @@ type MovementOutput struct {
 
 func (s *Server) registerWrites() {
 	bulkBody := s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[BulkProductsBody](), true, "")
+	// The handler enforces the limit (413, not a validation error); the
+	// schema states it.
+	if named := s.api.OpenAPI().Components.Schemas.SchemaFromRef(bulkBody.Ref); named != nil {
+		if p := named.Properties["products"]; p != nil {
+			p.MaxItems = ptrTo(MaxBulkProducts)
+		}
+	}
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "bulk-upsert-products", Method: http.MethodPost, Path: "/api/v1/products/bulk", Tags: []string{"Products"},
 		Summary: "Upsert products in bulk",
@@ -92,7 +106,7 @@ func (s *Server) registerWrites() {
 			">= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an " +
 			"object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 " +
 			"(and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 " +
-			"above 10000 products. Emits one products.upserted event.",
+			"above 10000 products or for a body over 32 MB. Emits one products.upserted event.",
 		MaxBodyBytes:     maxBulkBody,
 		SkipValidateBody: true,
 		RequestBody: &huma.RequestBody{
@@ -100,6 +114,9 @@ func (s *Server) registerWrites() {
 			Content:  map[string]*huma.MediaType{"application/json": {Schema: bulkBody}},
 		},
 	}, domain.ScopeProductsWrite, "", http.StatusBadRequest, http.StatusPaymentRequired, http.StatusRequestEntityTooLarge), s.bulkProducts)
+	// A raw body makes Huma document application/octet-stream as well; the
+	// route takes JSON only.
+	delete(s.api.OpenAPI().Paths["/api/v1/products/bulk"].Post.RequestBody.Content, "application/octet-stream")
 
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "upsert-customers", Method: http.MethodPost, Path: "/api/v1/customers", Tags: []string{"Customers"},
@@ -107,15 +124,19 @@ func (s *Server) registerWrites() {
 		Description: "Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain " +
 			"(gmail.com and other free-mail domains never match); matched customers are updated, others created; the email " +
 			"and phone become a contact. A customer sent with neither external_id nor email is created again on every " +
-			"retry. Emits customer.created or customer.updated for each.",
-	}, domain.ScopeCustomersWrite, "", http.StatusBadRequest), s.upsertCustomers)
+			"retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a " +
+			"body over 8 MB.",
+		MaxBodyBytes: maxCustomersBody,
+	}, domain.ScopeCustomersWrite, "", http.StatusBadRequest, http.StatusRequestEntityTooLarge), s.upsertCustomers)
 
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "create-request", Method: http.MethodPost, Path: "/api/v1/requests", Tags: []string{"Requests"},
 		Summary: "Open a request", DefaultStatus: http.StatusCreated,
 		Description: "Opens a request thread from RFQ or enquiry text, attributed to the organisation's owner (422 when " +
-			"it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created.",
-	}, domain.ScopeRequestsWrite, "", http.StatusBadRequest, http.StatusUnprocessableEntity), s.createRequest)
+			"it has none). The text becomes the first message. Opening a request draws no usage. Emits request.created. 413 " +
+			"for a body over 2 MB.",
+		MaxBodyBytes: maxRequestBody,
+	}, domain.ScopeRequestsWrite, "", http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge), s.createRequest)
 
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "create-stock-movement", Method: http.MethodPost, Path: "/api/v1/stock/movements", Tags: []string{"Stock"},
@@ -131,12 +152,9 @@ func (s *Server) registerWrites() {
 }
 
 func (s *Server) bulkProducts(ctx context.Context, in *BulkProductsInput) (*BulkProductsOutput, error) {
-	body, err := domain.DecodeProductsBody(in.RawBody)
+	body, err := domain.DecodeProductsBody(in.RawBody, MaxBulkProducts)
 	if err != nil {
 		return nil, s.fail(ctx, err)
-	}
-	if len(body.Rows) > MaxBulkProducts {
-		return nil, s.fail(ctx, domain.Errorf(domain.ETOOLARGE, "at most %d products per call (got %d)", MaxBulkProducts, len(body.Rows)))
 	}
 	org, err := s.db.Organisation(ctx, orgID(ctx))
 	if err != nil {
@@ -212,3 +230,5 @@ func (s *Server) createMovement(ctx context.Context, in *MovementInput) (*Moveme
 	}
 	return &MovementOutput{Status: status, Body: res}, nil
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -27,6 +27,15 @@ func (f *fixture) count(sql string, args ...any) int {
 	return n
 }
 
+func (f *fixture) one(sql string, args ...any) string {
+	f.t.Helper()
+	var v string
+	if err := f.db.Pool().QueryRow(context.Background(), sql, append([]any{f.org.ID}, args...)...).Scan(&v); err != nil {
+		f.t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
 type bulkAnswer struct {
 	Upserted, Created, Updated, Unchanged int
 	Errors                                []domain.RowError
@@ -418,5 +427,64 @@ func TestWriteAnswersMatchTheDocument(t *testing.T) {
 		if err := validate(req, status, hdr, body); err != nil {
 			t.Errorf("%s answered %d not as documented: %v\n%s", c.path, status, err, body)
 		}
+	}
+}
+
+// The row after the 10000th is refused as soon as it is read: a body of
+// tiny rows far beyond the limit, ending in garbage, still answers 413.
+func TestBulkProductsStopsReadingAtTheRowPastTheLimit(t *testing.T) {
+	f := newFixture(t)
+	body := `{"products": [` + strings.Repeat(`{},`, 1_000_000) + ` this is never read`
+	status, b := f.post("/api/v1/products/bulk", body)
+	if status != 413 || !strings.Contains(errorBody(t, b), "10000") {
+		t.Fatalf("%d %s", status, b)
+	}
+}
+
+// Values the storage cannot hold are their rows' errors; the rest of the
+// batch is written.
+func TestBulkProductsReportsValuesBeyondStorageByRow(t *testing.T) {
+	f := newFixture(t)
+	status, b := f.post("/api/v1/products/bulk", `{"products": [
+		{"sku": "OK", "title": "fine", "attrs": {"big": 12345678901234567890}},
+		{"sku": "A", "title": "t", "lead_time_days": 2147483648},
+		{"sku": "B", "title": "t", "attrs": {"x": 1e200000}}]}`)
+	var a struct {
+		Upserted int
+		Errors   []domain.RowError
+	}
+	_ = json.Unmarshal(b, &a)
+	if status != 200 || a.Upserted != 1 || len(a.Errors) != 2 || a.Errors[0].Index != 1 || a.Errors[1].Index != 2 {
+		t.Fatalf("%d %s", status, b)
+	}
+	if got := f.one(`SELECT attrs::text FROM products WHERE org_id = $1 AND sku = 'OK'`); got != `{"big": 12345678901234567890}` {
+		t.Fatalf("attrs stored as %s", got)
+	}
+}
+
+// The largest valid customers and requests bodies are taken, even with
+// every character written as a \u escape; beyond the route's limit, 413.
+func TestLargestValidBodiesAreAccepted(t *testing.T) {
+	f := newFixture(t)
+	esc := func(n int) string { return strings.Repeat(`\u00fc`, n) }
+	var c strings.Builder
+	c.WriteString(`{"customers": [`)
+	for i := range 500 {
+		if i > 0 {
+			c.WriteString(",")
+		}
+		fmt.Fprintf(&c, `{"company": "%s%03d", "external_id": "%s%03d", "phone": "%s"}`, esc(497), i, esc(197), i, esc(50))
+	}
+	c.WriteString("]}")
+	if status, a, b := f.customers(c.String()); status != 200 || a.Created != 500 {
+		t.Fatalf("500 customers in %d bytes: %d %.300s", c.Len(), status, b)
+	}
+	text := `{"text": "` + strings.Repeat(`\ud83d\ude00`, 100000) + `", "title": "` + esc(200) + `"}`
+	if status, b := f.post("/api/v1/requests", text); status != 201 {
+		t.Fatalf("a request of 100000 characters in %d bytes: %d %.300s", len(text), status, b)
+	}
+	huge := `{"customers": [{"company": "` + strings.Repeat("x", 9<<20) + `"}]}`
+	if status, b := f.post("/api/v1/customers", huge); status != 413 {
+		t.Fatalf("a 9 MB customers body: %d %.200s", status, b)
 	}
 }

@@ -1,9 +1,11 @@
 package domain
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"strings"
@@ -36,44 +38,170 @@ type ProductsBody struct {
 	SchemaID *string
 }
 
-// DecodeProductsBody reads {"products": [...], "schema_id": ...}. A body whose
-// rows are all well-formed products (the usual case) is decoded in one typed
-// pass; otherwise the rows are read one by one, so that each malformed row
-// gets its own error and the others are still written. A body that is not a
-// JSON object with a products array is EINVALID. Field names match exactly;
-// a repeated name, invalid UTF-8 or a number out of range is an error.
+// DecodeProductsBody reads {"products": [...], "schema_id": ...}, carrying at
+// most max products: the array is read one product at a time, and the one
+// after max is ETOOLARGE before the rest of the body is looked at. Each
+// malformed row gets its own error and the others are still written. A body
+// that is not a JSON object with a products array is EINVALID; other
+// members are ignored. Field names match exactly; a repeated name, invalid
+// UTF-8 or a number out of range is an error.
 //
 // It uses the JSON v2 decoder (the module behind encoding/json/v2), which
 // reads a large batch in half the time of encoding/json.
-func DecodeProductsBody(body []byte) (ProductsBody, error) {
-	var fast struct {
-		Products []ProductInput `json:"products"`
-		SchemaID *string        `json:"schema_id"`
+func DecodeProductsBody(body []byte, max int) (ProductsBody, error) {
+	// The usual case, every row a well-formed product, is one typed pass.
+	fast := struct {
+		Products limitedRows `json:"products"`
+		SchemaID *string     `json:"schema_id"`
+	}{Products: limitedRows{max: max}}
+	err := jsonv2.Unmarshal(body, &fast, jsonv2.RejectUnknownMembers(true))
+	switch {
+	case errors.Is(err, errTooManyRows):
+		return ProductsBody{}, tooManyProducts(max)
+	case err == nil && fast.Products.read:
+		return ProductsBody{Rows: fast.Products.rows, RowErrs: make([]error, len(fast.Products.rows)), SchemaID: fast.SchemaID}, nil
 	}
-	if err := jsonv2.Unmarshal(body, &fast, jsonv2.RejectUnknownMembers(true)); err == nil && fast.Products != nil {
-		return ProductsBody{Rows: fast.Products, RowErrs: make([]error, len(fast.Products)), SchemaID: fast.SchemaID}, nil
+	return decodeProductsByRow(body, max)
+}
+
+func tooManyProducts(max int) error {
+	return Errorf(ETOOLARGE, "the body carries more than %d products", max)
+}
+
+var errTooManyRows = errors.New("too many rows")
+
+// limitedRows decodes a products array in the same pass as the body around
+// it, and stops at the row after max.
+type limitedRows struct {
+	max  int
+	rows []ProductInput
+	read bool
+}
+
+// UnmarshalJSONFrom implements the JSON v2 UnmarshalerFrom interface.
+func (r *limitedRows) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '[' {
+		return errors.New("not an array")
 	}
-	var slow struct {
-		Products jsontext.Value `json:"products"`
-		SchemaID *string        `json:"schema_id"`
+	if _, err := dec.ReadToken(); err != nil {
+		return err
 	}
-	// Duplicate names are left for each row's own decoding to report.
-	if err := jsonv2.Unmarshal(body, &slow, jsontext.AllowDuplicateNames(true)); err != nil {
-		var syn *jsontext.SyntacticError
-		if errors.As(err, &syn) {
-			return ProductsBody{}, Errorf(EINVALID, "the body is not valid JSON: %s (at byte %d)", syn.Err, syn.ByteOffset)
+	// A product takes at least 27 bytes ({"sku":"A","title":"T"},).
+	r.rows = make([]ProductInput, 0, min(r.max, len(dec.UnreadBuffer())/27+1))
+	for dec.PeekKind() != ']' {
+		if len(r.rows) == r.max {
+			return errTooManyRows
 		}
-		return ProductsBody{}, Errorf(EINVALID, "the body must be a JSON object with a products array")
+		r.rows = append(r.rows, ProductInput{})
+		if err := jsonv2.UnmarshalDecode(dec, &r.rows[len(r.rows)-1]); err != nil {
+			return err
+		}
 	}
-	var raws []jsontext.Value
-	if slow.Products.Kind() != '[' || jsonv2.Unmarshal(slow.Products, &raws, jsontext.AllowDuplicateNames(true)) != nil {
+	_, err := dec.ReadToken()
+	r.read = err == nil
+	return err
+}
+
+// decodeProductsByRow reads a body whose rows are not all well-formed, a row
+// at a time, so that each malformed row gets its own error.
+func decodeProductsByRow(body []byte, max int) (ProductsBody, error) {
+	notBatch := Errorf(EINVALID, "the body must be a JSON object with a products array")
+	// Duplicate names inside a row are left for the row's own decoding to
+	// report; the body's own members are checked here.
+	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return ProductsBody{}, syntaxError(err, notBatch)
+	}
+	if tok.Kind() != '{' {
+		return ProductsBody{}, notBatch
+	}
+	var b ProductsBody
+	seenProducts, seenSchema := false, false
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return ProductsBody{}, syntaxError(err, notBatch)
+		}
+		switch name := tok.String(); {
+		case name == "products" && !seenProducts:
+			seenProducts = true
+			if err := b.readRows(dec, max); err != nil {
+				return ProductsBody{}, err
+			}
+		case name == "schema_id" && !seenSchema:
+			seenSchema = true
+			raw, err := dec.ReadValue()
+			if err != nil {
+				return ProductsBody{}, syntaxError(err, notBatch)
+			}
+			if err := jsonv2.Unmarshal(raw, &b.SchemaID); err != nil {
+				return ProductsBody{}, Errorf(EINVALID, "schema_id must be a string")
+			}
+		case name == "products" || name == "schema_id":
+			return ProductsBody{}, Errorf(EINVALID, "%s is given twice", name)
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return ProductsBody{}, syntaxError(err, notBatch)
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // the closing brace
+		return ProductsBody{}, syntaxError(err, notBatch)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return ProductsBody{}, syntaxError(err, Errorf(EINVALID, "the body has more after its JSON object"))
+	}
+	if !seenProducts {
 		return ProductsBody{}, Errorf(EINVALID, "products is required and must be an array")
 	}
-	b := ProductsBody{Rows: make([]ProductInput, len(raws)), RowErrs: make([]error, len(raws)), SchemaID: slow.SchemaID}
-	for i, raw := range raws {
-		b.Rows[i], b.RowErrs[i] = decodeProduct(raw)
-	}
 	return b, nil
+}
+
+// readRows reads the products array, a row at a time.
+func (b *ProductsBody) readRows(dec *jsontext.Decoder, max int) error {
+	if dec.PeekKind() != '[' {
+		if _, err := dec.ReadValue(); err != nil {
+			return syntaxError(err, nil)
+		}
+		return Errorf(EINVALID, "products is required and must be an array")
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return syntaxError(err, nil)
+	}
+	b.Rows, b.RowErrs = []ProductInput{}, []error{}
+	for dec.PeekKind() != ']' {
+		if len(b.Rows) == max {
+			return tooManyProducts(max)
+		}
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return syntaxError(err, nil)
+		}
+		p, err := decodeProduct(raw)
+		b.Rows, b.RowErrs = append(b.Rows, p), append(b.RowErrs, err)
+	}
+	_, err := dec.ReadToken() // the closing bracket
+	return syntaxError(err, nil)
+}
+
+// syntaxError describes a JSON syntax error by what and where; other errors
+// (a value of the wrong kind) become otherwise.
+func syntaxError(err error, otherwise error) error {
+	if err == nil {
+		return nil
+	}
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		return Errorf(EINVALID, "the body is not valid JSON: %s (at byte %d)", syn.Err, syn.ByteOffset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return Errorf(EINVALID, "the body is not valid JSON: it ends too soon")
+	}
+	if otherwise != nil {
+		return otherwise
+	}
+	return Errorf(EINVALID, "the body is not valid JSON")
 }
 
 // PrepareProducts validates every row of a products upsert: a row that
@@ -82,9 +210,9 @@ func DecodeProductsBody(body []byte) (ProductsBody, error) {
 // repeated in the batch keeps its last row; the earlier rows are reported.
 // Errors come in row order.
 func (body ProductsBody) PrepareProducts(schema *CatalogueSchema, orgCurrency string) ProductBatch {
-	b := ProductBatch{Rows: len(body.Rows), Errors: []RowError{}}
-	bySKU := map[string]int{} // SKU → position in b.Products
-	rowOf := map[string]int{} // SKU → row index of the kept product
+	b := ProductBatch{Rows: len(body.Rows), Errors: []RowError{}, Products: make([]ProductInput, 0, len(body.Rows))}
+	bySKU := make(map[string]int, len(body.Rows)) // SKU → position in b.Products
+	rowOf := make(map[string]int, len(body.Rows)) // SKU → row index of the kept product
 	for i, p := range body.Rows {
 		err := body.RowErrs[i]
 		if err == nil && schema != nil {
@@ -184,15 +312,41 @@ func goTypeName(t reflect.Type) string {
 
 // coerceAttrs applies a catalogue schema to the product's attributes.
 func (p *ProductInput) coerceAttrs(schema *CatalogueSchema) error {
-	attrs := map[string]any{}
+	// Attributes the schema does not declare are kept exactly as sent.
+	raws := map[string]json.RawMessage{}
 	if len(p.Attrs) > 0 {
-		if err := json.Unmarshal(p.Attrs, &attrs); err != nil {
+		if err := json.Unmarshal(p.Attrs, &raws); err != nil {
 			return Errorf(EINVALID, "attrs must be an object")
 		}
+	}
+	attrs := make(map[string]any, len(schema.Fields))
+	for _, f := range schema.Fields {
+		raw, ok := raws[f.Key]
+		if !ok {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return Errorf(EINVALID, "attrs.%s is not valid JSON", f.Key)
+		}
+		attrs[f.Key] = v
 	}
 	if err := schema.Coerce(attrs); err != nil {
 		return err
 	}
-	p.Attrs = ObjectOf(attrs)
+	for k, v := range attrs {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return Errorf(EINVALID, "attrs.%s cannot be stored", k)
+		}
+		raws[k] = b
+	}
+	b, err := json.Marshal(raws)
+	if err != nil {
+		return Errorf(EINVALID, "attrs cannot be stored")
+	}
+	p.Attrs = JSONObject(b)
 	return nil
 }

@@ -19,7 +19,7 @@ func TestDecodeProductsBodyNamesEachRowProblem(t *testing.T) {
 		`{"sku": "G", "title": "t", "lead_time_days": "3"}`,
 		`null`,
 	}, ",") + "]}"
-	b, err := DecodeProductsBody([]byte(body))
+	b, err := DecodeProductsBody([]byte(body), 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +52,8 @@ func TestDecodeProductsBodyBothPathsAgree(t *testing.T) {
 	good := "{\"products\": [" + strings.Join(rows, ",") + "], \"schema_id\": \"x\"}"
 	// One bad row sends the whole body down the row-by-row path.
 	withBad := "{\"products\": [" + strings.Join(append(rows, `{"sku": 1}`), ",") + "], \"schema_id\": \"x\"}"
-	fast, err1 := DecodeProductsBody([]byte(good))
-	slow, err2 := DecodeProductsBody([]byte(withBad))
+	fast, err1 := DecodeProductsBody([]byte(good), 10000)
+	slow, err2 := DecodeProductsBody([]byte(withBad), 10000)
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -66,19 +66,61 @@ func TestDecodeProductsBodyBothPathsAgree(t *testing.T) {
 			t.Fatalf("row %d differs: %+v vs %+v", i, f, s)
 		}
 	}
+	// A single unknown or repeated field, alone in a batch, is still that
+	// row's error.
+	for body, want := range map[string]string{
+		`{"products": [{"sku": "A", "title": "t", "SKU": "B"}]}`:  `unknown field "SKU"`,
+		`{"products": [{"sku": "A", "title": "t", "sku": "B"}]}`:  "sku is given twice",
+		`{"products": [{"sku": "A", "title": "t", "size": 3}]}`:   `unknown field "size"`,
+		`{"schema_id": null, "products": [{"sku": "A"}], "x": 1}`: "",
+	} {
+		b, err := DecodeProductsBody([]byte(body), 10000)
+		if err != nil || len(b.Rows) != 1 {
+			t.Fatalf("%s: %v", body, err)
+		}
+		got := ""
+		if b.RowErrs[0] != nil {
+			got = b.RowErrs[0].Error()
+		}
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", body, got, want)
+		}
+	}
+}
+
+// The row after the limit is refused as too large before the rest of the
+// body is read: what follows it is never looked at, on either path.
+func TestDecodeProductsBodyStopsAtTheRowAfterItsLimit(t *testing.T) {
+	rows := strings.Repeat(`{"sku": "A", "title": "t"},`, 5)
+	for name, body := range map[string]string{
+		"well-formed rows":     `{"products": [` + rows + `{"sku": "A", "title": "t"}, not json at all`,
+		"with a malformed row": `{"products": [{"sku": 1},` + rows + ` not json at all`,
+	} {
+		if _, err := DecodeProductsBody([]byte(body), 5); ErrorCode(err) != ETOOLARGE {
+			t.Errorf("%s: %v, want too large", name, err)
+		}
+	}
+	if b, err := DecodeProductsBody([]byte(`{"products": [`+strings.TrimSuffix(rows, ",")+`]}`), 5); err != nil || len(b.Rows) != 5 {
+		t.Errorf("exactly the limit: %v", err)
+	}
+	for _, bad := range []string{`{"products": [], "products": []}`, `{"products": []} x`, `{"products": [] `} {
+		if _, err := DecodeProductsBody([]byte(bad), 5); ErrorCode(err) != EINVALID {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
 }
 
 func TestDecodeProductsBodyRefusesWhatIsNotABatch(t *testing.T) {
 	for _, bad := range []string{``, `[]`, `{}`, `{"products": {}}`, `{"products": "x"}`, `{"products": null}`, `{`} {
-		if _, err := DecodeProductsBody([]byte(bad)); ErrorCode(err) != EINVALID {
+		if _, err := DecodeProductsBody([]byte(bad), 10000); ErrorCode(err) != EINVALID {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
-	_, err := DecodeProductsBody([]byte("{\"products\": [{\"sku\": \"D\", \"title\": \"bad \xff\"}]}"))
+	_, err := DecodeProductsBody([]byte("{\"products\": [{\"sku\": \"D\", \"title\": \"bad \xff\"}]}"), 10000)
 	if ErrorCode(err) != EINVALID || !strings.Contains(err.Error(), "not valid JSON") || !strings.Contains(err.Error(), "UTF-8") {
 		t.Errorf("invalid UTF-8: %v", err)
 	}
-	if b, err := DecodeProductsBody([]byte(`{"products": []}`)); err != nil || len(b.Rows) != 0 {
+	if b, err := DecodeProductsBody([]byte(`{"products": []}`), 10000); err != nil || len(b.Rows) != 0 {
 		t.Errorf("an empty batch: %v", err)
 	}
 }
@@ -138,5 +180,76 @@ func TestNULCharactersAreRefusedWithAClearError(t *testing.T) {
 	m := MovementInput{Kind: MoveReceipt, Qty: 1, ProductID: &uuid.UUID{}, Reference: &nul}
 	if err := m.Normalize(); ErrorCode(err) != EINVALID {
 		t.Errorf("movement: %v", err)
+	}
+}
+
+// benchBody is a 10,000-product batch like the bulk benchmark's.
+func benchBody(n int) []byte {
+	rows := make([]string, n)
+	for i := range rows {
+		rows[i] = fmt.Sprintf(`{"sku": "FST-%05d", "title": "Hex bolt M%d x %dmm A2 stainless (v1)", "category": "Fasteners", "uom": "box",
+			"price_minor": %d, "currency": "GBP", "stock_qty": %d, "lead_time_days": %d, "status": "active", "external_id": "ERP-%d",
+			"attrs": {"thread": "M%d", "length_mm": %d, "material": "A2 stainless"}}`, i, 4+i%8, 10+i%90, 100+i, i%500, i%14, i, 4+i%8, 10+i%90)
+	}
+	return []byte(`{"products": [` + strings.Join(rows, ",") + `]}`)
+}
+
+func BenchmarkDecodeAndPrepare10000Products(b *testing.B) {
+	body := benchBody(10000)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		pb, err := DecodeProductsBody(body, 10000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if batch := pb.PrepareProducts(nil, "GBP"); len(batch.Products) != 10000 {
+			b.Fatal(len(batch.Products))
+		}
+	}
+}
+
+// What the storage cannot hold is the row's own error, not a failed batch.
+func TestProductValuesBeyondStorageAreRowErrors(t *testing.T) {
+	body := `{"products": [
+		{"sku": "A", "title": "t", "lead_time_days": 2147483648},
+		{"sku": "B", "title": "t", "attrs": {"x": 1e200000}},
+		{"sku": "C", "title": "t", "attrs": {"x": {"y": [1, -2.5e-400]}}},
+		{"sku": "D", "title": "t", "attrs": {"x": "1e200000", "y": 1.5e300, "z": 123456789012345678901234567890}, "lead_time_days": 2147483647}]}`
+	b, err := DecodeProductsBody([]byte(body), 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := b.PrepareProducts(nil, "GBP")
+	if len(batch.Products) != 1 || batch.Products[0].SKU != "D" || len(batch.Errors) != 3 {
+		t.Fatalf("products %+v, errors %+v", batch.Products, batch.Errors)
+	}
+	for i, want := range []string{"lead_time_days must be between 0 and 2147483647", "number 1e200000", "number -2.5e-400"} {
+		if e := batch.Errors[i]; e.Index != i || !strings.Contains(e.Reason, want) {
+			t.Errorf("error %d: %+v, want %q", i, e, want)
+		}
+	}
+	if got := jsonNumberOutOfRange([]byte(`{"a": "\"1e999", "b": [0e5, -0.0e-999, 1E308]}`)); got != "" {
+		t.Errorf("in range, or inside a string: %q", got)
+	}
+	if got := jsonNumberOutOfRange([]byte(`{"a": 1` + strings.Repeat("0", 400) + `}`)); got == "" {
+		t.Error("a 401-digit integer was taken as in range")
+	}
+}
+
+// Coercing through a schema changes the attributes it declares and keeps
+// every other one exactly as sent.
+func TestCatalogueCoercionKeepsUndeclaredAttributesAsSent(t *testing.T) {
+	s := CatalogueSchema{Name: "s", Fields: []CatalogueField{{Key: "i", Type: AttrInteger}, {Key: "n", Type: AttrNumber}}}
+	p := ProductInput{SKU: "A", Title: "t", Attrs: JSONObject(`{"i": 9007199254740993, "n": "2.5", "big": 12345678901234567890, "exact": 9007199254740993, "s": "x"}`)}
+	if err := p.coerceAttrs(&s); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"big":12345678901234567890,"exact":9007199254740993,"i":9007199254740993,"n":2.5,"s":"x"}`
+	if string(p.Attrs) != want {
+		t.Fatalf("attrs %s, want %s", p.Attrs, want)
+	}
+	p = ProductInput{SKU: "A", Title: "t", Attrs: JSONObject(`{"i": 1e400}`)}
+	if err := p.coerceAttrs(&s); ErrorCode(err) != EINVALID || !strings.Contains(err.Error(), "attrs.i") {
+		t.Fatalf("an integer attribute out of range: %v", err)
 	}
 }

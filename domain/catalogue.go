@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -91,6 +92,20 @@ func (s *CatalogueSchema) Coerce(attrs map[string]any) error {
 }
 
 func coerce(f CatalogueField, v any) (any, error) {
+	// A number read as written: an integer attribute takes it exactly,
+	// every other rule as a float64.
+	if n, ok := v.(json.Number); ok {
+		if f.Type == AttrInteger {
+			if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+				return i, nil
+			}
+		}
+		x, err := n.Float64()
+		if err != nil || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%s is out of range", n)
+		}
+		v = x
+	}
 	switch f.Type {
 	case AttrString:
 		switch x := v.(type) {

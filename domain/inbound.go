@@ -159,12 +159,9 @@ type DeliveryStatusBody struct {
 func ParseInbound(action Action, body []byte) (any, error) {
 	switch action {
 	case ActionUpsertProducts:
-		b, err := DecodeProductsBody(body)
+		b, err := DecodeProductsBody(body, MaxInboundProducts)
 		if err != nil {
 			return nil, err
-		}
-		if len(b.Rows) > MaxInboundProducts {
-			return nil, Errorf(ETOOLARGE, "at most %d products per post (got %d)", MaxInboundProducts, len(b.Rows))
 		}
 		return b, nil
 	case ActionCreateRequest:

@@ -3,15 +3,22 @@ package domain
 import (
 	"math"
 	"math/big"
-	"regexp"
 	"strconv"
 )
 
-var currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
-
 // ValidCurrency reports whether code looks like an ISO 4217 code: three
 // upper-case letters.
-func ValidCurrency(code string) bool { return currencyPattern.MatchString(code) }
+func ValidCurrency(code string) bool {
+	if len(code) != 3 {
+		return false
+	}
+	for i := range 3 {
+		if code[i] < 'A' || code[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
 
 // Decimal returns the exact decimal value of a quantity or percentage as it
 // was written (2.5 is 5/2, not the nearest binary fraction).

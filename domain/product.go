@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"math"
 	"strings"
 	"unicode/utf8"
 )
@@ -28,14 +29,20 @@ type ProductInput struct {
 // (default active), attrs an object. The first broken rule is returned as
 // EINVALID.
 func (p *ProductInput) Normalize(orgCurrency string) error {
-	for field, v := range map[string]*string{"sku": &p.SKU, "title": &p.Title, "category": p.Category, "uom": &p.UOM,
-		"currency": &p.Currency, "external_id": p.ExternalID, "status": (*string)(&p.Status)} {
-		if err := noNUL(field, v); err != nil {
+	for _, f := range [...]struct {
+		name string
+		v    *string
+	}{{"sku", &p.SKU}, {"title", &p.Title}, {"category", p.Category}, {"uom", &p.UOM},
+		{"currency", &p.Currency}, {"external_id", p.ExternalID}, {"status", (*string)(&p.Status)}} {
+		if err := noNUL(f.name, f.v); err != nil {
 			return err
 		}
 	}
 	if jsonHasNUL(p.Attrs) {
 		return Errorf(EINVALID, "attrs contains a NUL character")
+	}
+	if n := jsonNumberOutOfRange(p.Attrs); n != "" {
+		return Errorf(EINVALID, "attrs holds the number %s, which is out of range", abbreviate(n, 40))
 	}
 	p.SKU = strings.TrimSpace(p.SKU)
 	p.Title = strings.TrimSpace(p.Title)
@@ -63,8 +70,8 @@ func (p *ProductInput) Normalize(orgCurrency string) error {
 	if p.StockQty != nil && *p.StockQty < 0 {
 		return Errorf(EINVALID, "stock_qty must be zero or more")
 	}
-	if p.LeadTimeDays != nil && *p.LeadTimeDays < 0 {
-		return Errorf(EINVALID, "lead_time_days must be zero or more")
+	if p.LeadTimeDays != nil && (*p.LeadTimeDays < 0 || *p.LeadTimeDays > math.MaxInt32) {
+		return Errorf(EINVALID, "lead_time_days must be between 0 and %d", math.MaxInt32)
 	}
 	if p.Currency == "" {
 		p.Currency = orgCurrency
