@@ -157,6 +157,8 @@ func TestStockMovementValidationAndGating(t *testing.T) {
 		`{"kind": "receipt", "product_id": "` + p + `", "qty": 1, "to_location_id": "` + s.other.String() + `"}`: 400,
 		`{"kind": "scrap", "product_id": "` + p + `", "qty": 1, "unit_cost_minor": 3}`:                           400,
 		`{"kind": "receipt", "qty": 1}`:                                                                          400,
+		`{"kind": "receipt", "product_id": "` + p + `", "qty": 1.7e308}`:                                         400,
+		`{"kind": "adjustment", "product_id": "` + p + `", "qty": -1e13}`:                                        400,
 		`{"kind": "transfer", "product_id": "` + p + `", "qty": 1, "to_location_id": "` + s.main.String() + `"}`: 400,
 		`{"kind": "receipt", "product_id": "` + uuid.NewString() + `", "qty": 1}`:                                404,
 		`{"kind": "receipt", "line_id": "` + uuid.NewString() + `", "qty": 1}`:                                   404,
@@ -182,12 +184,18 @@ func TestStockMovementValidationAndGating(t *testing.T) {
 // repeating an earlier idempotency key. Afterwards no balance was ever
 // negative, no key was applied twice, and the balance is the sum of the
 // movements applied.
+// 64 writers make 2,000 movements of every kind on one stock line (adds:
+// receipts, returns, positive adjustments; removes: scraps, negative
+// adjustments, transfers out to another location), a fifth of them repeats
+// of an earlier idempotency key with its body. Afterwards: no balance was
+// ever negative, no key was applied twice and every repeat of an applied key
+// answered 200 with the first movement, and the line's ledger adds up.
 func TestConcurrentMovementsNeverGoBelowZero(t *testing.T) {
 	s := newStockFixture(t)
 	const total, workers = 2000, 64
 	type op struct {
-		key string
-		qty float64 // signed adjustment
+		key, body string
+		delta     float64 // the change it makes to the main line
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	ops := make([]op, total)
@@ -196,19 +204,45 @@ func TestConcurrentMovementsNeverGoBelowZero(t *testing.T) {
 			ops[i] = ops[rng.IntN(i)]
 			continue
 		}
+		key := fmt.Sprintf("k-%d", i)
 		q := float64(rng.IntN(5) + 1)
-		if rng.IntN(100) < 55 { // removals slightly ahead, so the balance keeps meeting zero
-			q = -q
+		var kind, extra string
+		delta := q
+		// Removals slightly ahead, so the balance keeps meeting zero.
+		switch r := rng.IntN(100); {
+		case r < 20:
+			kind = "receipt"
+			extra = `, "unit_cost_minor": 250`
+		case r < 30:
+			kind = "return"
+		case r < 45:
+			kind = "adjustment"
+		case r < 65:
+			kind, delta = "adjustment", -q
+		case r < 85:
+			kind, delta = "scrap", -q
+		default:
+			kind, delta = "transfer", -q
+			extra = fmt.Sprintf(`, "to_location_id": %q`, s.other)
 		}
-		ops[i] = op{key: fmt.Sprintf("k-%d", i), qty: q}
+		shown := q
+		if kind == "adjustment" {
+			shown = delta
+		}
+		ops[i] = op{key: key, delta: delta, body: fmt.Sprintf(`{"kind": %q, "product_id": %q, "qty": %v, "idempotency_key": %q%s}`,
+			kind, s.product, shown, key, extra)}
 	}
 	// Enough keys that the rate limit (600 a minute each) stays out of it.
 	keys := make([]string, 8)
 	for i := range keys {
 		keys[i] = s.newKey(domain.ScopeStockWrite)
 	}
+	type answer struct {
+		status   int
+		movement uuid.UUID
+	}
+	answers := make([]answer, total)
 	var mu sync.Mutex
-	statuses := map[int]int{}
 	var next int
 	var wg sync.WaitGroup
 	for range workers {
@@ -221,46 +255,109 @@ func TestConcurrentMovementsNeverGoBelowZero(t *testing.T) {
 				if i >= total {
 					return
 				}
-				body := fmt.Sprintf(`{"kind": "adjustment", "product_id": %q, "qty": %v, "idempotency_key": %q}`, s.product, ops[i].qty, ops[i].key)
-				status, _, _ := s.do("POST", "/api/v1/stock/movements", keys[i%len(keys)], strings.NewReader(body))
-				mu.Lock()
-				statuses[status]++
-				mu.Unlock()
+				status, _, b := s.do("POST", "/api/v1/stock/movements", keys[i%len(keys)], strings.NewReader(ops[i].body))
+				var r db.MovementResult
+				_ = json.Unmarshal(b, &r)
+				answers[i] = answer{status, r.Movement.ID}
 			}
 		})
 	}
 	wg.Wait()
+	statuses := map[int]int{}
+	byKey := map[string][]answer{}
+	for i, a := range answers {
+		statuses[a.status]++
+		byKey[ops[i].key] = append(byKey[ops[i].key], a)
+	}
 	t.Logf("answers: %v", statuses)
 	for status := range statuses {
 		if status != 201 && status != 200 && status != 409 {
 			t.Errorf("unexpected status %d", status)
 		}
 	}
-	if statuses[409] == 0 || statuses[201] == 0 {
-		t.Fatalf("the mix did not exercise both outcomes: %v", statuses)
+	if statuses[409] == 0 || statuses[201] == 0 || statuses[200] == 0 {
+		t.Fatalf("the mix did not exercise every outcome: %v", statuses)
 	}
-	if n := s.count(`SELECT count(*) FROM stock_movements WHERE org_id = $1 AND balance_after < 0`); n != 0 {
-		t.Fatalf("%d movements recorded a negative balance", n)
+	// Each key: at most one 201; a 200 only after its 201, naming the same
+	// movement; the movement stored iff the key was applied.
+	applied := map[string]uuid.UUID{}
+	for key, as := range byKey {
+		var first uuid.UUID
+		created := 0
+		for _, a := range as {
+			if a.status == 201 {
+				created++
+				first = a.movement
+			}
+		}
+		for _, a := range as {
+			if a.status == 200 && (created != 1 || a.movement != first) {
+				t.Fatalf("key %s: a repeat answered movement %s, the first use %s (%d created)", key, a.movement, first, created)
+			}
+		}
+		if created > 1 {
+			t.Fatalf("key %s applied %d times", key, created)
+		}
+		if created == 1 {
+			applied[key] = first
+		}
 	}
-	if n := s.count(`SELECT count(*) FROM (SELECT idempotency_key FROM stock_movements WHERE org_id = $1 GROUP BY 1 HAVING count(*) > 1) d`); n != 0 {
-		t.Fatalf("%d keys applied twice", n)
-	}
-	var sum, onHand float64
-	_ = s.db.Pool().QueryRow(context.Background(), `SELECT coalesce(sum(qty), 0) FROM stock_movements WHERE org_id = $1`, s.org.ID).Scan(&sum)
-	onHand = s.onHand(s.main)
-	if sum != onHand || onHand < 0 {
-		t.Fatalf("balance %v, sum of applied movements %v", onHand, sum)
-	}
-	// Replaying the line's ledger in order reproduces every balance_after:
-	// movements are ordered as they were applied.
-	rows, err := s.db.Pool().Query(context.Background(), `SELECT qty, balance_after FROM stock_movements WHERE org_id = $1 ORDER BY created_at, id`, s.org.ID)
+	rows, err := s.db.Pool().Query(context.Background(), `SELECT idempotency_key, id FROM stock_movements WHERE org_id = $1`, s.org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type entry struct{ qty, after float64 }
+	stored := map[string]uuid.UUID{}
+	for rows.Next() {
+		var k string
+		var id uuid.UUID
+		_ = rows.Scan(&k, &id)
+		if _, dup := stored[k]; dup {
+			t.Fatalf("key %s stored twice", k)
+		}
+		stored[k] = id
+	}
+	if rows.Err() != nil || len(stored) != len(applied) {
+		t.Fatalf("%d movements stored, %d keys answered 201 (%v)", len(stored), len(applied), rows.Err())
+	}
+	for k, id := range applied {
+		if stored[k] != id {
+			t.Fatalf("key %s: answered movement %s, stored %s", k, id, stored[k])
+		}
+	}
+	if n := s.count(`SELECT count(*) FROM stock_movements WHERE org_id = $1 AND (balance_after < 0 OR to_balance_after < 0)`); n != 0 {
+		t.Fatalf("%d movements recorded a negative balance", n)
+	}
+	// The balances equal the sums of the applied movements.
+	var sum, moved float64
+	for k := range applied {
+		for _, o := range ops {
+			if o.key == k {
+				sum += o.delta
+				if strings.Contains(o.body, `"transfer"`) {
+					moved -= o.delta
+				}
+				break
+			}
+		}
+	}
+	if got := s.onHand(s.main); got != sum || got < 0 {
+		t.Fatalf("main balance %v, sum of applied movements %v", got, sum)
+	}
+	if got := s.onHand(s.other); got != moved {
+		t.Fatalf("destination balance %v, transferred %v", got, moved)
+	}
+	// Replaying the main line's ledger in order reproduces every
+	// balance_after: movements are ordered as they were applied.
+	rows, err = s.db.Pool().Query(context.Background(), `
+		SELECT CASE WHEN kind IN ('scrap', 'transfer') THEN -qty ELSE qty END, balance_after
+		FROM stock_movements WHERE org_id = $1 ORDER BY created_at, id`, s.org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct{ delta, after float64 }
 	ledger, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entry, error) {
 		var e entry
-		err := r.Scan(&e.qty, &e.after)
+		err := r.Scan(&e.delta, &e.after)
 		return e, err
 	})
 	if err != nil {
@@ -268,7 +365,7 @@ func TestConcurrentMovementsNeverGoBelowZero(t *testing.T) {
 	}
 	var running float64
 	for i, e := range ledger {
-		running += e.qty
+		running += e.delta
 		if running != e.after {
 			t.Fatalf("movement %d: balance_after %v but the movements before add up to %v", i, e.after, running)
 		}

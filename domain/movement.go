@@ -3,11 +3,16 @@ package domain
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"math"
 	"slices"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
+
+// MaxMovementQty bounds one movement's quantity, so that no sum of
+// movements leaves the range where quantities are exact.
+const MaxMovementQty = 1e12
 
 // MovementInput is a stock movement as a person (or an integration) writes it.
 type MovementInput struct {
@@ -16,7 +21,7 @@ type MovementInput struct {
 	LocationID     *uuid.UUID   `json:"location_id,omitempty" doc:"Where the stock is; needed with product_id when not the default location."`
 	LineID         *uuid.UUID   `json:"line_id,omitempty" doc:"Names the stock line directly, instead of product_id and location_id."`
 	ToLocationID   *uuid.UUID   `json:"to_location_id,omitempty" doc:"Destination of a transfer."`
-	Qty            float64      `json:"qty" doc:"Quantity: signed for an adjustment, more than zero otherwise."`
+	Qty            float64      `json:"qty" doc:"Quantity: signed for an adjustment, more than zero otherwise; at most 1e12 either way."`
 	UnitCostMinor  *int64       `json:"unit_cost_minor,omitempty" minimum:"0" doc:"Unit cost in minor units; a receipt sets the line's unit cost."`
 	IdempotencyKey *string      `json:"idempotency_key,omitempty" maxLength:"200" doc:"A repeated key returns the first result (200) instead of moving stock again; with another body it answers 409."`
 	Reference      *string      `json:"reference,omitempty" maxLength:"200" doc:"Free text, e.g. a stock-take or returns reference."`
@@ -28,6 +33,8 @@ func (m *MovementInput) Normalize() error {
 		return Errorf(EINVALID, "kind %q is not adjustment, transfer, scrap, return or receipt", m.Kind)
 	}
 	switch {
+	case math.Abs(m.Qty) > MaxMovementQty:
+		return Errorf(EINVALID, "qty must be at most %g either way", MaxMovementQty)
 	case m.Kind == MoveAdjustment && m.Qty == 0:
 		return Errorf(EINVALID, "an adjustment needs a qty other than 0")
 	case m.Kind != MoveAdjustment && m.Qty <= 0:
