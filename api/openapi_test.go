@@ -83,6 +83,15 @@ func TestOpenAPIDescribesEveryRouteWithItsScopeAndStatuses(t *testing.T) {
 				}
 			}
 		}
+		if tooMany := op.Responses.Status(http.StatusTooManyRequests); tooMany != nil && tooMany.Value.Headers["Retry-After"] == nil {
+			t.Errorf("%s %s: 429 without Retry-After", r.method, r.path)
+		}
+		if r.scope != "" {
+			ok := op.Responses.Status(success).Value.Headers
+			if ok["RateLimit"] == nil || ok["RateLimit-Policy"] == nil {
+				t.Errorf("%s %s: %d without the RateLimit headers", r.method, r.path, success)
+			}
+		}
 		if op.Responses.Status(http.StatusUnprocessableEntity) != nil && !slices.Contains(r.statuses, 422) {
 			t.Errorf("%s %s documents 422, which validation never answers", r.method, r.path)
 		}

@@ -110,6 +110,7 @@ func New(d Deps) *Server {
 	s.documentInbound()
 	markPointersNullable(s.api.OpenAPI().Components.Schemas)
 	dropUndeclaredValidationStatus(s.api.OpenAPI())
+	documentRateHeaders(s.api.OpenAPI())
 	s.router = r
 	return s
 }
@@ -202,6 +203,39 @@ func dropUndeclaredValidationStatus(doc *huma.OpenAPI) {
 				continue
 			}
 			delete(op.Responses, "422")
+		}
+	}
+}
+
+// documentRateHeaders adds the rate-limit headers to the documented answers:
+// every answer to a known key carries RateLimit-Policy and RateLimit (IETF
+// draft fields), and a 429 carries Retry-After. The inbound route answers
+// its 429 with Retry-After only.
+func documentRateHeaders(doc *huma.OpenAPI) {
+	str := &huma.Schema{Type: huma.TypeString}
+	policy := &huma.Header{Description: `The key's limit: "key";q=<requests>;w=<window seconds>.`, Schema: str}
+	remaining := &huma.Header{Description: `What is left of it: "key";r=<requests left>;t=<seconds until the window is whole again>.`, Schema: str}
+	retry := &huma.Header{Description: "Seconds to wait before the next request can succeed.", Schema: &huma.Schema{Type: huma.TypeInteger}}
+	for _, item := range doc.Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Post, item.Put, item.Patch, item.Delete} {
+			if op == nil {
+				continue
+			}
+			_, keyed := op.Metadata[metaScope]
+			for code, resp := range op.Responses {
+				if resp == nil || (!keyed && code != "429") {
+					continue
+				}
+				if resp.Headers == nil {
+					resp.Headers = map[string]*huma.Header{}
+				}
+				if keyed && code != "401" && code != "500" {
+					resp.Headers["RateLimit-Policy"], resp.Headers["RateLimit"] = policy, remaining
+				}
+				if code == "429" {
+					resp.Headers["Retry-After"] = retry
+				}
+			}
 		}
 	}
 }
