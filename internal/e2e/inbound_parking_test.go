@@ -145,3 +145,84 @@ func TestInboundWorkflowsCarrySearchAttributes(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// A post refused outright (402: the plan's product cap) is replayed once the
+// cause is fixed (the plan raised): the replay applies, and the receipt list
+// shows the rejected original and the applied replay.
+func TestReplayOfARejectedReceiptAfterRaisingThePlanCap(t *testing.T) {
+	f := newInbound(t)
+	f.one(`UPDATE organisations SET product_cap = (SELECT count(*) FROM products WHERE org_id = $1) WHERE id = $1 RETURNING 'ok'`)
+	url, epID, _ := f.endpoint(domain.ActionUpsertProducts, false)
+	a := f.post(url, `{"products": [{"sku": "NEW-1", "title": "New"}, {"sku": "NEW-2", "title": "Newer"}]}`)
+	if a.status != 402 {
+		t.Fatalf("over the cap: %d %s", a.status, a.raw)
+	}
+	if r := f.receipt(a.receipt); r.Outcome != domain.OutcomeRejected || r.StatusCode == nil || *r.StatusCode != 402 {
+		t.Fatalf("receipt %+v", r)
+	}
+	f.one(`UPDATE organisations SET product_cap = product_cap + 100 WHERE id = $1 RETURNING 'ok'`)
+	code, out, errOut := f.cliRun(append([]string{"receipts", "replay", a.receipt, "--json"}, f.temporalFlags()...)...)
+	var replay struct {
+		ReplayOf   string `json:"replay_of"`
+		StatusCode int    `json:"status_code"`
+		Outcome    string `json:"outcome"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &replay) != nil || replay.ReplayOf != a.receipt || replay.StatusCode != 200 || replay.Outcome != "applied" {
+		t.Fatalf("replay: %d %s %s", code, out, errOut)
+	}
+	if n := f.count(`SELECT count(*) FROM products WHERE org_id = $1 AND sku IN ('NEW-1', 'NEW-2')`); n != 2 {
+		t.Fatalf("%d of the two products written by the replay", n)
+	}
+	code, out, _ = f.cliRun("receipts", "list", "--endpoint", epID, "--json")
+	var list []map[string]any
+	_ = json.Unmarshal([]byte(out), &list)
+	outcomes := map[string]int{}
+	for _, r := range list {
+		outcomes[fmt.Sprint(r["outcome"])]++
+	}
+	if code != 0 || len(list) != 2 || outcomes["rejected"] != 1 || outcomes["applied"] != 1 {
+		t.Fatalf("receipts list: %s", out)
+	}
+}
+
+// Every action that names a record parks until the record exists, then
+// completes on its own.
+func TestEachActionParksUntilItsRecordIsLoaded(t *testing.T) {
+	f := newInbound(t)
+	cases := []struct {
+		action      domain.Action
+		body, seed  string
+		check, want string
+	}{
+		{domain.ActionDeliveryStatus, `{"delivery_ref": "D-LATE", "status": "dispatched", "tracking_url": "https://track.example/late"}`,
+			`{"orders": [{"number": "SO-D", "status": "confirmed", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1}]}],
+			  "deliveries": [{"number": "D-LATE", "order_number": "SO-D", "status": "ready"}]}`,
+			`SELECT d.status || ' ' || d.tracking_url || ' ' || o.status FROM deliveries d JOIN orders o ON o.id = d.order_id
+			 WHERE d.org_id = $1 AND d.number = 'D-LATE'`, "dispatched https://track.example/late in_progress"},
+		{domain.ActionPurchaseOrderAck, `{"po_number": "P-LATE", "supplier_ref": "ACK-1"}`,
+			`{"purchase_orders": [{"number": "P-LATE", "supplier": "Steel Co", "status": "sent", "lines": [{"description": "Rod", "qty": 1, "unit_price_minor": 100}]}]}`,
+			`SELECT status || ' ' || supplier_ref FROM purchase_orders WHERE org_id = $1 AND number = 'P-LATE'`, "acknowledged ACK-1"},
+		{domain.ActionSupplierInvoice, `{"po_number": "P-INV", "invoice_ref": "SUP-LATE", "amount_minor": 200, "invoiced_qty": 2}`,
+			`{"purchase_orders": [{"number": "P-INV", "supplier": "Steel Co", "status": "received", "lines": [{"description": "Rod", "qty": 2, "unit_price_minor": 100}],
+			  "receipts": [{"received_at": "2026-11-20T09:00:00Z", "lines": [{"position": 1, "qty": 2}]}]}]}`,
+			`SELECT match_status FROM supplier_invoices WHERE org_id = $1 AND invoice_ref = 'SUP-LATE'`, "matched"},
+	}
+	receipts := make([]string, len(cases))
+	for i, c := range cases {
+		url, _, _ := f.endpoint(c.action, false)
+		a := f.post(url, c.body)
+		if a.status != 202 || a.str("outcome") != "parked" {
+			t.Fatalf("%s naming a record not there yet: %d %s", c.action, a.status, a.raw)
+		}
+		receipts[i] = a.receipt
+	}
+	for i, c := range cases {
+		f.seed(c.seed)
+		f.eventually(string(c.action)+" applying once its record is loaded", func() bool {
+			return f.receipt(receipts[i]).Outcome == domain.OutcomeApplied
+		})
+		if got := f.one(c.check); got != c.want {
+			t.Errorf("%s: %q, want %q", c.action, got, c.want)
+		}
+	}
+}
