@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -126,11 +127,27 @@ func (a *actor) createRequest(b domain.CreateRequestBody) (InboundResult, error)
 	var customer *uuid.UUID
 	if b.Customer != nil && (b.Customer.Company != "" || b.Customer.Email != nil) {
 		entry := domain.CustomerInput{Company: b.Customer.Company, Email: b.Customer.Email}
+		if entry.Email != nil {
+			e := strings.ToLower(strings.TrimSpace(*entry.Email))
+			entry.Email = &e
+		}
 		id, found, err := matchCustomer(a.ctx, a.tx, a.org, entry)
+		if err == nil && !found && entry.Email != nil {
+			// A free-mail address matches no domain; the same address on a
+			// contact is still the same customer.
+			id, found, err = matchCustomerByContactEmail(a.ctx, a.tx, a.org, *entry.Email)
+		}
 		if err != nil {
 			return InboundResult{}, err
 		}
-		if !found && entry.Company != "" {
+		if !found {
+			if strings.TrimSpace(entry.Company) == "" {
+				// Named after its business domain, or else its address.
+				entry.Company = entry.MatchDomain()
+				if entry.Company == "" {
+					entry.Company = *entry.Email
+				}
+			}
 			if err := entry.Normalize(); err != nil {
 				return InboundResult{}, err
 			}
@@ -158,6 +175,18 @@ func (a *actor) createRequest(b domain.CreateRequestBody) (InboundResult, error)
 
 func (a *actor) requestRef(id uuid.UUID, title string) map[string]any {
 	return map[string]any{"id": id, "title": title, "url": a.baseURL + "/ai/requests/" + id.String()}
+}
+
+// matchCustomerByContactEmail finds the customer one of whose contacts has
+// the email address.
+func matchCustomerByContactEmail(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, email string) (uuid.UUID, bool, error) {
+	var id uuid.UUID
+	err := tx.QueryRow(ctx, `SELECT customer_id FROM customer_contacts WHERE org_id = $1 AND lower(email) = lower($2)
+		ORDER BY created_at, id LIMIT 1`, orgID, strings.TrimSpace(email)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return id, false, nil
+	}
+	return id, err == nil, err
 }
 
 // matchCustomerByCompany finds the newest customer of a company name.

@@ -33,6 +33,23 @@ func TestCreateRequestAction(t *testing.T) {
 	if f.count(`SELECT count(*) FROM request_threads WHERE org_id = $1`) != 2 || f.count(`SELECT count(*) FROM usage_events WHERE org_id = $1`) != 0 {
 		t.Fatal("wrong number of threads, or usage drawn")
 	}
+	// An email alone, of an unknown domain, creates a customer named after
+	// the domain; a free-mail address, one named after the address, which
+	// its next request finds again by the contact.
+	f.post(url, `{"text": "From a new domain", "customer": {"email": "Cy@Unknown-Co.example"}}`)
+	f.post(url, `{"text": "From a mailbox", "customer": {"email": "dee@gmail.com"}}`)
+	f.post(url, `{"text": "Again from the mailbox", "customer": {"email": "DEE@gmail.com"}}`)
+	if n := f.count(`SELECT count(*) FROM request_threads r JOIN customers c ON c.id = r.customer_id
+		WHERE r.org_id = $1 AND c.company = 'unknown-co.example' AND c.email_domain = 'unknown-co.example'`); n != 1 {
+		t.Fatalf("%d requests of the customer named after its domain", n)
+	}
+	if n := f.count(`SELECT count(*) FROM request_threads r JOIN customers c ON c.id = r.customer_id
+		WHERE r.org_id = $1 AND c.company = 'dee@gmail.com' AND c.email_domain IS NULL`); n != 2 {
+		t.Fatalf("%d requests of the free-mail customer, want 2 (one customer)", n)
+	}
+	if n := f.count(`SELECT count(*) FROM customers WHERE org_id = $1 AND company = 'dee@gmail.com'`); n != 1 {
+		t.Fatalf("%d free-mail customers, want 1", n)
+	}
 	// 400 for a bad shape; 422 for an organisation without an owner.
 	if a := f.post(url, `{"title": "no text"}`); a.status != 400 {
 		t.Fatalf("no text: %d", a.status)
