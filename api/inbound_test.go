@@ -11,6 +11,17 @@ import (
 	"github.com/google/uuid"
 )
 
+// erpEndpoint makes an unsigned erp_order_status endpoint.
+func (f *fixture) erpEndpoint(t *testing.T) db.CreatedEndpoint {
+	t.Helper()
+	ep, err := f.db.CreateEndpoint(context.Background(), nil, db.NewEndpoint{OrgID: f.org.ID, AsEmail: "owner@acme.example",
+		Name: "ERP", Action: domain.ActionERPOrderStatus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
 // A post that passes every check but whose workflow cannot be started (no
 // workflow service here) answers 500 without internal text, and its receipt
 // ends failed, with an inbound.receipt.failed event, so that support sees it
@@ -18,11 +29,7 @@ import (
 func TestInboundPostWithoutWorkflowServiceEndsFailed(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	ep, err := f.db.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: f.org.ID, AsEmail: "owner@acme.example",
-		Name: "ERP", Action: domain.ActionERPOrderStatus})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := f.erpEndpoint(t)
 	status, h, b := f.do(http.MethodPost, "/api/in/"+ep.Token, "", strings.NewReader(`{"order_ref": "SO-1", "status": "processing"}`))
 	if status != http.StatusInternalServerError || errorBody(t, b) != "Internal server error" {
 		t.Fatalf("answer = %d %s, want 500 Internal server error", status, b)
@@ -57,11 +64,7 @@ func TestInboundPostWithoutWorkflowServiceEndsFailed(t *testing.T) {
 func TestRefusedInboundPostNamesNoWorkflow(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	ep, err := f.db.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: f.org.ID, AsEmail: "owner@acme.example",
-		Name: "ERP", Action: domain.ActionERPOrderStatus})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := f.erpEndpoint(t)
 	status, h, b := f.do(http.MethodPost, "/api/in/"+ep.Token, "", strings.NewReader(`{"status": "processing"}`))
 	if status != http.StatusBadRequest {
 		t.Fatalf("answer = %d %s, want 400", status, b)

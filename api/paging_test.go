@@ -108,17 +108,7 @@ func TestCursorWalkOfNewestFirstListsReturnsEveryRowOnce(t *testing.T) {
 		{"/api/v1/quotes", "quotes", "quotes", 50},
 	} {
 		got, _ := f.walk(t, l.path, l.list, "id", l.limit)
-		rows, err := f.db.Pool().Query(ctx, `SELECT id::text FROM `+l.table+` WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, f.org.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		for rows.Next() {
-			var id string
-			_ = rows.Scan(&id)
-			want = append(want, id)
-		}
-		rows.Close()
+		want := f.newestIDs(t, l.table)
 		if len(got) != len(want) {
 			t.Fatalf("%s: walk returned %d rows, want %d", l.list, len(got), len(want))
 		}

@@ -13,6 +13,43 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
+// newestIDs returns the ids of the organisation's rows of table, newest
+// first.
+func (f *fixture) newestIDs(t *testing.T, table string) []string {
+	t.Helper()
+	rows, err := f.db.Pool().Query(context.Background(), `SELECT id::text FROM `+table+` WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, f.org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		_ = rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// otherOrganisationKey makes another organisation, every add-on on, and
+// returns an all-scopes key of it.
+func (f *fixture) otherOrganisationKey(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	other, _, err := f.db.CreateOrganisation(ctx, db.NewOrganisation{Name: "Other Ltd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range domain.Addons {
+		_, _ = f.db.SetAddon(ctx, other.ID, a, true)
+	}
+	_, key, err := f.db.CreateAPIKey(ctx, other.ID, "other", domain.AllScopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 // newestFirst names each newest-first list of the demo data and its table.
 var newestFirst = []struct{ path, list, table string }{
 	{"/api/v1/quotes", "quotes", "quotes"},
@@ -32,17 +69,7 @@ func TestEveryNewestFirstListWalksEachRowOnceInOrder(t *testing.T) {
 	d := newDemo(t)
 	for _, l := range newestFirst {
 		got, _ := d.walk(t, l.path, l.list, "id", 1)
-		rows, err := d.db.Pool().Query(context.Background(), `SELECT id::text FROM `+l.table+` WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, d.org.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		for rows.Next() {
-			var id string
-			_ = rows.Scan(&id)
-			want = append(want, id)
-		}
-		rows.Close()
+		want := d.newestIDs(t, l.table)
 		if len(want) < 2 {
 			t.Fatalf("%s: the example data holds %d rows, too few to page", l.list, len(want))
 		}
@@ -57,14 +84,7 @@ func TestEveryNewestFirstListWalksEachRowOnceInOrder(t *testing.T) {
 // it is refused.
 func TestCursorsAreBoundToTheirFiltersAndOrganisation(t *testing.T) {
 	d := newDemo(t)
-	other, _, err := d.db.CreateOrganisation(context.Background(), db.NewOrganisation{Name: "Other Ltd"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range domain.Addons {
-		_, _ = d.db.SetAddon(context.Background(), other.ID, a, true)
-	}
-	_, otherKey, _ := d.db.CreateAPIKey(context.Background(), other.ID, "other", domain.AllScopes)
+	otherKey := d.otherOrganisationKey(t)
 	var product, location, line, supplier, order string
 	_ = d.db.Pool().QueryRow(context.Background(), `SELECT product_id::text, location_id::text, id::text FROM stock_lines WHERE org_id = $1 LIMIT 1`, d.org.ID).Scan(&product, &location, &line)
 	_ = d.db.Pool().QueryRow(context.Background(), `SELECT id::text FROM suppliers WHERE org_id = $1 LIMIT 1`, d.org.ID).Scan(&supplier)

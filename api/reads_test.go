@@ -353,14 +353,7 @@ func TestReadAnswersCarryTheStoredFigures(t *testing.T) {
 func TestReadsByIDAreScopedToTheOrganisation(t *testing.T) {
 	d := newDemo(t)
 	// Another organisation with its own all-scopes key and every add-on.
-	other, _, err := d.db.CreateOrganisation(context.Background(), db.NewOrganisation{Name: "Other Ltd"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range domain.Addons {
-		_, _ = d.db.SetAddon(context.Background(), other.ID, a, true)
-	}
-	_, otherKey, _ := d.db.CreateAPIKey(context.Background(), other.ID, "other", domain.AllScopes)
+	otherKey := d.otherOrganisationKey(t)
 	for _, r := range d.routes() {
 		if r.list != "" || r.path == "/api/v1/stock/locations" {
 			// Lists are scoped too: the other organisation sees none of these rows.
