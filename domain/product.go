@@ -95,10 +95,13 @@ func trimmedOrNil(s *string) *string {
 	if s == nil {
 		return nil
 	}
-	t := strings.TrimSpace(*s)
-	if t == "" {
+	switch t := strings.TrimSpace(*s); {
+	case t == "":
 		return nil
+	case len(t) == len(*s):
+		return s // as it was: no copy
 	}
+	t := strings.TrimSpace(*s)
 	return &t
 }
 

@@ -185,20 +185,17 @@ func reset(ctx context.Context, d *db.DB, org uuid.UUID, rows []domain.ProductIn
 
 var profiling *os.File
 
-// profile profiles the CPU while the calls of the chosen case run; the
-// profile accumulates over its rounds.
+// profile profiles the CPU while the first API call of the chosen case
+// runs (a file holds one profile).
 func profile(caseName string) func() {
-	if profileFile == "" || caseName != profileCase {
+	if profileFile == "" || caseName != profileCase || profiling != nil {
 		return func() {}
 	}
-	if profiling == nil {
-		f, err := os.Create(profileFile)
-		if err != nil {
-			return func() {}
-		}
-		profiling = f
+	f, err := os.Create(profileFile)
+	if err != nil {
+		return func() {}
 	}
-	// Restarting a profile would truncate it: profile the first call only.
+	profiling = f
 	if err := pprof.StartCPUProfile(profiling); err != nil {
 		return func() {}
 	}
