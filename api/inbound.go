@@ -123,7 +123,7 @@ func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db
 	body, _ := json.Marshal(ErrorBody{Message: msg})
 	rec.Refused = true
 	if id, err := s.db.StoreReceipt(ctx, rec); err == nil {
-		_ = s.db.AnswerReceipt(ctx, rec.OrgID, id, status, body, domain.OutcomeRejected, &msg)
+		_ = s.db.AnswerReceipt(ctx, rec.OrgID, id, status, body, domain.OutcomeFailed, &msg)
 		w.Header().Set("X-Receipt-Id", id.String())
 	} else {
 		logging.From(ctx, s.log).Error("storing a refused inbound post", zap.Error(err))
@@ -142,13 +142,13 @@ func (s *Server) inboundFail(w http.ResponseWriter, r *http.Request, err error) 
 func (s *Server) RunInbound(ctx context.Context, in activities.InboundInput) (int, []byte) {
 	log := logging.From(ctx, s.log)
 	status, body := http.StatusInternalServerError, mustJSON(ErrorBody{Message: internalMessage})
-	// A post whose workflow could not be started ends failed (and can be
+	// A post whose workflow could not be started ends in error (and can be
 	// replayed); otherwise the workflow records the outcome itself.
 	var outcome domain.Outcome
 	var failure *string
 	failed := func(msg string, err error) {
 		log.Error(msg, zap.Error(err))
-		outcome, failure = domain.OutcomeFailed, &msg
+		outcome, failure = domain.OutcomeError, &msg
 	}
 	defer func() {
 		if err := s.db.AnswerReceipt(context.WithoutCancel(ctx), in.OrgID, in.ReceiptID, status, body, outcome, failure); err != nil {

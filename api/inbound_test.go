@@ -24,9 +24,9 @@ func (f *fixture) erpEndpoint(t *testing.T) db.CreatedEndpoint {
 
 // A post that passes every check but whose workflow cannot be started (no
 // workflow service here) answers 500 without internal text, and its receipt
-// ends failed, with an inbound.receipt.failed event, so that support sees it
+// ends error, with an inbound.receipt.failed event, so that support sees it
 // and can replay it.
-func TestInboundPostWithoutWorkflowServiceEndsFailed(t *testing.T) {
+func TestInboundPostWithoutWorkflowServiceEndsInError(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	ep := f.erpEndpoint(t)
@@ -42,8 +42,8 @@ func TestInboundPostWithoutWorkflowServiceEndsFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Outcome != domain.OutcomeFailed || r.StatusCode == nil || *r.StatusCode != 500 || r.Error == nil || r.CompletedAt == nil {
-		t.Fatalf("receipt = outcome %s, status %v, error %v, completed %v; want failed, 500, an error, completed",
+	if r.Outcome != domain.OutcomeError || r.StatusCode == nil || *r.StatusCode != 500 || r.Error == nil || r.CompletedAt == nil {
+		t.Fatalf("receipt = outcome %s, status %v, error %v, completed %v; want error, 500, an error text, completed",
 			r.Outcome, r.StatusCode, r.Error, r.CompletedAt)
 	}
 	if r.WorkflowID == nil || *r.WorkflowID != "inbound/"+id.String() {
@@ -51,7 +51,7 @@ func TestInboundPostWithoutWorkflowServiceEndsFailed(t *testing.T) {
 	}
 	var events int
 	if err := f.db.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE org_id = $1 AND type = 'inbound.receipt.failed'
-		AND data->>'receipt_id' = $2 AND data->>'outcome' = 'failed'`, f.org.ID, id.String()).Scan(&events); err != nil {
+		AND data->>'receipt_id' = $2 AND data->>'outcome' = 'error'`, f.org.ID, id.String()).Scan(&events); err != nil {
 		t.Fatal(err)
 	}
 	if events != 1 {
@@ -73,7 +73,7 @@ func TestRefusedInboundPostNamesNoWorkflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Outcome != domain.OutcomeRejected || r.WorkflowID != nil {
-		t.Fatalf("receipt = outcome %s, workflow %v; want rejected and no workflow", r.Outcome, r.WorkflowID)
+	if r.Outcome != domain.OutcomeFailed || r.WorkflowID != nil {
+		t.Fatalf("receipt = outcome %s, workflow %v; want failed and no workflow", r.Outcome, r.WorkflowID)
 	}
 }

@@ -270,15 +270,15 @@ func (d *DB) AnswerReceipt(ctx context.Context, orgID, id uuid.UUID, status int,
 			SET status_code = $3, response = $4,
 			    outcome = CASE WHEN $5 = '' THEN outcome ELSE $5 END,
 			    error = coalesce($6, error),
-			    completed_at = CASE WHEN $5 IN ('rejected', 'failed') THEN clock_timestamp() ELSE completed_at END,
-			    duration_ms = CASE WHEN $5 IN ('rejected', 'failed')
+			    completed_at = CASE WHEN $5 IN ('failed', 'error') THEN clock_timestamp() ELSE completed_at END,
+			    duration_ms = CASE WHEN $5 IN ('failed', 'error')
 			                       THEN (extract(epoch FROM clock_timestamp() - received_at) * 1000)::int ELSE duration_ms END
 			WHERE org_id = $1 AND id = $2
 			RETURNING action, endpoint_id`, orgID, id, status, jsonOrNil(response), string(outcome), errText).Scan(&action, &endpoint)
 		if err != nil {
 			return notFound(err, "receipt")
 		}
-		if outcome != domain.OutcomeRejected && outcome != domain.OutcomeFailed {
+		if outcome != domain.OutcomeFailed && outcome != domain.OutcomeError {
 			return nil
 		}
 		return emitReceiptFailed(ctx, tx, orgID, id, endpoint, action, outcome, errText)
@@ -301,7 +301,7 @@ func jsonOrNil(b []byte) any {
 
 // SetReceiptOutcome records where a post stands, as its workflow moves it:
 // parked (waiting for waitingFor) or a final outcome. A post that ends
-// rejected, failed or unmatched emits inbound.receipt.failed in the same
+// failed, error or unmatched emits inbound.receipt.failed in the same
 // transaction.
 func (d *DB) SetReceiptOutcome(ctx context.Context, orgID, id uuid.UUID, outcome domain.Outcome, waitingFor, errText *string, runID string) error {
 	return d.inTx(ctx, func(tx pgx.Tx) error {
@@ -320,7 +320,7 @@ func (d *DB) SetReceiptOutcome(ctx context.Context, orgID, id uuid.UUID, outcome
 		if err != nil {
 			return notFound(err, "receipt")
 		}
-		failed := outcome == domain.OutcomeRejected || outcome == domain.OutcomeFailed || outcome == domain.OutcomeUnmatched
+		failed := outcome == domain.OutcomeFailed || outcome == domain.OutcomeError || outcome == domain.OutcomeUnmatched
 		if !failed || previous == outcome {
 			return nil
 		}

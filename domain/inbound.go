@@ -31,13 +31,13 @@ const (
 	OutcomeParked    Outcome = "parked"    // the record it names does not exist yet
 	OutcomeUnmatched Outcome = "unmatched" // parked for 7 days without a match
 	OutcomeCancelled Outcome = "cancelled" // parked, then cancelled by support
-	OutcomeRejected  Outcome = "rejected"  // refused: 4xx
-	OutcomeFailed    Outcome = "failed"    // a fault on the service side
+	OutcomeFailed    Outcome = "failed"    // refused (4xx): the post, or a rule, did not allow it
+	OutcomeError     Outcome = "error"     // a fault on the service side (5xx)
 )
 
 // Outcomes lists the outcomes of an inbound post.
 var Outcomes = []Outcome{OutcomePending, OutcomeApplied, OutcomeUnchanged, OutcomeParked,
-	OutcomeUnmatched, OutcomeCancelled, OutcomeRejected, OutcomeFailed}
+	OutcomeUnmatched, OutcomeCancelled, OutcomeFailed, OutcomeError}
 
 // ParseOutcomes reads a comma-separated list of outcomes.
 func ParseOutcomes(s string) ([]Outcome, error) {

@@ -216,10 +216,10 @@ func (w *inbound) finish(ctx workflow.Context, out InboundOutcome, err error) (I
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.NonRetryable() {
 			out.Code, out.Message = domain.Code(appErr.Type()), appErr.Message()
-			outcome, message = domain.OutcomeRejected, appErr.Message()
+			outcome, message = domain.OutcomeFailed, appErr.Message()
 		} else {
 			out.Code, out.Message = domain.EINTERNAL, "Internal server error"
-			outcome, message = domain.OutcomeFailed, err.Error()
+			outcome, message = domain.OutcomeError, err.Error()
 		}
 		out.Result = nil
 	default:

@@ -94,7 +94,7 @@ func TestInboundActionRefusalIsRecordedAndAnswered(t *testing.T) {
 	if e.answer == nil || e.answer.Code != domain.ECONFLICT || e.answer.Message == "" {
 		t.Fatalf("answer %+v", e.answer)
 	}
-	if e.last().Outcome != domain.OutcomeRejected || e.last().Error == "" {
+	if e.last().Outcome != domain.OutcomeFailed || e.last().Error == "" {
 		t.Fatalf("recorded %+v", e.outcomes)
 	}
 	e.AssertExpectations(t)

@@ -546,9 +546,9 @@ CREATE TABLE inbound_receipts (
     status_code   integer,
     response      jsonb,
     -- where the post stands: pending, applied, unchanged, parked,
-    -- unmatched, cancelled, rejected, failed
+    -- unmatched, cancelled, failed (refused, 4xx), error (5xx)
     outcome       text NOT NULL DEFAULT 'pending'
-                  CHECK (outcome IN ('pending', 'applied', 'unchanged', 'parked', 'unmatched', 'cancelled', 'rejected', 'failed')),
+                  CHECK (outcome IN ('pending', 'applied', 'unchanged', 'parked', 'unmatched', 'cancelled', 'failed', 'error')),
     error         text,
     waiting_for   text,
     workflow_id   text,

@@ -243,11 +243,11 @@ func receiptsListCmd() *cobra.Command {
 	var endpoint, outcome string
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "list --endpoint ENDPOINT_ID [--status failed|rejected|parked|...] [--limit N]",
+		Use:   "list --endpoint ENDPOINT_ID [--status failed|parked|...] [--limit N]",
 		Short: "List an endpoint's recent receipts, newest first",
 		Long: "list shows an endpoint's receipts, newest first. --status takes one outcome or several, comma-separated:\n" +
-			"pending, applied, unchanged, parked, unmatched, cancelled, rejected (refused with a 4xx) or failed (a fault\n" +
-			"on the service side). --status rejected,failed,unmatched,cancelled lists every post that did not go through.",
+			"pending, applied, unchanged, parked, unmatched, cancelled, failed (refused with a 4xx) or error (a fault\n" +
+			"on the service side, 5xx). --status failed,error,unmatched,cancelled lists every post that did not go through.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			id, err := parseID("--endpoint", endpoint)

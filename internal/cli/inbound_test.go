@@ -121,8 +121,8 @@ func TestReceiptsListAndShowThroughTheCLI(t *testing.T) {
 		return id
 	}
 	now := time.Now()
-	failed := store(`{"order_ref": "SO-9", "status": "open"}`, 422, domain.OutcomeRejected, now.Add(-time.Minute))
-	newest := store(`not json`, 400, domain.OutcomeRejected, now)
+	failed := store(`{"order_ref": "SO-9", "status": "open"}`, 422, domain.OutcomeFailed, now.Add(-time.Minute))
+	newest := store(`not json`, 400, domain.OutcomeFailed, now)
 	_ = store(`{"order_ref": "SO-1", "status": "open"}`, 200, domain.OutcomeApplied, now.Add(-2*time.Minute))
 
 	code, out, errOut := run(t, d.URL, "receipts", "list", "--endpoint", e.ID.String(), "--json")
@@ -144,10 +144,10 @@ func TestReceiptsListAndShowThroughTheCLI(t *testing.T) {
 	if len(list) != 1 || list[0]["outcome"] != "applied" {
 		t.Fatalf("--status applied: %s", out)
 	}
-	_, out, _ = run(t, d.URL, "receipts", "list", "--endpoint", e.ID.String(), "--status", "rejected,failed", "--limit", "1", "--json")
+	_, out, _ = run(t, d.URL, "receipts", "list", "--endpoint", e.ID.String(), "--status", "failed,error", "--limit", "1", "--json")
 	mustJSON(t, out, &list)
 	if len(list) != 1 || list[0]["id"] != newest.String() {
-		t.Fatalf("--status rejected,failed --limit 1: %s", out)
+		t.Fatalf("--status failed,error --limit 1: %s", out)
 	}
 	code, out, _ = run(t, d.URL, "receipts", "show", failed.String(), "--json")
 	var shown map[string]any

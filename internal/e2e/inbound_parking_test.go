@@ -148,7 +148,7 @@ func TestInboundWorkflowsCarrySearchAttributes(t *testing.T) {
 
 // A post refused outright (402: the plan's product cap) is replayed once the
 // cause is fixed (the plan raised): the replay applies, and the receipt list
-// shows the rejected original and the applied replay.
+// shows the failed original and the applied replay.
 func TestReplayOfARejectedReceiptAfterRaisingThePlanCap(t *testing.T) {
 	f := newInbound(t)
 	f.one(`UPDATE organisations SET product_cap = (SELECT count(*) FROM products WHERE org_id = $1) WHERE id = $1 RETURNING 'ok'`)
@@ -157,7 +157,7 @@ func TestReplayOfARejectedReceiptAfterRaisingThePlanCap(t *testing.T) {
 	if a.status != 402 {
 		t.Fatalf("over the cap: %d %s", a.status, a.raw)
 	}
-	if r := f.receipt(a.receipt); r.Outcome != domain.OutcomeRejected || r.StatusCode == nil || *r.StatusCode != 402 {
+	if r := f.receipt(a.receipt); r.Outcome != domain.OutcomeFailed || r.StatusCode == nil || *r.StatusCode != 402 {
 		t.Fatalf("receipt %+v", r)
 	}
 	f.one(`UPDATE organisations SET product_cap = product_cap + 100 WHERE id = $1 RETURNING 'ok'`)
@@ -180,7 +180,7 @@ func TestReplayOfARejectedReceiptAfterRaisingThePlanCap(t *testing.T) {
 	for _, r := range list {
 		outcomes[fmt.Sprint(r["outcome"])]++
 	}
-	if code != 0 || len(list) != 2 || outcomes["rejected"] != 1 || outcomes["applied"] != 1 {
+	if code != 0 || len(list) != 2 || outcomes["failed"] != 1 || outcomes["applied"] != 1 {
 		t.Fatalf("receipts list: %s", out)
 	}
 }

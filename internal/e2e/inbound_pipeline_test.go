@@ -39,7 +39,7 @@ func TestInboundPipelineRefusesInOrder(t *testing.T) {
 	big := `{"order_ref": "SO-1", "status": "` + strings.Repeat("x", 1<<20) + `"}`
 	if a := f.post(url, big); a.status != 413 {
 		t.Fatalf("body over 1 MB: %d %s", a.status, a.raw)
-	} else if r := f.receipt(a.receipt); r.BodyComplete() || r.Outcome != domain.OutcomeRejected || *r.StatusCode != 413 {
+	} else if r := f.receipt(a.receipt); r.BodyComplete() || r.Outcome != domain.OutcomeFailed || *r.StatusCode != 413 {
 		t.Fatalf("413 receipt: %+v", r)
 	}
 	// 409: a paused endpoint refuses, and keeps a receipt.
