@@ -129,6 +129,16 @@ func TestBrokenSeedFileWritesNothing(t *testing.T) {
 		"stock of unknown product": {`{"products": [{"sku": "A", "title": "A"}], "stock": [{"sku": "B", "qty_on_hand": 1}]}`,
 			`stock[0]: product "B"`},
 		"negative stock": {`{"stock": [{"sku": "A", "qty_on_hand": -1}]}`, "stock[0]: qty_on_hand must be zero or more"},
+		"totals past an int64": {`{"quotes": [{"number": "Q1", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 9223372036854775807},
+			{"description": "y", "qty": 1, "unit_price_minor": 9223372036854775807}]}]}`, "quotes[0]: the totals pass 1000000000000000"},
+		"huge qty": {`{"orders": [{"number": "O1", "lines": [{"description": "x", "qty": 1e30, "unit_price_minor": 100}]}]}`,
+			"orders[0]: the totals pass"},
+		"discount over the subtotal": {`{"quotes": [{"number": "Q1", "discount_minor": 5000, "lines": [{"description": "x", "qty": 1, "unit_price_minor": 100}]}]}`,
+			"quotes[0]: discount_minor 5000 is more than the subtotal 100"},
+		"negative override": {`{"quotes": [{"number": "Q1", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 100, "amount_override_minor": -9000}]}]}`,
+			"quotes[0]: lines[0]: amount_override_minor must be zero or more"},
+		"negative given totals": {`{"orders": [{"number": "O1", "subtotal_minor": -10, "vat_minor": 0, "total_minor": -10,
+			"lines": [{"description": "x", "qty": 1, "unit_price_minor": 100}]}]}`, "orders[0]: totals must be zero or more"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 package domain
 
 import (
+	"math"
 	"math/big"
+	"strings"
 	"testing"
 )
 
@@ -93,5 +95,24 @@ func TestValidCurrency(t *testing.T) {
 		if ValidCurrency(bad) {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// Totals never wrap round: figures past an int64 saturate, and Problem
+// refuses them, as it refuses negative figures and a discount beyond the
+// subtotal.
+func TestTotalsSaturateAndAreChecked(t *testing.T) {
+	huge := ComputeTotals([]int64{math.MaxInt64, math.MaxInt64}, 0, 20)
+	if huge.SubtotalMinor != math.MaxInt64 || huge.TotalMinor != math.MaxInt64 || huge.Problem() == "" {
+		t.Fatalf("overflowing totals %+v, problem %q", huge, huge.Problem())
+	}
+	if ok := ComputeTotals([]int64{1000, 250}, 50, 20); ok != (Totals{SubtotalMinor: 1250, DiscountMinor: 50, VATMinor: 240, TotalMinor: 1440}) || ok.Problem() != "" {
+		t.Fatalf("totals %+v, problem %q", ok, ok.Problem())
+	}
+	if p := ComputeTotals([]int64{100}, 500, 20).Problem(); !strings.Contains(p, "discount_minor 500 is more than the subtotal 100") {
+		t.Fatalf("discount beyond the subtotal: %q", p)
+	}
+	if p := (Totals{SubtotalMinor: -1, TotalMinor: -1}).Problem(); !strings.Contains(p, "zero or more") {
+		t.Fatalf("negative totals: %q", p)
 	}
 }

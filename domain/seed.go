@@ -425,13 +425,18 @@ func status[S ~string](r record, s *S, def S, m Machine[S]) {
 // consistent, and otherwise the computed ones.
 func (r record) totals(computed Totals, subtotal, vat, total *int64) Totals {
 	given, problem := givenTotals(subtotal, vat, total, computed.DiscountMinor)
+	t := computed
 	switch {
 	case problem != "":
 		r.add("%s", problem)
+		return computed
 	case given != nil:
-		return *given
+		t = *given
 	}
-	return computed
+	if problem := t.Problem(); problem != "" {
+		r.add("%s", problem)
+	}
+	return t
 }
 
 // unique returns a function that reports a key seen before in the section.
@@ -527,6 +532,9 @@ func (v *seedValidator) quotes(quotes []SeedQuote) {
 			}
 			if l.LeadTimeDays != nil && *l.LeadTimeDays < 0 {
 				r.add("%slead_time_days must be zero or more", where)
+			}
+			if l.AmountOverrideMinor != nil && *l.AmountOverrideMinor < 0 {
+				r.add("%samount_override_minor must be zero or more", where)
 			}
 			if l.LineType == LineNote && l.AmountOverrideMinor != nil && *l.AmountOverrideMinor != 0 {
 				r.add("%sa note line carries amount 0", where)
