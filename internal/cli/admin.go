@@ -301,64 +301,21 @@ func joinScopes(scopes []domain.Scope) string {
 }
 
 func keyListCmd() *cobra.Command {
-	cfg := config.Load()
-	var org string
-	cmd := &cobra.Command{
-		Use:   "list --org ORG",
-		Short: "List an organisation's API keys (never the keys themselves)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			orgID, err := parseID("--org", org)
-			if err != nil {
-				return err
+	return orgListCmd("List an organisation's API keys (never the keys themselves)", (*db.DB).ListAPIKeys,
+		func(w io.Writer, keys []domain.APIKey) {
+			fmt.Fprintln(w, "ID\tNAME\tPREFIX\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+			for _, k := range keys {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, joinScopes(k.Scopes),
+					k.CreatedAt, tsOrDash(k.LastUsedAt), tsOrDash(k.RevokedAt))
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				keys, err := d.ListAPIKeys(ctx, orgID)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(keys, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tNAME\tPREFIX\tSCOPES\tCREATED\tLAST USED\tREVOKED")
-					for _, k := range keys {
-						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, joinScopes(k.Scopes),
-							k.CreatedAt, tsOrDash(k.LastUsedAt), tsOrDash(k.RevokedAt))
-					}
-				})
-			})
-		},
-	}
-	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
-	_ = cmd.MarkFlagRequired("org")
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+		})
 }
 
 func keyRevokeCmd() *cobra.Command {
-	cfg := config.Load()
-	cmd := &cobra.Command{
-		Use:   "revoke KEY_ID",
-		Short: "Revoke an API key; calls with it answer 401 from then on",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID("KEY_ID", args[0])
-			if err != nil {
-				return err
-			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				k, err := d.RevokeAPIKey(ctx, id)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(k, func(w io.Writer) {
-					fmt.Fprintf(w, "revoked\t%s (%s)\nat\t%s\n", k.ID, k.Name, tsOrDash(k.RevokedAt))
-				})
-			})
-		},
-	}
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+	return recordCmd("revoke KEY_ID", "Revoke an API key; calls with it answer 401 from then on", (*db.DB).RevokeAPIKey,
+		func(w io.Writer, k domain.APIKey) {
+			fmt.Fprintf(w, "revoked\t%s (%s)\nat\t%s\n", k.ID, k.Name, tsOrDash(k.RevokedAt))
+		})
 }
 
 func seedCmd() *cobra.Command {

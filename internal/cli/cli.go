@@ -12,9 +12,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/commerce-integration/commerce/db"
@@ -136,6 +138,65 @@ func withDB(cmd *cobra.Command, cfg config.Config, fn func(ctx context.Context, 
 	}
 	defer d.Close()
 	return fn(cmd.Context(), d)
+}
+
+// orgListCmd is `list --org ORG`: the organisation's records, as load (a
+// method of db.DB) finds them, printed as JSON or by table.
+func orgListCmd[T any](short string, load func(*db.DB, context.Context, uuid.UUID) (T, error), table func(io.Writer, T)) *cobra.Command {
+	cfg := config.Load()
+	var org string
+	cmd := &cobra.Command{
+		Use:   "list --org ORG",
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				list, err := load(d, ctx, orgID)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(list, func(w io.Writer) { table(w, list) })
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	_ = cmd.MarkFlagRequired("org")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+// recordCmd is `VERB RECORD_ID` (use names both): run (a method of db.DB)
+// finds, or changes, the record by its id, and the result is printed as JSON
+// or by table.
+func recordCmd[T any](use, short string, run func(*db.DB, context.Context, uuid.UUID) (T, error), table func(io.Writer, T)) *cobra.Command {
+	cfg := config.Load()
+	_, idName, _ := strings.Cut(use, " ")
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(idName, args[0])
+			if err != nil {
+				return err
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				v, err := run(d, ctx, id)
+				if err != nil {
+					return err
+				}
+				return newPrinter(cmd).print(v, func(w io.Writer) { table(w, v) })
+			})
+		},
+	}
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
 }
 
 // dbFlags adds --database-url to a command that only talks to Postgres.

@@ -141,40 +141,21 @@ func endpointStateCmd(use string, to domain.EndpointState, short string) *cobra.
 }
 
 func endpointListCmd() *cobra.Command {
-	cfg := config.Load()
-	var org string
-	cmd := &cobra.Command{
-		Use:   "list --org ORG",
-		Short: "List an organisation's inbound endpoints (never their tokens or secrets)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			orgID, err := parseID("--org", org)
-			if err != nil {
-				return err
-			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				list, err := d.ListEndpoints(ctx, orgID)
-				if err != nil {
-					return err
-				}
-				out := make([]endpointJSON, len(list))
-				for i, e := range list {
-					out[i] = newEndpointJSON(e)
-				}
-				return newPrinter(cmd).print(out, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tNAME\tACTION\tSTATE\tSIGNED\tRATE LIMITED\tCREATED")
-					for _, e := range out {
-						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\n", e.ID, e.Name, e.Action, e.State, e.RequireSignature, e.RateLimited, e.CreatedAt)
-					}
-				})
-			})
-		},
+	list := func(d *db.DB, ctx context.Context, org uuid.UUID) ([]endpointJSON, error) {
+		endpoints, err := d.ListEndpoints(ctx, org)
+		out := make([]endpointJSON, len(endpoints))
+		for i, e := range endpoints {
+			out[i] = newEndpointJSON(e)
+		}
+		return out, err
 	}
-	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
-	_ = cmd.MarkFlagRequired("org")
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+	return orgListCmd("List an organisation's inbound endpoints (never their tokens or secrets)", list,
+		func(w io.Writer, out []endpointJSON) {
+			fmt.Fprintln(w, "ID\tNAME\tACTION\tSTATE\tSIGNED\tRATE LIMITED\tCREATED")
+			for _, e := range out {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\n", e.ID, e.Name, e.Action, e.State, e.RequireSignature, e.RateLimited, e.CreatedAt)
+			}
+		})
 }
 
 func receiptsCmd() *cobra.Command {
@@ -299,29 +280,11 @@ func receiptsListCmd() *cobra.Command {
 }
 
 func receiptsShowCmd() *cobra.Command {
-	cfg := config.Load()
-	cmd := &cobra.Command{
-		Use:   "show RECEIPT_ID",
-		Short: "Show a receipt: what was posted, what it answered, where it stands",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID("RECEIPT_ID", args[0])
-			if err != nil {
-				return err
-			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				r, err := d.GetReceipt(ctx, id)
-				if err != nil {
-					return err
-				}
-				out := newReceiptJSON(r)
-				return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
-			})
-		},
+	show := func(d *db.DB, ctx context.Context, id uuid.UUID) (receiptJSON, error) {
+		r, err := d.GetReceipt(ctx, id)
+		return newReceiptJSON(r), err
 	}
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+	return recordCmd("show RECEIPT_ID", "Show a receipt: what was posted, what it answered, where it stands", show, printReceipt)
 }
 
 func receiptsReplayCmd() *cobra.Command {

@@ -72,38 +72,15 @@ func schemaCreateCmd() *cobra.Command {
 }
 
 func schemaListCmd() *cobra.Command {
-	cfg := config.Load()
-	var org string
-	cmd := &cobra.Command{
-		Use:   "list --org ORG",
-		Short: "List an organisation's catalogue schemas",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			orgID, err := parseID("--org", org)
-			if err != nil {
-				return err
-			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				list, err := d.ListCatalogueSchemas(ctx, orgID)
-				if err != nil {
-					return err
+	return orgListCmd("List an organisation's catalogue schemas", (*db.DB).ListCatalogueSchemas,
+		func(w io.Writer, list []domain.CatalogueSchema) {
+			fmt.Fprintln(w, "ID\tNAME\tATTRIBUTES")
+			for _, s := range list {
+				keys := make([]string, len(s.Fields))
+				for i, f := range s.Fields {
+					keys[i] = f.Key + ":" + string(f.Type)
 				}
-				return newPrinter(cmd).print(list, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tNAME\tATTRIBUTES")
-					for _, s := range list {
-						keys := make([]string, len(s.Fields))
-						for i, f := range s.Fields {
-							keys[i] = f.Key + ":" + string(f.Type)
-						}
-						fmt.Fprintf(w, "%s\t%s\t%s\n", s.ID, s.Name, strings.Join(keys, ", "))
-					}
-				})
-			})
-		},
-	}
-	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
-	_ = cmd.MarkFlagRequired("org")
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+				fmt.Fprintf(w, "%s\t%s\t%s\n", s.ID, s.Name, strings.Join(keys, ", "))
+			}
+		})
 }

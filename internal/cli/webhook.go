@@ -105,36 +105,13 @@ func webhookAddCmd() *cobra.Command {
 }
 
 func webhookListCmd() *cobra.Command {
-	cfg := config.Load()
-	var org string
-	cmd := &cobra.Command{
-		Use:   "list --org ORG",
-		Short: "List an organisation's subscriptions (never their secrets)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			orgID, err := parseID("--org", org)
-			if err != nil {
-				return err
+	return orgListCmd("List an organisation's subscriptions (never their secrets)", (*db.DB).ListSubscriptions,
+		func(w io.Writer, list []db.Subscription) {
+			fmt.Fprintln(w, "ID\tURL\tEVENTS\tACTIVE\tCREATED")
+			for _, s := range list {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", s.ID, s.URL, eventsText(s.EventTypes), s.Active, s.CreatedAt)
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				list, err := d.ListSubscriptions(ctx, orgID)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(list, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tURL\tEVENTS\tACTIVE\tCREATED")
-					for _, s := range list {
-						fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", s.ID, s.URL, eventsText(s.EventTypes), s.Active, s.CreatedAt)
-					}
-				})
-			})
-		},
-	}
-	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
-	_ = cmd.MarkFlagRequired("org")
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+		})
 }
 
 func webhookActiveCmd(use string, active bool, short string) *cobra.Command {
@@ -253,28 +230,8 @@ func webhookDeliveriesCmd() *cobra.Command {
 }
 
 func webhookShowCmd() *cobra.Command {
-	cfg := config.Load()
-	cmd := &cobra.Command{
-		Use:   "show DELIVERY_ID",
-		Short: "Show a delivery and every attempt: status code, duration, error, the start of the answer",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID("DELIVERY_ID", args[0])
-			if err != nil {
-				return err
-			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				x, err := d.GetWebhookDelivery(ctx, id)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(x, func(w io.Writer) { printDelivery(w, x) })
-			})
-		},
-	}
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+	return recordCmd("show DELIVERY_ID", "Show a delivery and every attempt: status code, duration, error, the start of the answer",
+		(*db.DB).GetWebhookDelivery, printDelivery)
 }
 
 func webhookResendCmd() *cobra.Command {
