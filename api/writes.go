@@ -95,7 +95,7 @@ func (s *Server) registerWrites() {
 	// schema states it.
 	if named := s.api.OpenAPI().Components.Schemas.SchemaFromRef(bulkBody.Ref); named != nil {
 		if p := named.Properties["products"]; p != nil {
-			p.MaxItems = ptrTo(MaxBulkProducts)
+			p.MaxItems = new(MaxBulkProducts)
 		}
 	}
 	huma.Register(s.api, access(huma.Operation{
@@ -230,5 +230,3 @@ func (s *Server) createMovement(ctx context.Context, in *MovementInput) (*Moveme
 	}
 	return &MovementOutput{Status: status, Body: res}, nil
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -178,11 +178,11 @@ func (a *actor) requestRef(id uuid.UUID, title string) map[string]any {
 }
 
 // matchCustomerByContactEmail finds the customer one of whose contacts has
-// the email address.
+// the (lower-case) email address.
 func matchCustomerByContactEmail(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, email string) (uuid.UUID, bool, error) {
 	var id uuid.UUID
-	err := tx.QueryRow(ctx, `SELECT customer_id FROM customer_contacts WHERE org_id = $1 AND lower(email) = lower($2)
-		ORDER BY created_at, id LIMIT 1`, orgID, strings.TrimSpace(email)).Scan(&id)
+	err := tx.QueryRow(ctx, `SELECT customer_id FROM customer_contacts WHERE org_id = $1 AND lower(email) = $2
+		ORDER BY created_at, id LIMIT 1`, orgID, email).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return id, false, nil
 	}

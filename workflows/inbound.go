@@ -169,12 +169,13 @@ func waitForSignal(ctx workflow.Context, signals workflow.ReceiveChannel, d time
 func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoiceRef string) *activities.MatchResult {
 	var a *activities.Activities
 	in := activities.MatchInput{OrgID: w.in.OrgID, InvoiceID: invoiceID, POID: poID, InvoiceRef: invoiceRef}
-	var first *activities.MatchResult
-	var res activities.MatchResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.MatchSupplierInvoice, in).Get(ctx, &res); err != nil {
-		workflow.GetLogger(ctx).Warn("three-way match failed; its own workflow carries on", "error", err)
-	} else if first = &res; first.Status != domain.MatchAwaitingReceipt {
-		return first
+	var first activities.MatchResult
+	matchErr := workflow.ExecuteLocalActivity(ctx, a.MatchSupplierInvoice, in).Get(ctx, &first)
+	if matchErr == nil && first.Status != domain.MatchAwaitingReceipt {
+		return &first
+	}
+	if matchErr != nil {
+		workflow.GetLogger(ctx).Warn("three-way match failed; its own workflow carries on", "error", matchErr)
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            MatchWorkflowID(poID, invoiceRef),
@@ -195,7 +196,10 @@ func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoice
 	if err != nil && !errors.As(err, &already) {
 		workflow.GetLogger(ctx).Warn("three-way match did not start", "error", err)
 	}
-	return first
+	if matchErr != nil {
+		return nil
+	}
+	return &first
 }
 
 // finish records the post's final outcome, then answers (if it had not yet:
