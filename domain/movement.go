@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxMovementQty bounds one movement's quantity, so that no sum of
-// movements leaves the range where quantities are exact.
+// MaxMovementQty bounds one movement's quantity, so that a balance, a sum
+// of movements, stays far inside what the storage and a float64 can hold.
 const MaxMovementQty = 1e12
 
 // MovementInput is a stock movement as a person (or an integration) writes it.

@@ -95,14 +95,14 @@ func trimmedOrNil(s *string) *string {
 	if s == nil {
 		return nil
 	}
-	switch t := strings.TrimSpace(*s); {
+	t := strings.TrimSpace(*s)
+	switch {
 	case t == "":
 		return nil
 	case len(t) == len(*s):
 		return s // as it was: no copy
 	}
-	t := strings.TrimSpace(*s)
-	return &t
+	return new(t)
 }
 
 func validIn[S comparable](v S, set []S) bool {
