@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -281,34 +280,6 @@ func rowProblem(err error) string {
 
 var productFieldNames = []string{"sku", "title", "category", "uom", "price_minor", "currency", "stock_qty",
 	"lead_time_days", "attrs", "status", "external_id"}
-
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "a string"
-	case '0':
-		return "a number"
-	case 't', 'f':
-		return "true or false"
-	case 'n':
-		return "null"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	}
-	return "nothing"
-}
-
-func goTypeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == reflect.TypeFor[JSONObject]() {
-		return "an object"
-	}
-	return jsonKind(t.Kind().String())
-}
 
 // coerceAttrs applies a catalogue schema to the product's attributes.
 func (p *ProductInput) coerceAttrs(schema *CatalogueSchema) error {

@@ -175,21 +175,3 @@ func coerce(f CatalogueField, v any) (any, error) {
 	}
 	return nil, fmt.Errorf("expected %s, got %s", f.Type, jsonTypeName(v))
 }
-
-func jsonTypeName(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "true or false"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", v)
-}

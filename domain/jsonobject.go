@@ -50,20 +50,8 @@ func (o *JSONObject) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Scan implements sql.Scanner for json and jsonb columns.
-func (o *JSONObject) Scan(src any) error {
-	switch v := src.(type) {
-	case []byte:
-		*o = append((*o)[:0], v...)
-	case string:
-		*o = JSONObject(v)
-	case nil:
-		*o = JSONObject("{}")
-	default:
-		return fmt.Errorf("cannot scan %T into JSONObject", src)
-	}
-	return nil
-}
+// Scan implements sql.Scanner for json and jsonb columns; NULL reads as {}.
+func (o *JSONObject) Scan(src any) error { return scanJSONText(o, src, "{}", "JSONObject") }
 
 // Value implements driver.Valuer.
 func (o JSONObject) Value() (driver.Value, error) {
@@ -95,20 +83,8 @@ func (a *JSONArray) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Scan implements sql.Scanner for json and jsonb columns.
-func (a *JSONArray) Scan(src any) error {
-	switch v := src.(type) {
-	case []byte:
-		*a = append((*a)[:0], v...)
-	case string:
-		*a = JSONArray(v)
-	case nil:
-		*a = JSONArray("[]")
-	default:
-		return fmt.Errorf("cannot scan %T into JSONArray", src)
-	}
-	return nil
-}
+// Scan implements sql.Scanner for json and jsonb columns; NULL reads as [].
+func (a *JSONArray) Scan(src any) error { return scanJSONText(a, src, "[]", "JSONArray") }
 
 // Value implements driver.Valuer.
 func (a JSONArray) Value() (driver.Value, error) {
@@ -116,4 +92,21 @@ func (a JSONArray) Value() (driver.Value, error) {
 		return "[]", nil
 	}
 	return string(a), nil
+}
+
+// scanJSONText keeps a json or jsonb column's text in dst, copying the
+// driver's bytes because the driver may reuse them after Scan returns; a
+// NULL column reads as empty.
+func scanJSONText[T ~[]byte](dst *T, src any, empty, typeName string) error {
+	switch v := src.(type) {
+	case []byte:
+		*dst = append((*dst)[:0], v...)
+	case string:
+		*dst = T(v)
+	case nil:
+		*dst = T(empty)
+	default:
+		return fmt.Errorf("cannot scan %T into %s", src, typeName)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -82,7 +83,7 @@ func (p *ProductInput) Normalize(orgCurrency string) error {
 	if p.Status == "" {
 		p.Status = ProductActive
 	}
-	if !validIn(p.Status, ProductStatuses) {
+	if !slices.Contains(ProductStatuses, p.Status) {
 		return Errorf(EINVALID, "status %q is not active, draft or archived", p.Status)
 	}
 	if len(p.Attrs) == 0 {
@@ -103,13 +104,4 @@ func trimmedOrNil(s *string) *string {
 		return s // as it was: no copy
 	}
 	return new(t)
-}
-
-func validIn[S comparable](v S, set []S) bool {
-	for _, s := range set {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
