@@ -11,6 +11,49 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
+// CustomerFilter narrows a customer list: Search matches company and email
+// domain (case-insensitive substring).
+type CustomerFilter struct{ Search string }
+
+const customerColumns = `c.id, c.company, c.website, c.email_domain, c.vat_number, c.payment_terms, c.currency, c.external_refs, c.created_at`
+
+func scanCustomer(r pgx.Row) (domain.Customer, error) {
+	var c domain.Customer
+	err := r.Scan(&c.ID, &c.Company, &c.Website, &c.EmailDomain, &c.VATNumber, &c.PaymentTerms, &c.Currency, &c.ExternalRefs, &c.CreatedAt)
+	return c, err
+}
+
+// ListCustomers lists the organisation's customers, newest first.
+func (d *DB) ListCustomers(ctx context.Context, orgID uuid.UUID, f CustomerFilter, p Page) ([]domain.Customer, error) {
+	c := newConds()
+	c.add("c.org_id = ?", orgID)
+	c.addIf(f.Search != "", "(c.company || chr(31) || coalesce(c.email_domain, '')) ILIKE ?", searchPattern(f.Search))
+	return listNewest(ctx, d.pool, `SELECT `+customerColumns+` FROM customers c`, "c", c, p, scanCustomer)
+}
+
+func scanContact(r pgx.Row) (domain.Contact, error) {
+	var c domain.Contact
+	err := r.Scan(&c.ID, &c.Name, &c.Email, &c.Phone, &c.IsPrimary)
+	return c, err
+}
+
+// Customer returns one of the organisation's customers with its contacts,
+// the primary one first.
+func (d *DB) Customer(ctx context.Context, orgID, id uuid.UUID) (domain.CustomerDetail, error) {
+	var c domain.CustomerDetail
+	err := d.detail(ctx, "customer",
+		func(r pgx.Row) error {
+			return r.Scan(&c.ID, &c.Company, &c.Website, &c.EmailDomain, &c.VATNumber, &c.PaymentTerms, &c.Currency, &c.ExternalRefs, &c.CreatedAt)
+		},
+		[]string{
+			`SELECT ` + customerColumns + ` FROM customers c WHERE c.org_id = $1 AND c.id = $2`,
+			`SELECT id, name, email, phone, is_primary FROM customer_contacts
+			 WHERE org_id = $1 AND customer_id = $2 ORDER BY is_primary DESC, created_at, id`,
+		}, []any{orgID, id},
+		collect(&c.Contacts, scanContact))
+	return c, err
+}
+
 // CustomerUpsert counts what a customers upsert did.
 type CustomerUpsert struct {
 	Created int `json:"created"`
@@ -131,6 +174,29 @@ func matchCustomer(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, e domain.Cus
 	return id, err == nil, err
 }
 
+// matchCustomerByContactEmail finds the customer one of whose contacts has
+// the (lower-case) email address.
+func matchCustomerByContactEmail(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, email string) (uuid.UUID, bool, error) {
+	var id uuid.UUID
+	err := tx.QueryRow(ctx, `SELECT customer_id FROM customer_contacts WHERE org_id = $1 AND lower(email) = $2
+		ORDER BY created_at, id LIMIT 1`, orgID, email).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return id, false, nil
+	}
+	return id, err == nil, err
+}
+
+// matchCustomerByCompany finds the newest customer of a company name.
+func matchCustomerByCompany(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, company string) (uuid.UUID, bool, error) {
+	var id uuid.UUID
+	err := tx.QueryRow(ctx, `SELECT id FROM customers WHERE org_id = $1 AND company = $2 ORDER BY created_at DESC, id DESC LIMIT 1`,
+		orgID, company).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return id, false, nil
+	}
+	return id, err == nil, err
+}
+
 // upsertContact makes the entry's email and phone a contact of the customer:
 // the contact with that email (else, without an email, that phone) is
 // updated, or a new one made; the first contact of a customer is primary.
@@ -169,49 +235,14 @@ func upsertContact(ctx context.Context, tx pgx.Tx, orgID, customerID uuid.UUID, 
 	return err == nil, err
 }
 
-// CreatedRequest is a request thread just opened.
-type CreatedRequest struct {
-	ID    uuid.UUID `json:"id"`
-	Title string    `json:"title"`
-}
-
-// CreateRequest opens a request thread attributed to the organisation's
-// owner (EUNPROCESSABLE when it has none), with the text as its first
-// message in the block protocol, and emits request.created. It draws no
-// usage.
-func (d *DB) CreateRequest(ctx context.Context, orgID uuid.UUID, r domain.NewRequest) (CreatedRequest, error) {
-	var out CreatedRequest
-	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = createRequest(ctx, tx, orgID, r, nil, nil)
-		return err
-	})
-	return out, err
-}
-
-// createRequest opens a request thread within tx (see CreateRequest), for a
-// customer and under an external reference when given.
-func createRequest(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, r domain.NewRequest, customer *uuid.UUID, externalRef *string) (CreatedRequest, error) {
-	out := CreatedRequest{ID: NewID(), Title: r.Title}
-	var owner uuid.UUID
-	err := tx.QueryRow(ctx, `SELECT id FROM users WHERE org_id = $1 AND role = 'owner'`, orgID).Scan(&owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return out, domain.Errorf(domain.EUNPROCESSABLE, "the organisation has no owner to attribute the request to")
-	}
+func (a *actor) upsertCustomers(b domain.UpsertCustomersBody) (InboundResult, error) {
+	r, err := upsertCustomers(a.ctx, a.tx, a.org, b.Customers)
 	if err != nil {
-		return out, err
+		return InboundResult{}, err
 	}
-	if _, err := tx.Exec(ctx, `
-			INSERT INTO request_threads (id, org_id, title, created_by, customer_id, external_ref, last_message_at)
-			VALUES ($1, $2, $3, $4, $5, $6, now())`,
-		out.ID, orgID, r.Title, owner, customer, externalRef); err != nil {
-		return out, err
+	res := applied(nil, map[string]any{"created": r.Created, "updated": r.Updated})
+	if r.Created+r.Updated > 0 {
+		res.Outcome = domain.OutcomeApplied
 	}
-	blocks := []map[string]any{{"type": "text", "text": r.Text}}
-	if _, err := tx.Exec(ctx, `
-			INSERT INTO request_messages (id, org_id, thread_id, role, blocks) VALUES ($1, $2, $3, 'user', $4)`,
-		NewID(), orgID, out.ID, blocks); err != nil {
-		return out, err
-	}
-	return out, emit(ctx, tx, orgID, EventRequestCreated, map[string]any{"id": out.ID, "title": r.Title})
+	return res, nil
 }

@@ -1,5 +1,11 @@
 // Package db is the service's only home for SQL: the embedded migrations and
 // every query, each scoped by organisation inside the statement itself.
+//
+// Each aggregate has one file holding its reads and its writes (orders.go,
+// purchase_orders.go, stock.go, ...), including its part of the inbound
+// actions that ApplyInbound in actions.go dispatches; match.go holds the
+// three-way match, query.go the helpers every list and detail read shares,
+// and seed*.go the seed loader.
 package db
 
 import (

@@ -123,25 +123,6 @@ func (d *DB) SetTolerances(ctx context.Context, orgID uuid.UUID, t domain.Tolera
 	return t, notFound(err, "organisation")
 }
 
-// ensureDefaultLocation returns the organisation's default stock location,
-// creating it ("MAIN") when there is none.
-func ensureDefaultLocation(ctx context.Context, q querier, orgID uuid.UUID) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := q.QueryRow(ctx, `
-		WITH created AS (
-			INSERT INTO stock_locations (id, org_id, code, name, is_default)
-			SELECT $2, $1, 'MAIN', 'Main warehouse', true
-			WHERE NOT EXISTS (SELECT 1 FROM stock_locations WHERE org_id = $1 AND is_default)
-			ON CONFLICT DO NOTHING
-			RETURNING id
-		)
-		SELECT id FROM created
-		UNION ALL
-		SELECT id FROM stock_locations WHERE org_id = $1 AND is_default
-		LIMIT 1`, orgID, NewID()).Scan(&id)
-	return id, err
-}
-
 // AddUser adds a person to an organisation.
 func (d *DB) AddUser(ctx context.Context, orgID uuid.UUID, email string, role domain.UserRole) (domain.User, error) {
 	return addUser(ctx, d.pool, orgID, email, role)

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -42,4 +43,198 @@ func (d *DB) ListProducts(ctx context.Context, orgID uuid.UUID, f ProductFilter,
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Product, error) { return scanProduct(r) })
+}
+
+// UpsertResult counts what a products upsert did.
+type UpsertResult struct {
+	Created   int `json:"created"`
+	Updated   int `json:"updated"`
+	Unchanged int `json:"unchanged"`
+}
+
+// lockProducts serialises product writes of one organisation for the rest of
+// the transaction, so the plan-cap check and the write see the same catalogue.
+func lockProducts(ctx context.Context, tx pgx.Tx, orgID uuid.UUID) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('products:' || $1::text, 0))`, orgID)
+	return err
+}
+
+// incomingProducts receives a batch by COPY, for one upsert statement.
+const incomingProducts = `
+CREATE TEMP TABLE incoming_products (
+	id uuid, sku text COLLATE "C", title text, category text, uom text, price_minor bigint, currency text,
+	stock_qty numeric, lead_time_days int, attrs jsonb, status text, external_id text
+) ON COMMIT DROP`
+
+var incomingColumns = []string{"id", "sku", "title", "category", "uom", "price_minor", "currency", "stock_qty",
+	"lead_time_days", "attrs", "status", "external_id"}
+
+// upsertProductsSQL writes the whole batch in one statement: existing SKUs
+// are updated, and a row whose values did not change is not rewritten (and
+// not returned).
+const upsertProductsSQL = `
+INSERT INTO products AS p (id, org_id, sku, title, category, uom, price_minor, currency, stock_qty,
+                           lead_time_days, attrs, status, external_id)
+SELECT id, $1, sku, title, category, uom, price_minor, currency, stock_qty, lead_time_days, attrs, status, external_id
+FROM incoming_products
+ON CONFLICT (org_id, sku) DO UPDATE SET
+	title = excluded.title, category = excluded.category, uom = excluded.uom, price_minor = excluded.price_minor,
+	currency = excluded.currency, stock_qty = excluded.stock_qty, lead_time_days = excluded.lead_time_days,
+	attrs = excluded.attrs, status = excluded.status, external_id = excluded.external_id, updated_at = now()
+WHERE (p.title, p.category, p.uom, p.price_minor, p.currency, p.stock_qty, p.lead_time_days, p.attrs, p.status, p.external_id)
+      IS DISTINCT FROM
+      (excluded.title, excluded.category, excluded.uom, excluded.price_minor, excluded.currency, excluded.stock_qty,
+       excluded.lead_time_days, excluded.attrs, excluded.status, excluded.external_id)
+RETURNING p.sku, (p.xmax = 0) AS inserted`
+
+// UpsertProducts creates or updates products by SKU in one set-based
+// statement and emits one products.upserted event for the batch, in the same
+// transaction. When the organisation's products would then pass its plan
+// cap, the transaction is rolled back and nothing is written (EPAYMENT): the
+// cap is checked from what the statement inserted, so a batch that adds no
+// SKU never counts the catalogue.
+func (d *DB) UpsertProducts(ctx context.Context, orgID uuid.UUID, products []domain.ProductInput) (UpsertResult, error) {
+	var res UpsertResult
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = upsertProducts(ctx, tx, orgID, products)
+		return err
+	})
+	return res, err
+}
+
+// upsertProducts is UpsertProducts within the caller's transaction.
+func upsertProducts(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, products []domain.ProductInput) (UpsertResult, error) {
+	var res UpsertResult
+	rows := make([][]any, len(products))
+	for i, p := range products {
+		attrs := string(p.Attrs)
+		if attrs == "" {
+			attrs = "{}"
+		}
+		rows[i] = []any{NewID(), p.SKU, p.Title, p.Category, p.UOM, p.PriceMinor, p.Currency, p.StockQty, p.LeadTimeDays,
+			attrs, string(p.Status), p.ExternalID}
+	}
+	if err := lockProducts(ctx, tx, orgID); err != nil {
+		return res, err
+	}
+	if _, err := tx.Exec(ctx, incomingProducts); err != nil {
+		return res, err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"incoming_products"}, incomingColumns, pgx.CopyFromRows(rows)); err != nil {
+		return res, err
+	}
+	written, err := tx.Query(ctx, upsertProductsSQL, orgID)
+	if err != nil {
+		return res, err
+	}
+	changed := []string{}
+	for written.Next() {
+		var sku string
+		var inserted bool
+		if err := written.Scan(&sku, &inserted); err != nil {
+			written.Close()
+			return res, err
+		}
+		changed = append(changed, sku)
+		if inserted {
+			res.Created++
+		} else {
+			res.Updated++
+		}
+	}
+	if err := written.Err(); err != nil {
+		return res, err
+	}
+	res.Unchanged = len(rows) - res.Created - res.Updated
+	if res.Created > 0 {
+		var total, productCap int
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM products WHERE org_id = $1), product_cap FROM organisations WHERE id = $1`,
+			orgID).Scan(&total, &productCap); err != nil {
+			return res, err
+		}
+		if total > productCap {
+			return UpsertResult{}, domain.Errorf(domain.EPAYMENT, "%d existing products and %d new ones would pass the plan's cap of %d products",
+				total-res.Created, res.Created, productCap)
+		}
+	}
+	return res, emit(ctx, tx, orgID, EventProductsUpserted, map[string]any{
+		"created": res.Created, "updated": res.Updated, "unchanged": res.Unchanged, "skus": changed,
+	})
+}
+
+func (a *actor) upsertProducts(b domain.ProductsBody) (InboundResult, error) {
+	var currency string
+	if err := a.tx.QueryRow(a.ctx, `SELECT currency FROM organisations WHERE id = $1`, a.org).Scan(&currency); err != nil {
+		return InboundResult{}, err
+	}
+	var schema *domain.CatalogueSchema
+	if b.SchemaID != nil {
+		id, err := uuid.Parse(*b.SchemaID)
+		if err != nil {
+			return InboundResult{}, domain.Errorf(domain.EINVALID, "schema_id is not a UUID")
+		}
+		var s domain.CatalogueSchema
+		err = a.tx.QueryRow(a.ctx, `SELECT id, name, fields FROM catalogue_schemas WHERE org_id = $1 AND id = $2`, a.org, id).
+			Scan(&s.ID, &s.Name, &s.Fields)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return InboundResult{}, domain.Errorf(domain.EINVALID, "schema_id %s is not a catalogue schema of the organisation", id)
+		}
+		if err != nil {
+			return InboundResult{}, err
+		}
+		schema = &s
+	}
+	batch := b.PrepareProducts(schema, currency)
+	var r UpsertResult
+	if len(batch.Products) > 0 {
+		var err error
+		if r, err = upsertProducts(a.ctx, a.tx, a.org, batch.Products); err != nil {
+			return InboundResult{}, err
+		}
+	}
+	res := applied(nil, map[string]any{"upserted": len(batch.Products), "created": r.Created, "updated": r.Updated,
+		"unchanged": r.Unchanged, "errors": batch.Errors})
+	if r.Created+r.Updated > 0 {
+		res.Outcome = domain.OutcomeApplied
+	}
+	return res, nil
+}
+
+// CatalogueSchema returns one of the organisation's catalogue schemas.
+func (d *DB) CatalogueSchema(ctx context.Context, orgID, id uuid.UUID) (domain.CatalogueSchema, error) {
+	var s domain.CatalogueSchema
+	err := d.pool.QueryRow(ctx, `SELECT id, name, fields, created_at FROM catalogue_schemas WHERE org_id = $1 AND id = $2`,
+		orgID, id).Scan(&s.ID, &s.Name, &s.Fields, &s.CreatedAt)
+	return s, notFound(err, "catalogue schema")
+}
+
+// CreateCatalogueSchema stores a catalogue schema for the organisation.
+func (d *DB) CreateCatalogueSchema(ctx context.Context, orgID uuid.UUID, s domain.CatalogueSchema) (domain.CatalogueSchema, error) {
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	err := d.pool.QueryRow(ctx, `
+		INSERT INTO catalogue_schemas (id, org_id, name, fields) SELECT $1, id, $3, $4 FROM organisations WHERE id = $2
+		RETURNING id, created_at`, NewID(), orgID, s.Name, s.Fields).Scan(&s.ID, &s.CreatedAt)
+	switch {
+	case isUniqueViolation(err, ""):
+		return s, domain.Errorf(domain.ECONFLICT, "a catalogue schema named %q exists already", s.Name)
+	case err != nil:
+		return s, notFound(err, "organisation")
+	}
+	return s, nil
+}
+
+// ListCatalogueSchemas lists the organisation's catalogue schemas by name.
+func (d *DB) ListCatalogueSchemas(ctx context.Context, orgID uuid.UUID) ([]domain.CatalogueSchema, error) {
+	rows, err := d.pool.Query(ctx, `SELECT id, name, fields, created_at FROM catalogue_schemas WHERE org_id = $1 ORDER BY name`, orgID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.CatalogueSchema, error) {
+		var s domain.CatalogueSchema
+		err := r.Scan(&s.ID, &s.Name, &s.Fields, &s.CreatedAt)
+		return s, err
+	})
 }

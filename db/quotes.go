@@ -10,6 +10,46 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
+// QuoteFilter narrows a quote list.
+type QuoteFilter struct{ Status domain.QuoteStatus }
+
+const quoteColumns = `q.id, q.number, q.status, q.currency, q.total_minor, q.customer_id, q.valid_until, q.sent_at, q.created_at`
+
+func scanQuote(r pgx.Row) (domain.Quote, error) {
+	var q domain.Quote
+	err := r.Scan(&q.ID, &q.Number, &q.Status, &q.Currency, &q.TotalMinor, &q.CustomerID, &q.ValidUntil, &q.SentAt, &q.CreatedAt)
+	return q, err
+}
+
+// ListQuotes lists the organisation's quotes, newest first.
+func (d *DB) ListQuotes(ctx context.Context, orgID uuid.UUID, f QuoteFilter, p Page) ([]domain.Quote, error) {
+	c := newConds()
+	c.add("q.org_id = ?", orgID)
+	c.addIf(f.Status != "", "q.status = ?", f.Status)
+	return listNewest(ctx, d.pool, `SELECT `+quoteColumns+` FROM quotes q`, "q", c, p, scanQuote)
+}
+
+// Quote returns one of the organisation's quotes with its lines.
+func (d *DB) Quote(ctx context.Context, orgID, id uuid.UUID) (domain.QuoteDetail, error) {
+	var q domain.QuoteDetail
+	err := d.detail(ctx, "quote",
+		func(r pgx.Row) error {
+			return r.Scan(&q.ID, &q.Number, &q.Status, &q.Currency, &q.TotalMinor, &q.CustomerID, &q.ValidUntil, &q.SentAt,
+				&q.CreatedAt, &q.SubtotalMinor, &q.DiscountMinor, &q.VATMinor)
+		},
+		[]string{
+			`SELECT ` + quoteColumns + `, q.subtotal_minor, q.discount_minor, q.vat_minor FROM quotes q WHERE q.org_id = $1 AND q.id = $2`,
+			`SELECT position, line_type, description, qty, uom, unit_price_minor, discount_pct, lead_time_days, amount_minor
+			 FROM quote_lines WHERE org_id = $1 AND quote_id = $2 ORDER BY position`,
+		}, []any{orgID, id},
+		collect(&q.Lines, func(r pgx.Row) (domain.QuoteLine, error) {
+			var l domain.QuoteLine
+			err := r.Scan(&l.Position, &l.LineType, &l.Description, &l.Qty, &l.UOM, &l.UnitPriceMinor, &l.DiscountPct, &l.LeadTimeDays, &l.AmountMinor)
+			return l, err
+		}))
+	return q, err
+}
+
 // QuoteExpiry names a quote whose expiry timer is due to be started.
 type QuoteExpiry struct {
 	OrgID      uuid.UUID   `json:"org_id"`

@@ -81,3 +81,37 @@ func searchPattern(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return "%" + r.Replace(s) + "%"
 }
+
+// detail runs a record's query and its children's queries in one round
+// trip. The first query must return the record (none: not found); fill
+// scans each further query's rows in order.
+func (d *DB) detail(ctx context.Context, what string, first func(pgx.Row) error, queries []string, args []any, fill ...func(pgx.Rows) error) error {
+	b := &pgx.Batch{}
+	for _, q := range queries {
+		b.Queue(q, args...)
+	}
+	br := d.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if err := first(br.QueryRow()); err != nil {
+		return notFound(err, what)
+	}
+	for _, f := range fill {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return br.Close()
+}
+
+// collect scans every row into *dst (an empty slice, never nil).
+func collect[T any](dst *[]T, scan func(pgx.Row) (T, error)) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+		*dst = out
+		return err
+	}
+}

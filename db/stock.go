@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,6 +14,116 @@ import (
 
 	"github.com/commerce-integration/commerce/domain"
 )
+
+// StockLocations lists every stock location, the default first, then by code.
+func (d *DB) StockLocations(ctx context.Context, orgID uuid.UUID) ([]domain.StockLocation, error) {
+	rows, err := d.pool.Query(ctx, `
+		SELECT id, code, name, is_default, created_at FROM stock_locations
+		WHERE org_id = $1 ORDER BY is_default DESC, code`, orgID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StockLocation, error) {
+		var l domain.StockLocation
+		err := r.Scan(&l.ID, &l.Code, &l.Name, &l.IsDefault, &l.CreatedAt)
+		return l, err
+	})
+}
+
+// ensureDefaultLocation returns the organisation's default stock location,
+// creating it ("MAIN") when there is none.
+func ensureDefaultLocation(ctx context.Context, q querier, orgID uuid.UUID) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := q.QueryRow(ctx, `
+		WITH created AS (
+			INSERT INTO stock_locations (id, org_id, code, name, is_default)
+			SELECT $2, $1, 'MAIN', 'Main warehouse', true
+			WHERE NOT EXISTS (SELECT 1 FROM stock_locations WHERE org_id = $1 AND is_default)
+			ON CONFLICT DO NOTHING
+			RETURNING id
+		)
+		SELECT id FROM created
+		UNION ALL
+		SELECT id FROM stock_locations WHERE org_id = $1 AND is_default
+		LIMIT 1`, orgID, NewID()).Scan(&id)
+	return id, err
+}
+
+// StockLineFilter narrows a stock line list.
+type StockLineFilter struct {
+	ProductID  *uuid.UUID
+	LocationID *uuid.UUID
+	SKU        string
+}
+
+const stockLineSelect = `SELECT s.id, s.product_id, p.sku, s.location_id, s.qty_on_hand, s.unit_cost_minor, s.currency,
+	s.created_at, s.updated_at FROM stock_lines s JOIN products p ON p.org_id = s.org_id AND p.id = s.product_id`
+
+func scanStockLine(r pgx.Row) (domain.StockLine, error) {
+	var s domain.StockLine
+	err := r.Scan(&s.ID, &s.ProductID, &s.SKU, &s.LocationID, &s.QtyOnHand, &s.UnitCostMinor, &s.Currency, &s.CreatedAt, &s.UpdatedAt)
+	return s, err
+}
+
+// ListStockLines lists the organisation's stock lines, newest first.
+func (d *DB) ListStockLines(ctx context.Context, orgID uuid.UUID, f StockLineFilter, p Page) ([]domain.StockLine, error) {
+	c := newConds()
+	c.add("s.org_id = ?", orgID)
+	c.addIf(f.ProductID != nil, "s.product_id = ?", f.ProductID)
+	c.addIf(f.LocationID != nil, "s.location_id = ?", f.LocationID)
+	c.addIf(f.SKU != "", "p.sku = ?", f.SKU)
+	return listNewest(ctx, d.pool, stockLineSelect, "s", c, p, scanStockLine)
+}
+
+// movementsPerLine is how many of a stock line's newest movements its
+// detail carries.
+const movementsPerLine = 100
+
+const movementColumns = `m.id, m.line_id, m.product_id, m.location_id, m.to_location_id, m.kind, m.qty, m.unit_cost_minor,
+	m.balance_after, m.idempotency_key, m.reference, m.created_at`
+
+func scanMovement(r pgx.Row) (domain.StockMovement, error) {
+	var m domain.StockMovement
+	err := r.Scan(&m.ID, &m.LineID, &m.ProductID, &m.LocationID, &m.ToLocationID, &m.Kind, &m.Qty, &m.UnitCostMinor,
+		&m.BalanceAfter, &m.IdempotencyKey, &m.Reference, &m.CreatedAt)
+	return m, err
+}
+
+// StockLine returns one of the organisation's stock lines with its newest
+// movements (at most 100), including transfers into it.
+func (d *DB) StockLine(ctx context.Context, orgID, id uuid.UUID) (domain.StockLineDetail, error) {
+	var s domain.StockLineDetail
+	err := d.detail(ctx, "stock line",
+		func(r pgx.Row) error {
+			return r.Scan(&s.ID, &s.ProductID, &s.SKU, &s.LocationID, &s.QtyOnHand, &s.UnitCostMinor, &s.Currency, &s.CreatedAt, &s.UpdatedAt)
+		},
+		[]string{
+			stockLineSelect + ` WHERE s.org_id = $1 AND s.id = $2`,
+			`SELECT ` + movementColumns + ` FROM stock_movements m
+			 WHERE m.org_id = $1 AND (m.line_id = $2 OR m.to_line_id = $2)
+			 ORDER BY m.created_at DESC, m.id DESC LIMIT ` + strconv.Itoa(movementsPerLine),
+		}, []any{orgID, id},
+		collect(&s.Movements, scanMovement))
+	return s, err
+}
+
+// MovementFilter narrows a stock movement list. LineID matches movements
+// out of and (transfers) into the line.
+type MovementFilter struct {
+	LineID    *uuid.UUID
+	ProductID *uuid.UUID
+	Kind      domain.MovementKind
+}
+
+// ListMovements lists the organisation's stock movements, newest first.
+func (d *DB) ListMovements(ctx context.Context, orgID uuid.UUID, f MovementFilter, p Page) ([]domain.StockMovement, error) {
+	c := newConds()
+	c.add("m.org_id = ?", orgID)
+	c.addIf(f.LineID != nil, "(m.line_id = ? OR m.to_line_id = ?)", f.LineID)
+	c.addIf(f.ProductID != nil, "m.product_id = ?", f.ProductID)
+	c.addIf(f.Kind != "", "m.kind = ?", f.Kind)
+	return listNewest(ctx, d.pool, `SELECT `+movementColumns+` FROM stock_movements m`, "m", c, p, scanMovement)
+}
 
 // MovementResult is what a stock movement answers: the movement and the
 // stock lines it changed, as they stood right after it.

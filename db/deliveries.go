@@ -1,0 +1,202 @@
+package db
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// DeliveryFilter narrows a delivery list.
+type DeliveryFilter struct {
+	Status  domain.DeliveryStatus
+	OrderID *uuid.UUID
+}
+
+const deliveryColumns = `d.id, d.number, d.status, d.order_id, d.customer_id, d.carrier, d.consignment_ref, d.tracking_url,
+	d.ship_to, d.dispatched_at, d.delivered_at, d.created_at`
+
+func scanDelivery(r pgx.Row) (domain.Delivery, error) {
+	var d domain.Delivery
+	err := r.Scan(&d.ID, &d.Number, &d.Status, &d.OrderID, &d.CustomerID, &d.Carrier, &d.ConsignmentRef, &d.TrackingURL,
+		&d.ShipTo, &d.DispatchedAt, &d.DeliveredAt, &d.CreatedAt)
+	return d, err
+}
+
+// ListDeliveries lists the organisation's deliveries, newest first.
+func (d *DB) ListDeliveries(ctx context.Context, orgID uuid.UUID, f DeliveryFilter, p Page) ([]domain.Delivery, error) {
+	c := newConds()
+	c.add("d.org_id = ?", orgID)
+	c.addIf(f.Status != "", "d.status = ?", f.Status)
+	c.addIf(f.OrderID != nil, "d.order_id = ?", f.OrderID)
+	return listNewest(ctx, d.pool, `SELECT `+deliveryColumns+` FROM deliveries d`, "d", c, p, scanDelivery)
+}
+
+// Delivery returns one of the organisation's deliveries with its lines and
+// packages.
+func (d *DB) Delivery(ctx context.Context, orgID, id uuid.UUID) (domain.DeliveryDetail, error) {
+	var dl domain.DeliveryDetail
+	err := d.detail(ctx, "delivery",
+		func(r pgx.Row) error {
+			return r.Scan(&dl.ID, &dl.Number, &dl.Status, &dl.OrderID, &dl.CustomerID, &dl.Carrier, &dl.ConsignmentRef, &dl.TrackingURL,
+				&dl.ShipTo, &dl.DispatchedAt, &dl.DeliveredAt, &dl.CreatedAt)
+		},
+		[]string{
+			`SELECT ` + deliveryColumns + ` FROM deliveries d WHERE d.org_id = $1 AND d.id = $2`,
+			`SELECT position, description, qty, order_line_position FROM delivery_lines
+			 WHERE org_id = $1 AND delivery_id = $2 ORDER BY position`,
+			`SELECT id, reference, weight_grams, tracking_url FROM delivery_packages
+			 WHERE org_id = $1 AND delivery_id = $2 ORDER BY created_at, id`,
+		}, []any{orgID, id},
+		collect(&dl.Lines, func(r pgx.Row) (domain.DeliveryLine, error) {
+			var l domain.DeliveryLine
+			err := r.Scan(&l.Position, &l.Description, &l.Qty, &l.OrderLinePosition)
+			return l, err
+		}),
+		collect(&dl.Packages, func(r pgx.Row) (domain.Package, error) {
+			var p domain.Package
+			err := r.Scan(&p.ID, &p.Reference, &p.WeightGrams, &p.TrackingURL)
+			return p, err
+		}))
+	return dl, err
+}
+
+// deliveryRef is a delivery as an inbound post finds it.
+type deliveryRef struct {
+	id          uuid.UUID
+	number      string
+	status      domain.DeliveryStatus
+	orderID     *uuid.UUID
+	trackingURL *string
+}
+
+func (a *actor) findDelivery(b domain.DeliveryStatusBody) (*deliveryRef, error) {
+	var found []deliveryRef
+	rows, err := a.tx.Query(a.ctx, `
+		SELECT d.id, d.number, d.status, d.order_id, d.tracking_url FROM deliveries d
+		WHERE d.org_id = $1 AND (
+		      ($2::text IS NOT NULL AND d.number = $2)
+		   OR ($2::text IS NULL AND $3::text IS NOT NULL AND d.consignment_ref = $3)
+		   OR ($2::text IS NULL AND $3::text IS NULL AND d.order_id IN
+		        (SELECT id FROM orders WHERE org_id = $1 AND (number = $4 OR customer_po_ref = $4))
+		       AND d.status NOT IN ('delivered', 'returned', 'cancelled')))
+		ORDER BY d.created_at, d.id
+		FOR UPDATE`, a.org, b.DeliveryRef, b.ConsignmentRef, b.OrderRef)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var d deliveryRef
+		if err := rows.Scan(&d.id, &d.number, &d.status, &d.orderID, &d.trackingURL); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		found = append(found, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(found) == 0:
+		return nil, nil
+	case len(found) > 1 && b.DeliveryRef == nil && b.ConsignmentRef == nil:
+		return nil, domain.Errorf(domain.EUNPROCESSABLE, "order %s has %d open deliveries: name one with delivery_ref", *b.OrderRef, len(found))
+	case len(found) > 1:
+		return nil, domain.Errorf(domain.EUNPROCESSABLE, "consignment %s names %d deliveries: name one with delivery_ref", *b.ConsignmentRef, len(found))
+	}
+	return &found[0], nil
+}
+
+// deliveryStatus moves a delivery and lets its order follow: once any of
+// the order's deliveries has left (dispatched or later), a confirmed order
+// moves to in_progress; once every delivery that is not cancelled is
+// delivered, the order is fulfilled. All in one transaction.
+func (a *actor) deliveryStatus(b domain.DeliveryStatusBody) (InboundResult, error) {
+	to, err := domain.ParseDeliveryStatus(b.Status)
+	if err != nil {
+		return InboundResult{}, err
+	}
+	d, err := a.findDelivery(b)
+	if err != nil {
+		return InboundResult{}, err
+	}
+	if d == nil {
+		return parked(domain.Describe("delivery", b.DeliveryRef, b.ConsignmentRef, b.OrderRef))
+	}
+	changed, err := domain.DeliveryMachine.Move(d.status, to)
+	if err != nil {
+		return InboundResult{}, err
+	}
+	var changes []domain.Change
+	if changed {
+		if _, err := a.tx.Exec(a.ctx, `
+			UPDATE deliveries SET status = $3, updated_at = now(),
+			       dispatched_at = CASE WHEN $4 AND dispatched_at IS NULL THEN now() ELSE dispatched_at END,
+			       delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE delivered_at END
+			WHERE org_id = $1 AND id = $2`, a.org, d.id, to, to.Shipped()); err != nil {
+			return InboundResult{}, err
+		}
+		changes = append(changes, domain.Change{Entity: "delivery", ID: d.id.String(), Ref: d.number, Field: "status", From: d.status, To: to})
+		if err := emit(a.ctx, a.tx, a.org, EventDeliveryStatusChanged, map[string]any{
+			"id": d.id, "number": d.number, "from": d.status, "to": to, "order_id": d.orderID, "tracking_url": b.TrackingURL,
+		}); err != nil {
+			return InboundResult{}, err
+		}
+	}
+	if b.TrackingURL != nil && (d.trackingURL == nil || *d.trackingURL != *b.TrackingURL) {
+		if _, err := a.tx.Exec(a.ctx, `UPDATE deliveries SET tracking_url = $3, updated_at = now() WHERE org_id = $1 AND id = $2`,
+			a.org, d.id, *b.TrackingURL); err != nil {
+			return InboundResult{}, err
+		}
+		changes = append(changes, domain.Change{Entity: "delivery", ID: d.id.String(), Ref: d.number, Field: "tracking_url", From: d.trackingURL, To: *b.TrackingURL})
+	}
+	if changed && d.orderID != nil {
+		c, err := a.orderFollowsDeliveries(*d.orderID)
+		if err != nil {
+			return InboundResult{}, err
+		}
+		changes = append(changes, c...)
+	}
+	return applied(changes, map[string]any{"delivery": map[string]any{"id": d.id, "number": d.number, "status": to}}), nil
+}
+
+// orderFollowsDeliveries moves an order after one of its deliveries moved.
+func (a *actor) orderFollowsDeliveries(orderID uuid.UUID) ([]domain.Change, error) {
+	var o orderRef
+	var shipped, open, delivered int
+	err := a.tx.QueryRow(a.ctx, `
+		SELECT o.id, o.number, o.status,
+		       count(d.id) FILTER (WHERE d.status IN ('dispatched', 'in_transit', 'out_for_delivery', 'delivered', 'failed', 'returned')),
+		       count(d.id) FILTER (WHERE d.status <> 'cancelled'),
+		       count(d.id) FILTER (WHERE d.status = 'delivered')
+		FROM orders o LEFT JOIN deliveries d ON d.org_id = o.org_id AND d.order_id = o.id
+		WHERE o.org_id = $1 AND o.id = $2
+		GROUP BY o.id`, a.org, orderID).Scan(&o.id, &o.number, &o.status, &shipped, &open, &delivered)
+	if err != nil {
+		return nil, err
+	}
+	var changes []domain.Change
+	move := func(to domain.OrderStatus) error {
+		if !domain.OrderMachine.Allowed(o.status, to) {
+			return nil // a cancelled or fulfilled order stays as it is
+		}
+		c, err := a.moveOrder(&o, to, "deliveries")
+		if c != nil {
+			changes = append(changes, *c)
+		}
+		return err
+	}
+	if shipped > 0 && o.status == domain.OrderConfirmed {
+		if err := move(domain.OrderInProgress); err != nil {
+			return nil, err
+		}
+	}
+	if open > 0 && delivered == open {
+		if err := move(domain.OrderFulfilled); err != nil {
+			return nil, err
+		}
+	}
+	return changes, nil
+}

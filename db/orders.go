@@ -1,0 +1,187 @@
+package db
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// OrderFilter narrows an order list.
+type OrderFilter struct{ Status domain.OrderStatus }
+
+const orderColumns = `o.id, o.number, o.status, o.currency, o.total_minor, o.customer_id, o.customer_po_ref, o.created_at`
+
+func scanOrder(r pgx.Row) (domain.Order, error) {
+	var o domain.Order
+	err := r.Scan(&o.ID, &o.Number, &o.Status, &o.Currency, &o.TotalMinor, &o.CustomerID, &o.CustomerPORef, &o.CreatedAt)
+	return o, err
+}
+
+// ListOrders lists the organisation's orders, newest first.
+func (d *DB) ListOrders(ctx context.Context, orgID uuid.UUID, f OrderFilter, p Page) ([]domain.Order, error) {
+	c := newConds()
+	c.add("o.org_id = ?", orgID)
+	c.addIf(f.Status != "", "o.status = ?", f.Status)
+	return listNewest(ctx, d.pool, `SELECT `+orderColumns+` FROM orders o`, "o", c, p, scanOrder)
+}
+
+// Order returns one of the organisation's orders with its lines and the
+// invoice references recorded against it.
+func (d *DB) Order(ctx context.Context, orgID, id uuid.UUID) (domain.OrderDetail, error) {
+	var o domain.OrderDetail
+	err := d.detail(ctx, "order",
+		func(r pgx.Row) error {
+			return r.Scan(&o.ID, &o.Number, &o.Status, &o.Currency, &o.TotalMinor, &o.CustomerID, &o.CustomerPORef, &o.CreatedAt,
+				&o.SubtotalMinor, &o.VATMinor, &o.TrackingURL)
+		},
+		[]string{
+			`SELECT ` + orderColumns + `, o.subtotal_minor, o.vat_minor, o.tracking_url FROM orders o WHERE o.org_id = $1 AND o.id = $2`,
+			`SELECT position, line_type, description, attrs_snapshot, qty, uom, unit_price_minor
+			 FROM order_lines WHERE org_id = $1 AND order_id = $2 ORDER BY position`,
+			`SELECT invoice_ref, invoice_status, amount_minor, currency, recorded_at
+			 FROM order_invoices WHERE org_id = $1 AND order_id = $2 ORDER BY recorded_at, invoice_ref`,
+		}, []any{orgID, id},
+		collect(&o.Lines, func(r pgx.Row) (domain.OrderLine, error) {
+			var l domain.OrderLine
+			err := r.Scan(&l.Position, &l.LineType, &l.Description, &l.AttrsSnapshot, &l.Qty, &l.UOM, &l.UnitPriceMinor)
+			return l, err
+		}),
+		collect(&o.Invoices, func(r pgx.Row) (domain.OrderInvoice, error) {
+			var i domain.OrderInvoice
+			err := r.Scan(&i.InvoiceRef, &i.InvoiceStatus, &i.AmountMinor, &i.Currency, &i.RecordedAt)
+			return i, err
+		}))
+	return o, err
+}
+
+// orderRef is an order as an inbound post finds it.
+type orderRef struct {
+	id          uuid.UUID
+	number      string
+	status      domain.OrderStatus
+	currency    string
+	total       int64
+	trackingURL *string
+}
+
+// findOrder matches an order by order_ref (its number or the customer's PO
+// reference), else by quote_ref (the order made from that quote).
+func (a *actor) findOrder(orderRefText, quoteRefText *string) (*orderRef, error) {
+	var o orderRef
+	err := a.tx.QueryRow(a.ctx, `
+		SELECT o.id, o.number, o.status, o.currency, o.total_minor, o.tracking_url FROM orders o
+		WHERE o.org_id = $1 AND (
+		      ($2::text IS NOT NULL AND (o.number = $2 OR o.customer_po_ref = $2))
+		   OR ($2::text IS NULL AND $3::text IS NOT NULL AND o.quote_id = (SELECT id FROM quotes WHERE org_id = $1 AND number = $3)))
+		ORDER BY (o.number = coalesce($2, '')) DESC, o.created_at DESC
+		LIMIT 1
+		FOR UPDATE`, a.org, orderRefText, quoteRefText).Scan(&o.id, &o.number, &o.status, &o.currency, &o.total, &o.trackingURL)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return &o, err
+}
+
+// moveOrder moves an order and emits order.status_changed; it returns the
+// change, or nil when the order already stands there.
+func (a *actor) moveOrder(o *orderRef, to domain.OrderStatus, cause string) (*domain.Change, error) {
+	changed, err := domain.OrderMachine.Move(o.status, to)
+	if err != nil || !changed {
+		return nil, err
+	}
+	if _, err := a.tx.Exec(a.ctx, `UPDATE orders SET status = $3, updated_at = now() WHERE org_id = $1 AND id = $2`, a.org, o.id, to); err != nil {
+		return nil, err
+	}
+	c := domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "status", From: o.status, To: to}
+	if err := emit(a.ctx, a.tx, a.org, EventOrderStatusChanged, map[string]any{
+		"id": o.id, "number": o.number, "from": o.status, "to": to, "cause": cause,
+	}); err != nil {
+		return nil, err
+	}
+	o.status = to
+	return &c, nil
+}
+
+func (a *actor) erpOrderStatus(b domain.ERPOrderStatusBody) (InboundResult, error) {
+	to, err := domain.ParseERPOrderStatus(b.Status)
+	if err != nil {
+		return InboundResult{}, err
+	}
+	o, err := a.findOrder(b.OrderRef, b.QuoteRef)
+	if err != nil {
+		return InboundResult{}, err
+	}
+	if o == nil {
+		return parked(domain.Describe("order", b.OrderRef, b.QuoteRef))
+	}
+	var changes []domain.Change
+	c, err := a.moveOrder(o, to, "erp")
+	if err != nil {
+		return InboundResult{}, err
+	}
+	if c != nil {
+		changes = append(changes, *c)
+	}
+	if b.TrackingURL != nil && (o.trackingURL == nil || *o.trackingURL != *b.TrackingURL) {
+		if _, err := a.tx.Exec(a.ctx, `UPDATE orders SET tracking_url = $3, updated_at = now() WHERE org_id = $1 AND id = $2`,
+			a.org, o.id, *b.TrackingURL); err != nil {
+			return InboundResult{}, err
+		}
+		changes = append(changes, domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "tracking_url", From: o.trackingURL, To: *b.TrackingURL})
+	}
+	return applied(changes, map[string]any{"order": map[string]any{"id": o.id, "number": o.number, "status": o.status}}), nil
+}
+
+func (a *actor) orderInvoice(b domain.OrderInvoiceBody) (InboundResult, error) {
+	status := domain.InvoiceIssued
+	if b.InvoiceStatus != nil {
+		var err error
+		if status, err = domain.ParseInvoiceStatus(*b.InvoiceStatus); err != nil {
+			return InboundResult{}, err
+		}
+	}
+	o, err := a.findOrder(b.OrderRef, b.QuoteRef)
+	if err != nil {
+		return InboundResult{}, err
+	}
+	if o == nil {
+		return parked(domain.Describe("order", b.OrderRef, b.QuoteRef))
+	}
+	if b.Currency != nil && *b.Currency != o.currency {
+		return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but order %s is in %s", *b.Currency, o.number, o.currency)
+	}
+	if b.AmountMinor != nil && *b.AmountMinor > o.total {
+		return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice amount %d is above order %s's total of %d", *b.AmountMinor, o.number, o.total)
+	}
+	var prev *domain.InvoiceStatus
+	err = a.tx.QueryRow(a.ctx, `SELECT invoice_status FROM order_invoices WHERE org_id = $1 AND order_id = $2 AND invoice_ref = $3 FOR UPDATE`,
+		a.org, o.id, b.InvoiceRef).Scan(&prev)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return InboundResult{}, err
+	}
+	if prev != nil && *prev == status {
+		return applied(nil, map[string]any{"invoice_ref": b.InvoiceRef, "invoice_status": status}), nil
+	}
+	if _, err := a.tx.Exec(a.ctx, `
+		INSERT INTO order_invoices (id, org_id, order_id, invoice_ref, invoice_status, amount_minor, currency)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (org_id, order_id, invoice_ref) DO UPDATE SET
+			invoice_status = excluded.invoice_status,
+			amount_minor = coalesce(excluded.amount_minor, order_invoices.amount_minor),
+			currency = coalesce(excluded.currency, order_invoices.currency),
+			updated_at = now()`, NewID(), a.org, o.id, b.InvoiceRef, status, b.AmountMinor, b.Currency); err != nil {
+		return InboundResult{}, err
+	}
+	if err := emit(a.ctx, a.tx, a.org, EventOrderInvoiceRecorded, map[string]any{
+		"order_id": o.id, "order_number": o.number, "invoice_ref": b.InvoiceRef, "invoice_status": status,
+		"amount_minor": b.AmountMinor, "currency": b.Currency,
+	}); err != nil {
+		return InboundResult{}, err
+	}
+	c := domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "invoice:" + b.InvoiceRef, From: prev, To: status}
+	return applied([]domain.Change{c}, map[string]any{"invoice_ref": b.InvoiceRef, "invoice_status": status}), nil
+}

@@ -1,0 +1,265 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// PurchaseOrderFilter narrows a purchase order list.
+type PurchaseOrderFilter struct {
+	Status     domain.PurchaseOrderStatus
+	SupplierID *uuid.UUID
+}
+
+const purchaseOrderColumns = `po.id, po.number, po.status, po.supplier_id, po.currency, po.total_minor, po.supplier_ref,
+	po.expected_date, po.created_at`
+
+func scanPurchaseOrder(r pgx.Row) (domain.PurchaseOrder, error) {
+	var p domain.PurchaseOrder
+	err := r.Scan(&p.ID, &p.Number, &p.Status, &p.SupplierID, &p.Currency, &p.TotalMinor, &p.SupplierRef, &p.ExpectedDate, &p.CreatedAt)
+	return p, err
+}
+
+// ListPurchaseOrders lists the organisation's purchase orders, newest first.
+func (d *DB) ListPurchaseOrders(ctx context.Context, orgID uuid.UUID, f PurchaseOrderFilter, p Page) ([]domain.PurchaseOrder, error) {
+	c := newConds()
+	c.add("po.org_id = ?", orgID)
+	c.addIf(f.Status != "", "po.status = ?", f.Status)
+	c.addIf(f.SupplierID != nil, "po.supplier_id = ?", f.SupplierID)
+	return listNewest(ctx, d.pool, `SELECT `+purchaseOrderColumns+` FROM purchase_orders po`, "po", c, p, scanPurchaseOrder)
+}
+
+// PurchaseOrder returns one of the organisation's purchase orders with its
+// lines (and the quantity received of each), its receipts and the supplier
+// invoices matched against it.
+func (d *DB) PurchaseOrder(ctx context.Context, orgID, id uuid.UUID) (domain.PurchaseOrderDetail, error) {
+	var po domain.PurchaseOrderDetail
+	var receiptLines []struct {
+		receipt uuid.UUID
+		line    domain.POReceiptLine
+	}
+	var variances []struct {
+		invoice uuid.UUID
+		v       domain.Variance
+	}
+	var invoiceIDs []uuid.UUID
+	err := d.detail(ctx, "purchase order",
+		func(r pgx.Row) error {
+			return r.Scan(&po.ID, &po.Number, &po.Status, &po.SupplierID, &po.Currency, &po.TotalMinor, &po.SupplierRef,
+				&po.ExpectedDate, &po.CreatedAt)
+		},
+		[]string{
+			`SELECT ` + purchaseOrderColumns + ` FROM purchase_orders po WHERE po.org_id = $1 AND po.id = $2`,
+			`SELECT l.position, l.sku, l.description, l.qty, l.uom, l.unit_price_minor, l.expected_date,
+			        coalesce((SELECT sum(rl.qty) FROM po_receipt_lines rl
+			                  WHERE rl.org_id = l.org_id AND rl.po_id = l.po_id AND rl.position = l.position), 0)
+			 FROM purchase_order_lines l WHERE l.org_id = $1 AND l.po_id = $2 ORDER BY l.position`,
+			`SELECT id, received_at FROM po_receipts WHERE org_id = $1 AND po_id = $2 ORDER BY received_at, id`,
+			`SELECT receipt_id, position, qty FROM po_receipt_lines WHERE org_id = $1 AND po_id = $2 ORDER BY position`,
+			`SELECT id, invoice_ref, amount_minor, currency, match_status FROM supplier_invoices
+			 WHERE org_id = $1 AND po_id = $2 ORDER BY created_at, id`,
+			`SELECT v.invoice_id, v.kind, v.position, v.expected, v.actual FROM supplier_invoice_variances v
+			 JOIN supplier_invoices i ON i.org_id = v.org_id AND i.id = v.invoice_id
+			 WHERE v.org_id = $1 AND i.po_id = $2 ORDER BY v.created_at, v.id`,
+		}, []any{orgID, id},
+		collect(&po.Lines, func(r pgx.Row) (domain.PurchaseOrderLine, error) {
+			var l domain.PurchaseOrderLine
+			err := r.Scan(&l.Position, &l.SKU, &l.Description, &l.Qty, &l.UOM, &l.UnitPriceMinor, &l.ExpectedDate, &l.QtyReceived)
+			return l, err
+		}),
+		collect(&po.Receipts, func(r pgx.Row) (domain.POReceipt, error) {
+			rc := domain.POReceipt{Lines: []domain.POReceiptLine{}}
+			err := r.Scan(&rc.ID, &rc.ReceivedAt)
+			return rc, err
+		}),
+		func(rows pgx.Rows) error {
+			for rows.Next() {
+				var x struct {
+					receipt uuid.UUID
+					line    domain.POReceiptLine
+				}
+				if err := rows.Scan(&x.receipt, &x.line.Position, &x.line.Qty); err != nil {
+					return err
+				}
+				receiptLines = append(receiptLines, x)
+			}
+			return rows.Err()
+		},
+		func(rows pgx.Rows) error {
+			po.Invoices = []domain.SupplierInvoice{}
+			for rows.Next() {
+				inv := domain.SupplierInvoice{Variances: []domain.Variance{}}
+				var id uuid.UUID
+				if err := rows.Scan(&id, &inv.InvoiceRef, &inv.AmountMinor, &inv.Currency, &inv.MatchStatus); err != nil {
+					return err
+				}
+				invoiceIDs = append(invoiceIDs, id)
+				po.Invoices = append(po.Invoices, inv)
+			}
+			return rows.Err()
+		},
+		func(rows pgx.Rows) error {
+			for rows.Next() {
+				var x struct {
+					invoice uuid.UUID
+					v       domain.Variance
+				}
+				if err := rows.Scan(&x.invoice, &x.v.Kind, &x.v.Position, &x.v.Expected, &x.v.Actual); err != nil {
+					return err
+				}
+				variances = append(variances, x)
+			}
+			return rows.Err()
+		})
+	for _, x := range receiptLines {
+		for i := range po.Receipts {
+			if po.Receipts[i].ID == x.receipt {
+				po.Receipts[i].Lines = append(po.Receipts[i].Lines, x.line)
+			}
+		}
+	}
+	for _, x := range variances {
+		for i, id := range invoiceIDs {
+			if id == x.invoice {
+				po.Invoices[i].Variances = append(po.Invoices[i].Variances, x.v)
+			}
+		}
+	}
+	return po, err
+}
+
+// poRef is a purchase order as an inbound post finds it.
+type poRef struct {
+	id          uuid.UUID
+	number      string
+	status      domain.PurchaseOrderStatus
+	currency    string
+	supplierRef *string
+}
+
+func (a *actor) findPO(number string) (*poRef, error) {
+	var p poRef
+	err := a.tx.QueryRow(a.ctx, `SELECT id, number, status, currency, supplier_ref FROM purchase_orders
+		WHERE org_id = $1 AND number = $2 FOR UPDATE`, a.org, number).Scan(&p.id, &p.number, &p.status, &p.currency, &p.supplierRef)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return &p, err
+}
+
+func (a *actor) purchaseOrderAck(b domain.POAckBody) (InboundResult, error) {
+	po, err := a.findPO(b.PONumber)
+	if err != nil {
+		return InboundResult{}, err
+	}
+	if po == nil {
+		return parked(domain.Describe("purchase order", &b.PONumber))
+	}
+	if _, err := domain.PurchaseOrderMachine.Move(po.status, domain.POAcknowledged); err != nil {
+		return InboundResult{}, err
+	}
+	var changes []domain.Change
+	ref := func(field string, from, to any) {
+		changes = append(changes, domain.Change{Entity: "purchase_order", ID: po.id.String(), Ref: po.number, Field: field, From: from, To: to})
+	}
+	if po.status != domain.POAcknowledged {
+		ref("status", po.status, domain.POAcknowledged)
+	}
+	if b.SupplierRef != nil && (po.supplierRef == nil || *po.supplierRef != *b.SupplierRef) {
+		ref("supplier_ref", po.supplierRef, *b.SupplierRef)
+	}
+	for _, l := range b.Lines {
+		var positions []int
+		rows, err := a.tx.Query(a.ctx, `
+			UPDATE purchase_order_lines SET expected_date = $4
+			WHERE org_id = $1 AND po_id = $2 AND ($3::int IS NULL OR position = $3) AND expected_date IS DISTINCT FROM $4
+			RETURNING position`, a.org, po.id, l.Position, l.Date.Time)
+		if err != nil {
+			return InboundResult{}, err
+		}
+		if positions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
+			return InboundResult{}, err
+		}
+		if l.Position != nil && len(positions) == 0 {
+			var exists bool
+			if err := a.tx.QueryRow(a.ctx, `SELECT EXISTS (SELECT 1 FROM purchase_order_lines WHERE org_id = $1 AND po_id = $2 AND position = $3)`,
+				a.org, po.id, *l.Position).Scan(&exists); err != nil {
+				return InboundResult{}, err
+			}
+			if !exists {
+				return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "purchase order %s has no line %d", po.number, *l.Position)
+			}
+		}
+		for _, p := range positions {
+			ref(fmt.Sprintf("lines[%d].expected_date", p), nil, l.Date)
+		}
+	}
+	if len(changes) == 0 {
+		return applied(nil, map[string]any{"purchase_order": map[string]any{"id": po.id, "number": po.number, "status": po.status}}), nil
+	}
+	if _, err := a.tx.Exec(a.ctx, `
+		UPDATE purchase_orders SET status = 'acknowledged', supplier_ref = coalesce($3, supplier_ref),
+		       acknowledged_at = now(), updated_at = now(),
+		       expected_date = coalesce((SELECT max(expected_date) FROM purchase_order_lines WHERE org_id = $1 AND po_id = $2), expected_date)
+		WHERE org_id = $1 AND id = $2`, a.org, po.id, b.SupplierRef); err != nil {
+		return InboundResult{}, err
+	}
+	if err := emit(a.ctx, a.tx, a.org, EventPurchaseOrderAcked, map[string]any{
+		"id": po.id, "number": po.number, "supplier_ref": b.SupplierRef, "changes": changes,
+	}); err != nil {
+		return InboundResult{}, err
+	}
+	return applied(changes, map[string]any{"purchase_order": map[string]any{"id": po.id, "number": po.number, "status": domain.POAcknowledged}}), nil
+}
+
+func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) (InboundResult, error) {
+	po, err := a.findPO(b.PONumber)
+	if err != nil {
+		return InboundResult{}, err
+	}
+	if po == nil {
+		return parked(domain.Describe("purchase order", &b.PONumber))
+	}
+	if po.status == domain.POCancelled {
+		return InboundResult{}, domain.Errorf(domain.ECONFLICT, "purchase order %s is cancelled", po.number)
+	}
+	if b.Currency != nil && *b.Currency != po.currency {
+		return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but purchase order %s is in %s", *b.Currency, po.number, po.currency)
+	}
+	var id uuid.UUID
+	var amount *int64
+	err = a.tx.QueryRow(a.ctx, `SELECT id, amount_minor FROM supplier_invoices WHERE org_id = $1 AND po_id = $2 AND invoice_ref = $3`,
+		a.org, po.id, b.InvoiceRef).Scan(&id, &amount)
+	switch {
+	case err == nil:
+		if (amount == nil) != (b.AmountMinor == nil) || (amount != nil && *amount != *b.AmountMinor) {
+			return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "invoice %s was received before with another amount", b.InvoiceRef)
+		}
+		res := applied(nil, map[string]any{"invoice_ref": b.InvoiceRef})
+		res.InvoiceID, res.POID, res.InvoiceRef = &id, &po.id, b.InvoiceRef
+		return res, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return InboundResult{}, err
+	}
+	id = NewID()
+	var qty any
+	if b.InvoicedQty != nil {
+		qty = string(b.InvoicedQty)
+	}
+	if _, err := a.tx.Exec(a.ctx, `
+		INSERT INTO supplier_invoices (id, org_id, po_id, invoice_ref, amount_minor, currency, invoiced_qty, match_status, receipt_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'awaiting_receipt', $8)`,
+		id, a.org, po.id, b.InvoiceRef, b.AmountMinor, po.currency, qty, source); err != nil {
+		return InboundResult{}, err
+	}
+	c := domain.Change{Entity: "supplier_invoice", ID: id.String(), Ref: b.InvoiceRef, Field: "match_status", To: domain.MatchAwaitingReceipt}
+	res := applied([]domain.Change{c}, map[string]any{"invoice_ref": b.InvoiceRef, "purchase_order": map[string]any{"id": po.id, "number": po.number}})
+	res.InvoiceID, res.POID, res.InvoiceRef = &id, &po.id, b.InvoiceRef
+	return res, nil
+}
