@@ -74,17 +74,13 @@ func (s *Server) listCustomers(ctx context.Context, in *ListCustomersInput) (*Li
 		},
 		func(c domain.Customer) (domain.Timestamp, uuid.UUID) { return c.CreatedAt, c.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getCustomer(ctx context.Context, in *IDPath) (*CustomerOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "customer", s.db.Customer)
-	if err != nil {
-		return nil, err
-	}
-	return &CustomerOutput{Body: v}, nil
+	return readByID[CustomerOutput](ctx, s, in.ID, "customer", s.db.Customer)
 }
 
 func (s *Server) upsertCustomers(ctx context.Context, in *CustomersInput) (*CustomersOutput, error) {

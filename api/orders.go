@@ -49,15 +49,11 @@ func (s *Server) listOrders(ctx context.Context, in *ListOrdersInput) (*ListOrde
 		},
 		func(o domain.Order) (domain.Timestamp, uuid.UUID) { return o.CreatedAt, o.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getOrder(ctx context.Context, in *IDPath) (*OrderOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "order", s.db.Order)
-	if err != nil {
-		return nil, err
-	}
-	return &OrderOutput{Body: v}, nil
+	return readByID[OrderOutput](ctx, s, in.ID, "order", s.db.Order)
 }

@@ -54,15 +54,11 @@ func (s *Server) listPurchaseOrders(ctx context.Context, in *ListPurchaseOrdersI
 		},
 		func(po domain.PurchaseOrder) (domain.Timestamp, uuid.UUID) { return po.CreatedAt, po.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getPurchaseOrder(ctx context.Context, in *IDPath) (*PurchaseOrderOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "purchase order", s.db.PurchaseOrder)
-	if err != nil {
-		return nil, err
-	}
-	return &PurchaseOrderOutput{Body: v}, nil
+	return readByID[PurchaseOrderOutput](ctx, s, in.ID, "purchase order", s.db.PurchaseOrder)
 }

@@ -49,15 +49,11 @@ func (s *Server) listQuotes(ctx context.Context, in *ListQuotesInput) (*ListQuot
 		},
 		func(q domain.Quote) (domain.Timestamp, uuid.UUID) { return q.CreatedAt, q.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getQuote(ctx context.Context, in *IDPath) (*QuoteOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "quote", s.db.Quote)
-	if err != nil {
-		return nil, err
-	}
-	return &QuoteOutput{Body: v}, nil
+	return readByID[QuoteOutput](ctx, s, in.ID, "quote", s.db.Quote)
 }

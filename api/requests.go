@@ -74,17 +74,13 @@ func (s *Server) listRequests(ctx context.Context, in *ListRequestsInput) (*List
 		func(p db.Page) ([]domain.RequestThread, error) { return s.db.ListRequests(ctx, orgID(ctx), p) },
 		func(r domain.RequestThread) (domain.Timestamp, uuid.UUID) { return r.CreatedAt, r.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getRequest(ctx context.Context, in *IDPath) (*RequestOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "request", s.db.Request)
-	if err != nil {
-		return nil, err
-	}
-	return &RequestOutput{Body: v}, nil
+	return readByID[RequestOutput](ctx, s, in.ID, "request", s.db.Request)
 }
 
 func (s *Server) createRequest(ctx context.Context, in *CreateRequestInput) (*CreateRequestOutput, error) {

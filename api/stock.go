@@ -113,17 +113,13 @@ func (s *Server) listStockLines(ctx context.Context, in *ListStockLinesInput) (*
 		},
 		func(l domain.StockLine) (domain.Timestamp, uuid.UUID) { return l.CreatedAt, l.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getStockLine(ctx context.Context, in *IDPath) (*StockLineOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "stock line", s.db.StockLine)
-	if err != nil {
-		return nil, err
-	}
-	return &StockLineOutput{Body: v}, nil
+	return readByID[StockLineOutput](ctx, s, in.ID, "stock line", s.db.StockLine)
 }
 
 func (s *Server) listStockLocations(ctx context.Context, _ *struct{}) (*StockLocationsOutput, error) {
@@ -153,7 +149,7 @@ func (s *Server) listMovements(ctx context.Context, in *ListMovementsInput) (*Li
 		},
 		func(m domain.StockMovement) (domain.Timestamp, uuid.UUID) { return m.CreatedAt, m.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -48,15 +48,11 @@ func (s *Server) listSuppliers(ctx context.Context, in *ListSuppliersInput) (*Li
 		},
 		func(sp domain.Supplier) (domain.Timestamp, uuid.UUID) { return sp.CreatedAt, sp.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getSupplier(ctx context.Context, in *IDPath) (*SupplierOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "supplier", s.db.Supplier)
-	if err != nil {
-		return nil, err
-	}
-	return &SupplierOutput{Body: v}, nil
+	return readByID[SupplierOutput](ctx, s, in.ID, "supplier", s.db.Supplier)
 }
