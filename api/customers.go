@@ -11,6 +11,12 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
+// maxCustomersBody is the body limit of POST /customers: it holds 500
+// customers with every field at its maximum length even with every character
+// written as a JSON \u escape. A larger body is refused with 413 before it is
+// read whole.
+const maxCustomersBody = 8 << 20
+
 // ListCustomersInput is the query of GET /api/v1/customers.
 type ListCustomersInput struct {
 	Search string `query:"search" maxLength:"200" doc:"Matches company and email domain (case-insensitive substring)."`
@@ -28,21 +34,17 @@ type ListCustomersOutput struct {
 // CustomerOutput is a customer with its contacts.
 type CustomerOutput struct{ Body domain.CustomerDetail }
 
-// ListRequestsInput is the query of GET /api/v1/requests.
-type ListRequestsInput struct{ SmallPage }
-
-// ListRequestsOutput is a page of request threads, newest first.
-type ListRequestsOutput struct {
+// CustomersInput is the request of POST /api/v1/customers.
+type CustomersInput struct {
 	Body struct {
-		Requests   []domain.RequestThread `json:"requests" doc:"Request threads, newest first."`
-		NextCursor *string                `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+		Customers []domain.CustomerInput `json:"customers" maxItems:"500" doc:"At most 500 customers. Matched by external_id, then by email domain (free-mail domains never match); matched ones are updated, others created. Any invalid entry rejects the call, naming its index, and nothing is written."`
 	}
 }
 
-// RequestOutput is a request thread with its messages.
-type RequestOutput struct{ Body domain.RequestDetail }
+// CustomersOutput counts what a customers upsert did.
+type CustomersOutput struct{ Body db.CustomerUpsert }
 
-func (s *Server) registerCustomersAndRequests() {
+func (s *Server) registerCustomers() {
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "list-customers", Method: http.MethodGet, Path: "/api/v1/customers", Tags: []string{"Customers"},
 		Summary: "List customers", Description: "The organisation's customers, newest first.",
@@ -52,14 +54,15 @@ func (s *Server) registerCustomersAndRequests() {
 		Summary: "Read a customer", Description: "A customer with its contacts, the primary contact first.",
 	}, domain.ScopeCustomersRead, "", http.StatusNotFound), s.getCustomer)
 	huma.Register(s.api, access(huma.Operation{
-		OperationID: "list-requests", Method: http.MethodGet, Path: "/api/v1/requests", Tags: []string{"Requests"},
-		Summary: "List requests", Description: "The organisation's request threads (enquiries, RFQs), newest first.",
-	}, domain.ScopeRequestsRead, "", http.StatusBadRequest), s.listRequests)
-	huma.Register(s.api, access(huma.Operation{
-		OperationID: "get-request", Method: http.MethodGet, Path: "/api/v1/requests/{id}", Tags: []string{"Requests"},
-		Summary: "Read a request", Description: "A request thread with its messages, oldest first; message blocks are " +
-			"returned as they were stored.",
-	}, domain.ScopeRequestsRead, "", http.StatusNotFound), s.getRequest)
+		OperationID: "upsert-customers", Method: http.MethodPost, Path: "/api/v1/customers", Tags: []string{"Customers"},
+		Summary: "Create or update customers",
+		Description: "Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain " +
+			"(gmail.com and other free-mail domains never match); matched customers are updated, others created; the email " +
+			"and phone become a contact. A customer sent with neither external_id nor email is created again on every " +
+			"retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a " +
+			"body over 8 MB.",
+		MaxBodyBytes: maxCustomersBody,
+	}, domain.ScopeCustomersWrite, "", http.StatusBadRequest, http.StatusRequestEntityTooLarge), s.upsertCustomers)
 }
 
 func (s *Server) listCustomers(ctx context.Context, in *ListCustomersInput) (*ListCustomersOutput, error) {
@@ -71,35 +74,22 @@ func (s *Server) listCustomers(ctx context.Context, in *ListCustomersInput) (*Li
 		},
 		func(c domain.Customer) (domain.Timestamp, uuid.UUID) { return c.CreatedAt, c.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getCustomer(ctx context.Context, in *IDPath) (*CustomerOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "customer", s.db.Customer)
-	if err != nil {
-		return nil, err
-	}
-	return &CustomerOutput{Body: v}, nil
+	return readByID[CustomerOutput](ctx, s, in.ID, "customer", s.db.Customer)
 }
 
-func (s *Server) listRequests(ctx context.Context, in *ListRequestsInput) (*ListRequestsOutput, error) {
-	out := &ListRequestsOutput{}
-	var err error
-	out.Body.Requests, out.Body.NextCursor, err = newestList(ctx, s, "requests", in.Cursor, in.Limit, nil,
-		func(p db.Page) ([]domain.RequestThread, error) { return s.db.ListRequests(ctx, orgID(ctx), p) },
-		func(r domain.RequestThread) (domain.Timestamp, uuid.UUID) { return r.CreatedAt, r.ID })
+func (s *Server) upsertCustomers(ctx context.Context, in *CustomersInput) (*CustomersOutput, error) {
+	if err := domain.NormalizeCustomers(in.Body.Customers); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	res, err := s.db.UpsertCustomers(ctx, orgID(ctx), in.Body.Customers)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return out, nil
-}
-
-func (s *Server) getRequest(ctx context.Context, in *IDPath) (*RequestOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "request", s.db.Request)
-	if err != nil {
-		return nil, err
-	}
-	return &RequestOutput{Body: v}, nil
+	return &CustomersOutput{Body: res}, nil
 }

@@ -53,15 +53,11 @@ func (s *Server) listDeliveries(ctx context.Context, in *ListDeliveriesInput) (*
 		},
 		func(d domain.Delivery) (domain.Timestamp, uuid.UUID) { return d.CreatedAt, d.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getDelivery(ctx context.Context, in *IDPath) (*DeliveryOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "delivery", s.db.Delivery)
-	if err != nil {
-		return nil, err
-	}
-	return &DeliveryOutput{Body: v}, nil
+	return readByID[DeliveryOutput](ctx, s, in.ID, "delivery", s.db.Delivery)
 }

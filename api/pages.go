@@ -60,26 +60,27 @@ func page[T any](s *Server, rows []T, limit int, list, bound string, key func(T)
 
 // newestList serves one page of a newest-first list: it checks the cursor
 // against the list and its filters (name/value pairs), fetches limit+1 rows
-// and makes the next cursor from the last row's (created_at, id).
+// and makes the next cursor from the last row's (created_at, id). Its error
+// is already the answer (see fail), so a handler returns it as it is.
 func newestList[T any](ctx context.Context, s *Server, list string, cursor string, limit int, filters []string,
 	fetch func(db.Page) ([]T, error), key func(T) (domain.Timestamp, uuid.UUID)) ([]T, *string, error) {
 	bound := binding(ctx, filters...)
 	k, err := s.after(cursor, list, bound, 2)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, s.fail(ctx, err)
 	}
 	p := db.Page{Limit: limit}
 	if k != nil {
 		t, errT := time.Parse(time.RFC3339Nano, k[0])
 		id, errID := uuid.Parse(k[1])
 		if errT != nil || errID != nil {
-			return nil, nil, domain.Errorf(domain.EINVALID, "cursor is not valid for this list")
+			return nil, nil, s.fail(ctx, domain.Errorf(domain.EINVALID, "cursor is not valid for this list"))
 		}
 		p.After = &db.Newest{CreatedAt: t, ID: id}
 	}
 	rows, err := fetch(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, s.fail(ctx, err)
 	}
 	out, next := page(s, rows, limit, list, bound, func(r T) []string {
 		created, id := key(r)
@@ -115,17 +116,18 @@ type IDPath struct {
 	ID string `path:"id" doc:"The record's id (a UUID). An id outside the organisation, or not a UUID, answers 404."`
 }
 
-// readByID serves a read by id: the id must be a UUID and the record must
-// belong to the caller's organisation, or the answer is 404.
-func readByID[T any](ctx context.Context, s *Server, raw, what string, fetch func(ctx context.Context, org, id uuid.UUID) (T, error)) (T, error) {
-	var zero T
+// readByID serves a read by id as the operation's output O, whose only field
+// is Body: the id must be a UUID and the record must belong to the caller's
+// organisation, or the answer is 404.
+func readByID[O ~struct{ Body T }, T any](ctx context.Context, s *Server, raw, what string,
+	fetch func(ctx context.Context, org, id uuid.UUID) (T, error)) (*O, error) {
 	id, err := pathID(raw, what)
 	if err != nil {
-		return zero, s.fail(ctx, err)
+		return nil, s.fail(ctx, err)
 	}
 	v, err := fetch(ctx, orgID(ctx), id)
 	if err != nil {
-		return zero, s.fail(ctx, err)
+		return nil, s.fail(ctx, err)
 	}
-	return v, nil
+	return &O{Body: v}, nil
 }

@@ -3,12 +3,22 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 )
+
+// MaxBulkProducts is the most products one POST /products/bulk may carry.
+const MaxBulkProducts = 10000
+
+// maxBulkBody is the body limit of POST /products/bulk, with room for 10000
+// products with generous attributes. A larger body is refused with 413
+// before it is read whole.
+const maxBulkBody = 32 << 20
 
 // ListProductsInput is the query of GET /api/v1/products.
 type ListProductsInput struct {
@@ -26,6 +36,30 @@ type ListProductsOutput struct {
 	}
 }
 
+// BulkProductsBody documents the body of POST /api/v1/products/bulk. The
+// handler reads the raw body itself, so that a malformed product is that
+// row's error and not the whole call's.
+type BulkProductsBody struct {
+	Products []domain.ProductInput `json:"products" doc:"At most 10000 products, upserted by SKU. Rows that break a rule are reported by index and the others are still written; when a SKU repeats, its last row is kept and the earlier ones are reported."`
+	SchemaID *string               `json:"schema_id,omitempty" format:"uuid" doc:"A catalogue schema of the organisation: each product's attrs are coerced to its declared types (\"12\" to 12, \"yes\" to true, enum values checked)."`
+}
+
+// BulkProductsInput is the request of POST /api/v1/products/bulk.
+type BulkProductsInput struct {
+	RawBody []byte
+}
+
+// BulkProductsOutput is the answer of a bulk import.
+type BulkProductsOutput struct {
+	Body struct {
+		Upserted  int               `json:"upserted" doc:"Products written (created, updated, or already as sent)."`
+		Created   int               `json:"created" doc:"New SKUs."`
+		Updated   int               `json:"updated" doc:"Existing SKUs whose values changed."`
+		Unchanged int               `json:"unchanged" doc:"Existing SKUs already as sent (not rewritten)."`
+		Errors    []domain.RowError `json:"errors" doc:"Rows not written, in row order."`
+	}
+}
+
 func (s *Server) registerProducts() {
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "list-products",
@@ -35,6 +69,34 @@ func (s *Server) registerProducts() {
 		Description: "The organisation's catalogue products, in SKU order.",
 		Tags:        []string{"Products"},
 	}, domain.ScopeProductsRead, "", http.StatusBadRequest), s.listProducts)
+
+	bulkBody := s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[BulkProductsBody](), true, "")
+	// The handler enforces the limit (413, not a validation error); the
+	// schema states it.
+	if named := s.api.OpenAPI().Components.Schemas.SchemaFromRef(bulkBody.Ref); named != nil {
+		if p := named.Properties["products"]; p != nil {
+			p.MaxItems = new(MaxBulkProducts)
+		}
+	}
+	huma.Register(s.api, access(huma.Operation{
+		OperationID: "bulk-upsert-products", Method: http.MethodPost, Path: "/api/v1/products/bulk", Tags: []string{"Products"},
+		Summary: "Upsert products in bulk",
+		Description: "Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and " +
+			"title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty " +
+			">= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an " +
+			"object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 " +
+			"(and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 " +
+			"above 10000 products or for a body over 32 MB. Emits one products.upserted event.",
+		MaxBodyBytes:     maxBulkBody,
+		SkipValidateBody: true,
+		RequestBody: &huma.RequestBody{
+			Required: true,
+			Content:  map[string]*huma.MediaType{"application/json": {Schema: bulkBody}},
+		},
+	}, domain.ScopeProductsWrite, "", http.StatusBadRequest, http.StatusPaymentRequired, http.StatusRequestEntityTooLarge), s.bulkProducts)
+	// A raw body makes Huma document application/octet-stream as well; the
+	// route takes JSON only.
+	delete(s.api.OpenAPI().Paths["/api/v1/products/bulk"].Post.RequestBody.Content, "application/octet-stream")
 }
 
 func (s *Server) listProducts(ctx context.Context, in *ListProductsInput) (*ListProductsOutput, error) {
@@ -54,5 +116,43 @@ func (s *Server) listProducts(ctx context.Context, in *ListProductsInput) (*List
 	out := &ListProductsOutput{}
 	out.Body.Products, out.Body.NextCursor = page(s, rows, in.Limit, "products", bound,
 		func(p domain.Product) []string { return []string{p.SKU} })
+	return out, nil
+}
+
+func (s *Server) bulkProducts(ctx context.Context, in *BulkProductsInput) (*BulkProductsOutput, error) {
+	body, err := domain.DecodeProductsBody(in.RawBody, MaxBulkProducts)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	org, err := s.db.Organisation(ctx, orgID(ctx))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	var schema *domain.CatalogueSchema
+	if body.SchemaID != nil {
+		id, err := uuid.Parse(*body.SchemaID)
+		if err != nil {
+			return nil, s.fail(ctx, domain.Errorf(domain.EINVALID, "schema_id is not a UUID"))
+		}
+		sc, err := s.db.CatalogueSchema(ctx, org.ID, id)
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			return nil, s.fail(ctx, domain.Errorf(domain.EINVALID, "schema_id %s is not a catalogue schema of the organisation", id))
+		}
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		schema = &sc
+	}
+	batch := body.PrepareProducts(schema, org.Currency)
+	out := &BulkProductsOutput{}
+	out.Body.Errors = batch.Errors
+	if len(batch.Products) > 0 {
+		res, err := s.db.UpsertProducts(ctx, org.ID, batch.Products)
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		out.Body.Created, out.Body.Updated, out.Body.Unchanged = res.Created, res.Updated, res.Unchanged
+		out.Body.Upserted = len(batch.Products)
+	}
 	return out, nil
 }

@@ -53,7 +53,19 @@ type ListMovementsOutput struct {
 	}
 }
 
-func (s *Server) registerStockReads() {
+// MovementInput is the request of POST /api/v1/stock/movements.
+type MovementInput struct {
+	Body domain.MovementInput
+}
+
+// MovementOutput is a movement and the stock lines it changed; 201 when it
+// was applied, 200 when its idempotency key had been applied before.
+type MovementOutput struct {
+	Status int
+	Body   db.MovementResult
+}
+
+func (s *Server) registerStock() {
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "list-stock-lines", Method: http.MethodGet, Path: "/api/v1/stock/lines", Tags: []string{"Stock"},
 		Summary: "List stock lines", Description: "The stock of each product at each location, newest line first.",
@@ -71,6 +83,17 @@ func (s *Server) registerStockReads() {
 		OperationID: "list-stock-movements", Method: http.MethodGet, Path: "/api/v1/stock/movements", Tags: []string{"Stock"},
 		Summary: "List stock movements", Description: "Stock movements, newest first.",
 	}, domain.ScopeStockRead, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound), s.listMovements)
+	huma.Register(s.api, access(huma.Operation{
+		OperationID: "create-stock-movement", Method: http.MethodPost, Path: "/api/v1/stock/movements", Tags: []string{"Stock"},
+		Summary: "Move stock", DefaultStatus: http.StatusCreated,
+		Description: "Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add " +
+			"qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). " +
+			"The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to " +
+			"a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 " +
+			"when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first " +
+			"result, and 409 when its body differs. Emits stock.movement.created.",
+		Responses: map[string]*huma.Response{"200": {Description: "The idempotency key was applied before: its first result."}},
+	}, domain.ScopeStockWrite, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict), s.createMovement)
 }
 
 func (s *Server) listStockLines(ctx context.Context, in *ListStockLinesInput) (*ListStockLinesOutput, error) {
@@ -90,17 +113,13 @@ func (s *Server) listStockLines(ctx context.Context, in *ListStockLinesInput) (*
 		},
 		func(l domain.StockLine) (domain.Timestamp, uuid.UUID) { return l.CreatedAt, l.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getStockLine(ctx context.Context, in *IDPath) (*StockLineOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "stock line", s.db.StockLine)
-	if err != nil {
-		return nil, err
-	}
-	return &StockLineOutput{Body: v}, nil
+	return readByID[StockLineOutput](ctx, s, in.ID, "stock line", s.db.StockLine)
 }
 
 func (s *Server) listStockLocations(ctx context.Context, _ *struct{}) (*StockLocationsOutput, error) {
@@ -130,7 +149,23 @@ func (s *Server) listMovements(ctx context.Context, in *ListMovementsInput) (*Li
 		},
 		func(m domain.StockMovement) (domain.Timestamp, uuid.UUID) { return m.CreatedAt, m.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
+}
+
+func (s *Server) createMovement(ctx context.Context, in *MovementInput) (*MovementOutput, error) {
+	m := in.Body
+	if err := m.Normalize(); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	res, replayed, err := s.db.CreateMovement(ctx, orgID(ctx), m)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	status := http.StatusCreated
+	if replayed {
+		status = http.StatusOK
+	}
+	return &MovementOutput{Status: status, Body: res}, nil
 }

@@ -28,24 +28,6 @@ type ListSuppliersOutput struct {
 // SupplierOutput is a supplier with its contacts.
 type SupplierOutput struct{ Body domain.SupplierDetail }
 
-// ListPurchaseOrdersInput is the query of GET /api/v1/purchase-orders.
-type ListPurchaseOrdersInput struct {
-	Status     string `query:"status" enum:"draft,sent,acknowledged,partially_received,received,closed,cancelled" doc:"Only purchase orders in this state."`
-	SupplierID string `query:"supplier_id" format:"uuid" doc:"Only purchase orders placed with this supplier."`
-	SmallPage
-}
-
-// ListPurchaseOrdersOutput is a page of purchase orders, newest first.
-type ListPurchaseOrdersOutput struct {
-	Body struct {
-		PurchaseOrders []domain.PurchaseOrder `json:"purchase_orders" doc:"Purchase orders, newest first."`
-		NextCursor     *string                `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
-	}
-}
-
-// PurchaseOrderOutput is a purchase order with its lines, receipts and invoices.
-type PurchaseOrderOutput struct{ Body domain.PurchaseOrderDetail }
-
 func (s *Server) registerSuppliers() {
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "list-suppliers", Method: http.MethodGet, Path: "/api/v1/suppliers", Tags: []string{"Suppliers"},
@@ -55,15 +37,6 @@ func (s *Server) registerSuppliers() {
 		OperationID: "get-supplier", Method: http.MethodGet, Path: "/api/v1/suppliers/{id}", Tags: []string{"Suppliers"},
 		Summary: "Read a supplier", Description: "A supplier with its contacts, the primary contact first.",
 	}, domain.ScopeSuppliersRead, domain.AddonSource, http.StatusNotFound), s.getSupplier)
-	huma.Register(s.api, access(huma.Operation{
-		OperationID: "list-purchase-orders", Method: http.MethodGet, Path: "/api/v1/purchase-orders", Tags: []string{"Purchase orders"},
-		Summary: "List purchase orders", Description: "The organisation's purchase orders, newest first.",
-	}, domain.ScopePurchaseOrdersRead, domain.AddonSource, http.StatusBadRequest, http.StatusNotFound), s.listPurchaseOrders)
-	huma.Register(s.api, access(huma.Operation{
-		OperationID: "get-purchase-order", Method: http.MethodGet, Path: "/api/v1/purchase-orders/{id}", Tags: []string{"Purchase orders"},
-		Summary: "Read a purchase order", Description: "A purchase order with its lines (and the quantity received of " +
-			"each), its goods receipts, and the supplier invoices matched against it with their variances.",
-	}, domain.ScopePurchaseOrdersRead, domain.AddonSource, http.StatusNotFound), s.getPurchaseOrder)
 }
 
 func (s *Server) listSuppliers(ctx context.Context, in *ListSuppliersInput) (*ListSuppliersOutput, error) {
@@ -75,41 +48,11 @@ func (s *Server) listSuppliers(ctx context.Context, in *ListSuppliersInput) (*Li
 		},
 		func(sp domain.Supplier) (domain.Timestamp, uuid.UUID) { return sp.CreatedAt, sp.ID })
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func (s *Server) getSupplier(ctx context.Context, in *IDPath) (*SupplierOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "supplier", s.db.Supplier)
-	if err != nil {
-		return nil, err
-	}
-	return &SupplierOutput{Body: v}, nil
-}
-
-func (s *Server) listPurchaseOrders(ctx context.Context, in *ListPurchaseOrdersInput) (*ListPurchaseOrdersOutput, error) {
-	supplier, err := optionalID("supplier_id", in.SupplierID)
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	out := &ListPurchaseOrdersOutput{}
-	out.Body.PurchaseOrders, out.Body.NextCursor, err = newestList(ctx, s, "purchase_orders", in.Cursor, in.Limit,
-		[]string{"status", in.Status, "supplier_id", in.SupplierID},
-		func(p db.Page) ([]domain.PurchaseOrder, error) {
-			return s.db.ListPurchaseOrders(ctx, orgID(ctx), db.PurchaseOrderFilter{Status: domain.PurchaseOrderStatus(in.Status), SupplierID: supplier}, p)
-		},
-		func(po domain.PurchaseOrder) (domain.Timestamp, uuid.UUID) { return po.CreatedAt, po.ID })
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	return out, nil
-}
-
-func (s *Server) getPurchaseOrder(ctx context.Context, in *IDPath) (*PurchaseOrderOutput, error) {
-	v, err := readByID(ctx, s, in.ID, "purchase order", s.db.PurchaseOrder)
-	if err != nil {
-		return nil, err
-	}
-	return &PurchaseOrderOutput{Body: v}, nil
+	return readByID[SupplierOutput](ctx, s, in.ID, "supplier", s.db.Supplier)
 }
