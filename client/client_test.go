@@ -1,4 +1,4 @@
-package apiclient_test
+package client_test
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/internal/apiclient"
+	"github.com/commerce-integration/commerce/client"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
 
 // TestCommittedDocumentIsTheServedOne keeps the client generated from
 // openapi-3.0.json in step with the API: if an operation changes, this fails
-// until `go generate ./internal/apiclient` is run.
+// until `go generate ./client` is run.
 func TestCommittedDocumentIsTheServedOne(t *testing.T) {
 	srv := httptest.NewServer(api.New(api.Deps{BaseURL: "http://localhost:8080"}).Handler())
 	defer srv.Close()
@@ -42,7 +42,7 @@ func TestCommittedDocumentIsTheServedOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(a, b) {
-		t.Fatal("openapi-3.0.json differs from the served document: run `go generate ./internal/apiclient`")
+		t.Fatal("openapi-3.0.json differs from the served document: run `go generate ./client`")
 	}
 }
 
@@ -64,7 +64,7 @@ func TestGeneratedClientListsProductsAndReadsAQuote(t *testing.T) {
 	srv := httptest.NewServer(api.New(api.Deps{DB: d.DB, Cursors: cursor.New(make([]byte, 32))}).Handler())
 	defer srv.Close()
 
-	c, err := apiclient.NewClientWithResponses(srv.URL, apiclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+	c, err := client.NewClientWithResponses(srv.URL, client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 		req.Header.Set("Authorization", "Bearer "+key)
 		return nil
 	}))
@@ -72,7 +72,7 @@ func TestGeneratedClientListsProductsAndReadsAQuote(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := int64(2)
-	page1, err := c.ListProductsWithResponse(ctx, &apiclient.ListProductsParams{Limit: &limit})
+	page1, err := c.ListProductsWithResponse(ctx, &client.ListProductsParams{Limit: &limit})
 	if err != nil || page1.JSON200 == nil {
 		t.Fatalf("list products: %v %s", err, page1.Body)
 	}
@@ -82,12 +82,12 @@ func TestGeneratedClientListsProductsAndReadsAQuote(t *testing.T) {
 	if p := page1.JSON200.Products[0].PriceMinor; p == nil || *p != 12 {
 		t.Fatalf("price_minor = %v", p)
 	}
-	page2, err := c.ListProductsWithResponse(ctx, &apiclient.ListProductsParams{Limit: &limit, Cursor: page1.JSON200.NextCursor})
+	page2, err := c.ListProductsWithResponse(ctx, &client.ListProductsParams{Limit: &limit, Cursor: page1.JSON200.NextCursor})
 	if err != nil || page2.JSON200 == nil || len(page2.JSON200.Products) != 1 || page2.JSON200.Products[0].Sku != "C-3" || page2.JSON200.NextCursor != nil {
 		t.Fatalf("second page: %v %s", err, page2.Body)
 	}
 
-	quotes, err := c.ListQuotesWithResponse(ctx, &apiclient.ListQuotesParams{})
+	quotes, err := c.ListQuotesWithResponse(ctx, &client.ListQuotesParams{})
 	if err != nil || quotes.JSON200 == nil || len(quotes.JSON200.Quotes) != 1 {
 		t.Fatalf("list quotes: %v %s", err, quotes.Body)
 	}

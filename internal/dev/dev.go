@@ -1,0 +1,394 @@
+// Package dev is `commerce dev`: the whole service on one machine, with a
+// private Postgres (devpg), an embedded Temporal server and its UI
+// (devtemporal), the migrations and a demo organisation. Only cmd/commerce
+// imports it, which keeps the embedded Temporal server out of the other
+// packages.
+package dev
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/examples"
+	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/dev/devpg"
+	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
+	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+// devState is what `commerce dev` writes to .commerce/dev.json.
+type devState struct {
+	BaseURL           string `json:"base_url"`
+	APIKey            string `json:"api_key"`
+	OrgID             string `json:"org_id"`
+	TemporalAddress   string `json:"temporal_address"`
+	TemporalUIURL     string `json:"temporal_ui_url"`
+	TemporalNamespace string `json:"temporal_namespace"`
+	DatabaseURL       string `json:"database_url"`
+	// InboundTokens are the demo organisation's inbound endpoints, one per
+	// action; InboundURLs the same as URLs under BaseURL.
+	InboundTokens map[domain.Action]string `json:"inbound_tokens"`
+	InboundURLs   map[domain.Action]string `json:"inbound_urls"`
+}
+
+type devOptions struct {
+	dir          string
+	temporalPort int
+	uiPort       int
+}
+
+// Command is `commerce dev`.
+func Command() *cobra.Command {
+	cfg := config.Load()
+	if _, set := os.LookupEnv("COMMERCE_LISTEN"); !set {
+		cfg.Listen = "127.0.0.1:8080"
+	}
+	if _, set := os.LookupEnv("COMMERCE_LOG_FORMAT"); !set {
+		cfg.LogFormat = "console"
+	}
+	var opts devOptions
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything on this machine: Postgres, Temporal + UI, API and worker, with demo data",
+		Long: "dev runs the whole service in one process with no other set-up: an embedded Temporal server\n" +
+			"(SQLite under --dir) with its Web UI, a private PostgreSQL cluster under --dir/pg (or the\n" +
+			"database in DATABASE_URL when it is set), the migrations, a demo organisation with example data\n" +
+			"and an all-scopes API key on first start, then the API and the worker. It prints the addresses\n" +
+			"and the key and writes them to --dir/dev.json. Ctrl-C stops everything; a second start reuses\n" +
+			"the data.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), cfg, opts, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&opts.dir, "dir", ".commerce", "directory for local state (databases, key, dev.json)")
+	cmd.Flags().IntVar(&opts.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port")
+	cmd.Flags().IntVar(&opts.uiPort, "ui-port", 8233, "Temporal Web UI port")
+	cfg.Flags(cmd.Flags(), "COMMERCE_LISTEN", "COMMERCE_BASE_URL", "TEMPORAL_NAMESPACE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+	return cmd
+}
+
+// step prints a progress line for a piece of start-up and its duration.
+func step(out io.Writer, what string, fn func() error) error {
+	fmt.Fprintf(out, "  %-44s", what+" ...")
+	start := time.Now()
+	if err := fn(); err != nil {
+		fmt.Fprintln(out, "failed")
+		return err
+	}
+	fmt.Fprintf(out, "ok (%.1fs)\n", time.Since(start).Seconds())
+	return nil
+}
+
+func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writer) error {
+	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	if err := os.MkdirAll(opts.dir, 0o755); err != nil {
+		return err
+	}
+	// The private cluster may run as an unprivileged user, which must be able
+	// to enter the state directory.
+	_ = os.Chmod(opts.dir, 0o755)
+	key, err := devServiceKey(opts.dir, cfg)
+	if err != nil {
+		return err
+	}
+	cfg.AllowPrivateTargets = true
+
+	listener, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("API address %s is taken (is `commerce dev` already running?); choose another with --listen: %w", cfg.Listen, err)
+	}
+	defer listener.Close()
+	baseURL := cfg.BaseURL
+	if _, set := os.LookupEnv("COMMERCE_BASE_URL"); !set || baseURL == "" {
+		baseURL = "http://" + listener.Addr().String()
+	}
+	cfg.BaseURL = baseURL
+
+	fmt.Fprintln(out, "Starting commerce dev:")
+	var pg *devpg.Cluster
+	if err := step(out, "PostgreSQL", func() error {
+		var err error
+		cfg.DatabaseURL, pg, err = devDatabase(ctx, opts.dir, log)
+		return err
+	}); err != nil {
+		return err
+	}
+	if pg != nil {
+		defer func() {
+			if err := pg.Stop(); err != nil {
+				log.Warn("stopping PostgreSQL", zap.Error(err))
+			}
+		}()
+	}
+	if err := step(out, "schema migrations", func() error {
+		_, err := db.Migrate(ctx, cfg.DatabaseURL)
+		return err
+	}); err != nil {
+		return err
+	}
+	d, err := db.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+
+	var state devState
+	if err := step(out, "demo organisation", func() error {
+		if state, err = demoOrganisation(ctx, d, opts.dir); err != nil {
+			return err
+		}
+		state.InboundTokens, err = demoEndpoints(ctx, d, state)
+		return err
+	}); err != nil {
+		return err
+	}
+
+	// The embedded server's own log is chatty at start and stop; it goes to a
+	// file beside its database.
+	serverLog, err := logging.NewFile(filepath.Join(opts.dir, "temporal-server.log"), zap.WarnLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = serverLog.Sync() }()
+	var tsrv *devtemporal.Server
+	if err := step(out, "Temporal server and Web UI", func() error {
+		tsrv, err = devtemporal.Start(ctx, devtemporal.Config{
+			DBFile:       filepath.Join(opts.dir, "temporal.db"),
+			Namespace:    cfg.TemporalNamespace,
+			FrontendPort: opts.temporalPort,
+			UIPort:       opts.uiPort,
+			Logger:       serverLog,
+		})
+		return err
+	}); err != nil {
+		return err
+	}
+	defer tsrv.Stop()
+	cfg.TemporalAddress = tsrv.FrontendAddress()
+
+	rt := &cli.Runtime{Cfg: cfg, Log: log, DB: d, ServiceKey: key}
+	if err := step(out, "Temporal client", func() error {
+		dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		rt.Temporal, err = cli.DialTemporal(dialCtx, cfg, log)
+		return err
+	}); err != nil {
+		return err
+	}
+	defer rt.Temporal.Close()
+	handler, err := rt.APIHandler()
+	if err != nil {
+		return err
+	}
+
+	state.BaseURL = baseURL
+	state.TemporalAddress = tsrv.FrontendAddress()
+	state.TemporalUIURL = tsrv.UIURL()
+	state.TemporalNamespace = cfg.TemporalNamespace
+	state.DatabaseURL = cfg.DatabaseURL
+	state.InboundURLs = map[domain.Action]string{}
+	for action, token := range state.InboundTokens {
+		state.InboundURLs[action] = cli.InboundURL(baseURL, token)
+	}
+	if err := writeState(opts.dir, state); err != nil {
+		return err
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return rt.RunWorker(gctx) })
+	g.Go(func() error { return cli.ServeHTTP(gctx, listener, handler, log) })
+	printState(out, opts.dir, state)
+	err = g.Wait()
+	fmt.Fprintln(out, "\nStopping commerce dev.")
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// devServiceKey returns COMMERCE_SECRET_KEY, or the key kept in the state
+// directory (made on first start).
+func devServiceKey(dir string, cfg config.Config) ([]byte, error) {
+	if cfg.SecretKey != "" {
+		return cfg.ServiceKey()
+	}
+	path := filepath.Join(dir, "secret.key")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		k := secrets.NewServiceKey()
+		if err := os.WriteFile(path, []byte(k+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		b = []byte(k)
+	} else if err != nil {
+		return nil, err
+	}
+	return secrets.ParseServiceKey(string(b))
+}
+
+// devDatabase returns the database URL to use: DATABASE_URL when set;
+// otherwise a private cluster under dir/pg; and when that cannot run, the
+// default local server if it answers.
+func devDatabase(ctx context.Context, dir string, log *zap.Logger) (string, *devpg.Cluster, error) {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		_, err := db.EnsureDatabase(ctx, u)
+		return u, nil, err
+	}
+	pg, pgErr := devpg.Start(ctx, filepath.Join(dir, "pg"))
+	if pgErr == nil {
+		u := pg.URL("commerce")
+		if _, err := db.EnsureDatabase(ctx, u); err != nil {
+			_ = pg.Stop()
+			return "", nil, err
+		}
+		return u, pg, nil
+	}
+	fallback := config.Vars[0].Default
+	if _, err := db.EnsureDatabase(ctx, fallback); err == nil {
+		log.Warn("private PostgreSQL cluster unavailable; using the local server instead",
+			zap.String("database_url", fallback), zap.Error(pgErr))
+		return fallback, nil, nil
+	}
+	return "", nil, fmt.Errorf("no database: set DATABASE_URL, or install PostgreSQL (initdb, pg_ctl) for a private cluster: %w", pgErr)
+}
+
+// demoOwner is the demo organisation's owner.
+const demoOwner = "owner@demo.example"
+
+// demoOrganisation reuses the organisation and key of dev.json when they are
+// still valid, and otherwise creates the demo organisation (owner, every
+// add-on, an all-scopes key, the example data).
+func demoOrganisation(ctx context.Context, d *db.DB, dir string) (devState, error) {
+	if prev, err := readState(dir); err == nil && prev.APIKey != "" {
+		if org, err := d.ActiveKeyOrg(ctx, secrets.Hash(prev.APIKey)); err == nil && org.String() == prev.OrgID {
+			return prev, nil
+		}
+	}
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Demo Trading Ltd", Currency: "GBP", OwnerEmail: demoOwner})
+	if err != nil {
+		return devState{}, err
+	}
+	f, err := domain.ParseSeed(examples.Seed)
+	if err != nil {
+		return devState{}, err
+	}
+	if _, err := d.Seed(ctx, org.ID, f); err != nil {
+		return devState{}, err
+	}
+	// After the seed, whose locations name the default one.
+	for _, a := range domain.Addons {
+		if _, err := d.SetAddon(ctx, org.ID, a, true); err != nil {
+			return devState{}, err
+		}
+	}
+	_, key, err := d.CreateAPIKey(ctx, org.ID, "commerce dev", domain.AllScopes)
+	if err != nil {
+		return devState{}, err
+	}
+	return devState{APIKey: key, OrgID: org.ID.String()}, nil
+}
+
+// demoEndpoints keeps one unsigned inbound endpoint per action for the demo
+// organisation: those of dev.json that still work, and new ones for the
+// rest.
+func demoEndpoints(ctx context.Context, d *db.DB, s devState) (map[domain.Action]string, error) {
+	orgID, err := uuid.Parse(s.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	tokens := map[domain.Action]string{}
+	for _, action := range domain.Actions {
+		if token := s.InboundTokens[action]; token != "" {
+			if e, err := d.EndpointByToken(ctx, secrets.Hash(token)); err == nil && e.OrgID == orgID && e.Action == action {
+				tokens[action] = token
+				continue
+			}
+		}
+		e, err := d.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: orgID, AsEmail: demoOwner, Name: "demo " + string(action), Action: action})
+		if err != nil {
+			return nil, err
+		}
+		tokens[action] = e.Token
+	}
+	return tokens, nil
+}
+
+func statePath(dir string) string { return filepath.Join(dir, "dev.json") }
+
+func readState(dir string) (devState, error) {
+	var s devState
+	b, err := os.ReadFile(statePath(dir))
+	if err != nil {
+		return s, err
+	}
+	return s, json.Unmarshal(b, &s)
+}
+
+func writeState(dir string, s devState) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(statePath(dir), append(b, '\n'), 0o600)
+}
+
+func printState(out io.Writer, dir string, s devState) {
+	fmt.Fprintf(out, `
+commerce dev is running.
+
+  API           %s/api/v1   (docs: %s/api/v1/docs)
+  API key       %s
+  Organisation  %s
+  Temporal      %s   (namespace %s)
+  Temporal UI   %s
+  Postgres      %s
+
+  Inbound URLs (unsigned, one per action):
+`, s.BaseURL, s.BaseURL, s.APIKey, s.OrgID, s.TemporalAddress, s.TemporalNamespace, s.TemporalUIURL, redactURL(s.DatabaseURL))
+	for _, action := range domain.Actions {
+		fmt.Fprintf(out, "    %-20s %s\n", action, s.InboundURLs[action])
+	}
+	fmt.Fprintf(out, `
+  Try:  curl -H "Authorization: Bearer %s" %s/api/v1/products
+        curl -X POST -H "Content-Type: application/json" -d '{"order_ref": "SO-2026-0204", "status": "processing"}' \
+             %s
+
+The same is in %s. Ctrl-C stops everything.
+`, s.APIKey, s.BaseURL, s.InboundURLs[domain.ActionERPOrderStatus], statePath(dir))
+}
+
+// redactURL hides a password in a database URL.
+func redactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 {
+		return u
+	}
+	creds := u[scheme+3 : at]
+	if name, _, hasPass := strings.Cut(creds, ":"); hasPass {
+		return u[:scheme+3] + name + ":***" + u[at:]
+	}
+	return u
+}

@@ -1,0 +1,292 @@
+// Package devtemporal runs a single-process Temporal server backed by SQLite,
+// with the Temporal Web UI beside it, for `commerce dev`.
+//
+// It follows the configuration the server's own temporaltest package uses
+// (which cannot be imported for this purpose) and keeps state in a file so a
+// second start finds the workflows of the first.
+package devtemporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	tlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives/timestamp"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"go.uber.org/zap"
+)
+
+// Config says where the server keeps its state and where it listens.
+type Config struct {
+	// DBFile is the SQLite file; it is created (with the schema) when missing.
+	DBFile string
+	// Namespace is registered on start when missing.
+	Namespace string
+	// IP is the address every service binds to (127.0.0.1 when empty).
+	IP string
+	// FrontendPort is the gRPC port clients dial (7233 when zero).
+	FrontendPort int
+	// UIPort is the Web UI's HTTP port; a negative value disables the UI.
+	UIPort int
+	// SearchAttributes are custom search attributes registered with the namespace.
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// Logger receives the server's own logs (warnings and errors only).
+	Logger *zap.Logger
+}
+
+// Server is a running Temporal server, and its UI when enabled.
+type Server struct {
+	temporal temporal.Server
+	ui       *uiserver.Server
+	frontend string
+	uiURL    string
+}
+
+// Start creates the SQLite schema when needed, registers the namespace and
+// starts the server; it returns once the frontend accepts connections.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.IP == "" {
+		cfg.IP = "127.0.0.1"
+	}
+	if cfg.FrontendPort == 0 {
+		cfg.FrontendPort = 7233
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if err := portFree(cfg.IP, cfg.FrontendPort); err != nil {
+		return nil, fmt.Errorf("temporal frontend port: %w", err)
+	}
+	if cfg.UIPort >= 0 {
+		if cfg.UIPort == 0 {
+			cfg.UIPort = 8233
+		}
+		if err := portFree(cfg.IP, cfg.UIPort); err != nil {
+			return nil, fmt.Errorf("temporal UI port: %w", err)
+		}
+	}
+
+	// Write-ahead logging with synchronous=NORMAL: commits survive the
+	// process dying (not a power cut, which a development server may lose the
+	// last moments of) without a flush per commit. One connection: the
+	// server's transactions may not run side by side on SQLite. (Keys that are
+	// not URI parameters become PRAGMAs, without a leading underscore.)
+	sqlCfg := &config.SQL{
+		PluginName:        sqliteplugin.PluginName,
+		DatabaseName:      cfg.DBFile,
+		ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
+	}
+	if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o700); err != nil {
+			return nil, err
+		}
+		if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("temporal sqlite schema: %w", err)
+		}
+	}
+	ns, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, cfg.SearchAttributes)
+	if err != nil {
+		return nil, err
+	}
+	// Keep a week of closed workflow histories, so parked and retried work
+	// stays visible in the UI for as long as it can run.
+	ns.Detail.Config.Retention = timestamp.DurationFromHours(7 * 24)
+	if err := sqliteschema.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, fmt.Errorf("temporal namespace: %w", err)
+	}
+
+	ports, err := freePorts(cfg.IP, 8)
+	if err != nil {
+		return nil, err
+	}
+	frontend := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.FrontendPort))
+	svc := func(grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: cfg.IP}}
+	}
+	serverCfg := &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: cfg.IP},
+			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
+				ListenAddress: net.JoinHostPort(cfg.IP, strconv.Itoa(ports[0])), HandlerPath: "/metrics",
+			}},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			EnableGlobalNamespace:    false,
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        "active",
+			CurrentClusterName:       "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": svc(cfg.FrontendPort, ports[1]),
+			"history":  svc(ports[2], ports[3]),
+			"matching": svc(ports[4], ports[5]),
+			"worker":   svc(ports[6], ports[7]),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		PublicClient: config.PublicClient{HostPort: frontend},
+	}
+	logger := cfg.Logger.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(serverCfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(tlog.NewZapLogger(logger)),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+			// One server: one partition per task queue, so a task never waits
+			// in a partition that no poller is polling to be forwarded.
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  []dynamicconfig.ConstrainedValue{{Value: 1}},
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): []dynamicconfig.ConstrainedValue{{Value: 1}},
+			// One history shard: at the default 20 reads a second of its
+			// transfer queue, every workflow task waited up to 50 ms to be
+			// dispatched.
+			dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 1000}},
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("temporal server start: %w", err)
+	}
+	s := &Server{temporal: srv, frontend: frontend}
+	if err := waitDial(ctx, frontend, 30*time.Second); err != nil {
+		_ = srv.Stop()
+		return nil, err
+	}
+
+	if cfg.UIPort > 0 {
+		s.ui = uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
+			Host:                cfg.IP,
+			Port:                cfg.UIPort,
+			TemporalGRPCAddress: frontend,
+			EnableUI:            true,
+			DefaultNamespace:    cfg.Namespace,
+			HideLogs:            true,
+			DisableNewsFetch:    true,
+			CORS:                uiconfig.CORS{CookieInsecure: true},
+		}))
+		go func() { _ = s.ui.Start() }()
+		s.uiURL = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort))
+		if err := waitHTTP(ctx, s.uiURL, 30*time.Second); err != nil {
+			s.Stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// FrontendAddress is the host:port SDK clients dial.
+func (s *Server) FrontendAddress() string { return s.frontend }
+
+// UIURL is the Web UI's base URL, or "" when the UI is disabled.
+func (s *Server) UIURL() string { return s.uiURL }
+
+// Stop stops the UI and the server.
+func (s *Server) Stop() {
+	if s.ui != nil {
+		s.ui.Stop()
+	}
+	_ = s.temporal.Stop()
+}
+
+func portFree(ip string, port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("%s:%d is in use (another Temporal server or `commerce dev` running?): %w", ip, port, err)
+	}
+	return l.Close()
+}
+
+func freePorts(ip string, n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func waitDial(ctx context.Context, addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("temporal frontend %s did not come up: %w", addr, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("temporal UI %s did not come up: %w", url, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
