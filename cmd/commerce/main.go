@@ -7,10 +7,11 @@ import (
 	"os"
 
 	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/dev"
 )
 
 func main() {
 	root := cli.NewRoot()
-	root.AddCommand(devCmd())
+	root.AddCommand(dev.Command())
 	os.Exit(cli.Execute(root, os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -20,7 +20,7 @@ import (
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
-	"github.com/commerce-integration/commerce/internal/devtemporal"
+	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
