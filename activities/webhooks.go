@@ -13,10 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/signature"
 )
@@ -35,31 +35,6 @@ const userAgent = "commerce-webhooks/1.0"
 // excerptLimit is how much of a receiver's answer an attempt keeps.
 const excerptLimit = 1024
 
-// DeliverInput is one attempt of a webhook delivery.
-type DeliverInput struct {
-	OrgID      uuid.UUID `json:"org_id"`
-	DeliveryID uuid.UUID `json:"delivery_id"`
-	Attempt    int       `json:"attempt"`
-	// Manual: sent because support asked (commerce webhook resend).
-	Manual bool `json:"manual"`
-	// Last: if this attempt fails, the delivery is exhausted; otherwise it
-	// is tried again at the next nightly run.
-	Last bool `json:"last,omitempty"`
-}
-
-// DeliverResult is how an attempt went.
-type DeliverResult struct {
-	Succeeded  bool   `json:"succeeded"`
-	StatusCode int    `json:"status_code,omitempty"`
-	Error      string `json:"error,omitempty"`
-	// Skipped: no request was sent, because the subscription is disabled;
-	// the delivery has ended.
-	Skipped bool `json:"skipped,omitempty"`
-	// RetryAt is when a failed delivery that is not exhausted is tried
-	// again: the next nightly run.
-	RetryAt *time.Time `json:"retry_at,omitempty"`
-}
-
 // DeliverWebhook sends one attempt of a delivery: the event as JSON, signed
 // now with the subscription's secret, waiting at most 10 seconds for the
 // answer. A 2xx answer is success; anything else (another status, a
@@ -68,24 +43,24 @@ type DeliverResult struct {
 // which Temporal retries. The attempt and where it leaves the delivery are
 // recorded. A retry after a crash sends the same attempt again, with the
 // same delivery id and attempt number.
-func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (DeliverResult, error) {
+func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
 	t, err := a.DB.WebhookTarget(ctx, in.OrgID, in.DeliveryID)
 	if err != nil {
-		return DeliverResult{}, businessError(err)
+		return domain.DeliverResult{}, businessError(err)
 	}
 	if !t.Active {
 		if err := a.DB.EndWebhookDelivery(ctx, in.OrgID, in.DeliveryID, "subscription disabled"); err != nil {
-			return DeliverResult{}, err
+			return domain.DeliverResult{}, err
 		}
-		return DeliverResult{Skipped: true, Error: "subscription disabled"}, nil
+		return domain.DeliverResult{Skipped: true, Error: "subscription disabled"}, nil
 	}
 	secret, err := t.Secret(a.Sealer)
 	if err != nil {
-		return DeliverResult{}, fmt.Errorf("open subscription secret: %w", err)
+		return domain.DeliverResult{}, fmt.Errorf("open subscription secret: %w", err)
 	}
 	body, err := json.Marshal(t.Event)
 	if err != nil {
-		return DeliverResult{}, err
+		return domain.DeliverResult{}, err
 	}
 
 	started := a.now()
@@ -100,17 +75,13 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 		msg := res.Error
 		rec.Error = &msg
 	}
-	switch {
-	case res.Succeeded:
-		rec.Status = db.WebhookSucceeded
-	case in.Last:
-		rec.Status = db.WebhookExhausted
-	default:
-		retry := NextNightly(a.now(), a.NightlyAt)
-		rec.Status, rec.NextAttemptAt, res.RetryAt = db.WebhookFailed, &retry, &retry
+	rec.Status = domain.WebhookStatusAfter(res.Succeeded, in.Last)
+	if rec.Status == domain.WebhookFailed {
+		retry := domain.NextNightly(a.now(), a.NightlyAt)
+		rec.NextAttemptAt, res.RetryAt = &retry, &retry
 	}
 	if err := a.DB.RecordWebhookAttempt(ctx, rec); err != nil {
-		return DeliverResult{}, err
+		return domain.DeliverResult{}, err
 	}
 	a.Log.Info("webhook attempt", zap.String("delivery_id", in.DeliveryID.String()), zap.Int("attempt", in.Attempt),
 		zap.Bool("succeeded", res.Succeeded), zap.Int("status_code", res.StatusCode), zap.String("error", res.Error),
@@ -119,12 +90,12 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 }
 
 // send makes the request and reads the start of the answer.
-func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in DeliverInput, secret string, body []byte, at time.Time) (DeliverResult, *string) {
+func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.DeliverInput, secret string, body []byte, at time.Time) (domain.DeliverResult, *string) {
 	rctx, cancel := context.WithTimeout(ctx, outbound.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
-		return DeliverResult{Error: "the subscription URL is not valid: " + err.Error()}, nil
+		return domain.DeliverResult{Error: "the subscription URL is not valid: " + err.Error()}, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
@@ -135,14 +106,14 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in DeliverInp
 	req.Header.Set(signature.Header, signature.Sign(secret, at, body))
 	resp, err := a.Webhooks.Do(req)
 	if err != nil {
-		return DeliverResult{Error: describeSendError(err)}, nil
+		return domain.DeliverResult{Error: describeSendError(err)}, nil
 	}
 	defer resp.Body.Close()
 	// The status decides; the body is kept for support as far as it came.
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, excerptLimit))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
 	excerpt := validUTF8(head)
-	res := DeliverResult{StatusCode: resp.StatusCode, Succeeded: resp.StatusCode >= 200 && resp.StatusCode < 300}
+	res := domain.DeliverResult{StatusCode: resp.StatusCode, Succeeded: resp.StatusCode >= 200 && resp.StatusCode < 300}
 	if !res.Succeeded {
 		res.Error = fmt.Sprintf("the receiver answered %d", resp.StatusCode)
 	}
@@ -176,15 +147,4 @@ func validUTF8(b []byte) string {
 		return string(b)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
-
-// NextNightly is the first time after now that is at (a time of day,
-// from midnight) in UTC: when the nightly run retries failed deliveries.
-func NextNightly(now time.Time, at time.Duration) time.Time {
-	now = now.UTC()
-	t := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).Add(at)
-	for !t.After(now) {
-		t = t.AddDate(0, 0, 1)
-	}
-	return t
 }

@@ -1,26 +1,23 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/logging"
@@ -109,7 +106,7 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		s.inboundFail(w, r, err)
 		return
 	}
-	status, answer := s.RunInbound(ctx, activities.InboundInput{
+	status, answer := s.inbounds.Run(ctx, domain.InboundInput{
 		OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action,
 	})
 	w.Header().Set("X-Receipt-Id", id.String())
@@ -123,7 +120,7 @@ func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db
 	body, _ := json.Marshal(ErrorBody{Message: msg})
 	rec.Refused = true
 	if id, err := s.db.StoreReceipt(ctx, rec); err == nil {
-		_ = s.db.AnswerReceipt(ctx, rec.OrgID, id, status, body, domain.OutcomeFailed, &msg)
+		_ = s.db.UpdateReceipt(ctx, rec.OrgID, id, db.ReceiptUpdate{Outcome: domain.OutcomeFailed, Error: &msg, Status: status, Response: body})
 		w.Header().Set("X-Receipt-Id", id.String())
 	} else {
 		logging.From(ctx, s.log).Error("storing a refused inbound post", zap.Error(err))
@@ -136,97 +133,57 @@ func (s *Server) inboundFail(w http.ResponseWriter, r *http.Request, err error) 
 	writeError(w, e.GetStatus(), e.Error())
 }
 
-// RunInbound starts (or joins) the workflow of a stored receipt and waits up
-// to 20 seconds for its first answer, which it records on the receipt and
-// returns as an HTTP status and body. Replays run through here too.
-func (s *Server) RunInbound(ctx context.Context, in activities.InboundInput) (int, []byte) {
-	log := logging.From(ctx, s.log)
+// InboundRunner carries out stored receipts through their workflows and
+// records on each receipt the answer it got: a live post and every replay
+// run through it.
+type InboundRunner struct {
+	DB        *db.DB
+	Workflows *workflows.Client
+	Log       *zap.Logger
+	// Wait is how long a post waits for its workflow's first answer before
+	// it is answered 202 and left to finish (20 seconds when zero).
+	Wait time.Duration
+}
+
+// Run starts (or joins) the workflow of a stored receipt and waits for its
+// first answer, which it records on the receipt and returns as an HTTP
+// status and body. A post whose workflow cannot be started ends in error
+// (and can be replayed); otherwise the workflow records the outcome itself.
+func (r *InboundRunner) Run(ctx context.Context, in domain.InboundInput) (int, []byte) {
+	log := logging.From(ctx, r.Log)
 	status, body := http.StatusInternalServerError, mustJSON(ErrorBody{Message: internalMessage})
-	// A post whose workflow could not be started ends in error (and can be
-	// replayed); otherwise the workflow records the outcome itself.
-	var outcome domain.Outcome
-	var failure *string
+	var update db.ReceiptUpdate
 	failed := func(msg string, err error) {
 		log.Error(msg, zap.Error(err))
-		outcome, failure = domain.OutcomeError, &msg
+		update.Outcome, update.Error = domain.OutcomeError, &msg
 	}
 	defer func() {
-		if err := s.db.AnswerReceipt(context.WithoutCancel(ctx), in.OrgID, in.ReceiptID, status, body, outcome, failure); err != nil {
+		update.Status, update.Response = status, body
+		if err := r.DB.UpdateReceipt(context.WithoutCancel(ctx), in.OrgID, in.ReceiptID, update); err != nil {
 			log.Error("recording an inbound answer", zap.Error(err))
 		}
 	}()
-	if s.temporal == nil {
+	if r.Workflows == nil {
 		failed("the workflow service is not configured", nil)
 		return status, body
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.wait)
+	wctx, cancel := context.WithTimeout(ctx, cmp.Or(r.Wait, answerWait))
 	defer cancel()
-	if err := s.attrs.ensure(wctx, s.temporal); err != nil {
-		failed("registering search attributes failed", err)
-		return status, body
-	}
-	workflowID := workflows.InboundWorkflowID(in.ReceiptID)
-	start := s.temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       workflowID,
-		TaskQueue:                workflows.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.OrgIDAttr.ValueSet(in.OrgID.String()),
-			workflows.ActionAttr.ValueSet(string(in.Action)),
-			workflows.EndpointIDAttr.ValueSet(in.EndpointID.String()),
-			workflows.ReceiptIDAttr.ValueSet(in.ReceiptID.String()),
-		),
-		Memo: map[string]any{"org_id": in.OrgID, "action": in.Action, "endpoint_id": in.EndpointID,
-			"receipt_id": in.ReceiptID, "source_receipt_id": in.Source},
-	}, workflows.InboundAction, in)
-	var out workflows.InboundOutcome
-	handle, err := s.temporal.UpdateWithStartWorkflow(wctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.AnswerUpdate, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	if err == nil {
-		err = handle.Get(wctx, &out)
-	}
-	if err != nil {
-		// Slow (no worker free, a long action): if the workflow runs, it will
-		// finish on its own; the sender is told so.
-		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer dcancel()
-		if _, derr := s.temporal.DescribeWorkflowExecution(dctx, workflowID, ""); derr == nil {
-			status = http.StatusAccepted
-			body = mustJSON(domain.InboundAnswer{ReceiptID: in.ReceiptID, Action: in.Action, Outcome: domain.OutcomePending})
-			return status, body
-		}
+	out, err := r.Workflows.RunInbound(wctx, in)
+	switch {
+	case errors.Is(err, workflows.ErrStillRunning):
+		status = http.StatusAccepted
+		body = mustJSON(domain.InboundAnswer{ReceiptID: in.ReceiptID, Action: in.Action, Outcome: domain.OutcomePending})
+	case err != nil:
 		failed("the workflow could not be started", err)
-		return status, body
+	default:
+		status, body = InboundHTTPAnswer(in.ReceiptID, in.Action, out)
 	}
-	status, body = InboundHTTPAnswer(in.ReceiptID, in.Action, out)
 	return status, body
 }
 
-// searchAttrs registers the workflows' search attributes once per process,
-// so that an API process started before any worker can start workflows.
-type searchAttrs struct {
-	namespace string
-	mu        sync.Mutex
-	done      bool
-}
-
-func (a *searchAttrs) ensure(ctx context.Context, c client.Client) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.done {
-		return nil
-	}
-	if err := workflows.EnsureSearchAttributes(ctx, c, a.namespace); err != nil {
-		return err
-	}
-	a.done = true
-	return nil
-}
-
 // InboundHTTPAnswer turns a workflow's answer into the HTTP status and body.
-func InboundHTTPAnswer(receiptID uuid.UUID, action domain.Action, out workflows.InboundOutcome) (int, []byte) {
+func InboundHTTPAnswer(receiptID uuid.UUID, action domain.Action, out domain.InboundOutcome) (int, []byte) {
 	if out.Code != "" {
 		status := statusOf(out.Code)
 		msg := out.Message

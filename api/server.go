@@ -4,7 +4,6 @@
 package api
 
 import (
-	"cmp"
 	"net/http"
 	"reflect"
 	"slices"
@@ -26,6 +25,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/workflows"
 )
 
 // Version is the version of the OpenAPI description.
@@ -55,12 +55,11 @@ type Deps struct {
 type Server struct {
 	db       *db.DB
 	temporal client.Client
-	attrs    searchAttrs
+	inbounds *InboundRunner
 	log      *zap.Logger
 	cursors  *cursor.Codec
 	sealer   *secrets.Sealer
 	baseURL  string
-	wait     time.Duration
 	metrics  *httpMetrics
 	registry *prometheus.Registry
 	api      huma.API
@@ -74,15 +73,14 @@ func New(d Deps) *Server {
 	huma.DefaultArrayNullable = false
 	s := &Server{
 		db: d.DB, temporal: d.Temporal, log: d.Logger, cursors: d.Cursors, sealer: d.Sealer, baseURL: d.BaseURL,
-		wait:     d.AnswerWait,
-		attrs:    searchAttrs{namespace: cmp.Or(d.Namespace, "default")},
 		registry: prometheus.NewRegistry(),
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	if s.wait == 0 {
-		s.wait = answerWait
+	s.inbounds = &InboundRunner{DB: d.DB, Log: s.log, Wait: d.AnswerWait}
+	if d.Temporal != nil {
+		s.inbounds.Workflows = workflows.NewClient(d.Temporal, d.Namespace)
 	}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newHTTPMetrics(s.registry)

@@ -12,30 +12,12 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-// InboundResult is what carrying out an inbound post did.
-type InboundResult struct {
-	Outcome domain.Outcome  `json:"outcome"`
-	Status  int             `json:"status"`
-	Changes []domain.Change `json:"changes"`
-	Extras  map[string]any  `json:"extras,omitempty"`
-	// WaitingFor names the record a parked post waits for.
-	WaitingFor string `json:"waiting_for,omitempty"`
-	// InvoiceID and POID name the supplier invoice a supplier_invoice post
-	// recorded, and its purchase order, for the three-way match that follows.
-	InvoiceID  *uuid.UUID `json:"invoice_id,omitempty"`
-	POID       *uuid.UUID `json:"po_id,omitempty"`
-	InvoiceRef string     `json:"invoice_ref,omitempty"`
+func parked(what string) (domain.InboundResult, error) {
+	return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: what}, nil
 }
 
-// Parked reports whether the post waits for a record that does not exist yet.
-func (r InboundResult) Parked() bool { return r.Outcome == domain.OutcomeParked }
-
-func parked(what string) (InboundResult, error) {
-	return InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: what}, nil
-}
-
-func applied(changes []domain.Change, extras map[string]any) InboundResult {
-	out := InboundResult{Outcome: domain.OutcomeApplied, Status: 200, Changes: changes, Extras: extras}
+func applied(changes []domain.Change, extras map[string]any) domain.InboundResult {
+	out := domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200, Changes: changes, Extras: extras}
 	if len(changes) == 0 {
 		out.Outcome = domain.OutcomeUnchanged
 	}
@@ -52,8 +34,8 @@ func applied(changes []domain.Change, extras map[string]any) InboundResult {
 // returned and nothing is applied again. A post that names a record that
 // does not exist yet is parked (nothing is written). Business rejections are
 // domain errors (409, 422, ...).
-func (d *DB) ApplyInbound(ctx context.Context, orgID, source uuid.UUID, action domain.Action, parsed any, baseURL string) (InboundResult, error) {
-	var res InboundResult
+func (d *DB) ApplyInbound(ctx context.Context, orgID, source uuid.UUID, action domain.Action, parsed any, baseURL string) (domain.InboundResult, error) {
+	var res domain.InboundResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('effect:' || $1::text, 0))`, source); err != nil {
 			return err
@@ -94,7 +76,7 @@ func (d *DB) ApplyInbound(ctx context.Context, orgID, source uuid.UUID, action d
 		return err
 	})
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	return res, nil
 }
@@ -105,12 +87,4 @@ type actor struct {
 	tx      pgx.Tx
 	org     uuid.UUID
 	baseURL string
-}
-
-// MatchResult is where a supplier invoice's three-way match stands.
-type MatchResult struct {
-	InvoiceID  uuid.UUID          `json:"invoice_id"`
-	InvoiceRef string             `json:"invoice_ref"`
-	Status     domain.MatchStatus `json:"match_status"`
-	Variances  []domain.Variance  `json:"variances"`
 }

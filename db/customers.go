@@ -95,7 +95,7 @@ func upsertCustomers(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, entries []
 		if err != nil {
 			return res, err
 		}
-		event, changed := EventCustomerUpdated, false
+		event, changed := domain.EventCustomerUpdated, false
 		if found {
 			// A matched customer counts as updated; it is written, and
 			// customer.updated emitted, only when something changes.
@@ -112,7 +112,7 @@ func upsertCustomers(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, entries []
 			res.Updated++
 		} else {
 			changed = true
-			id, event = NewID(), EventCustomerCreated
+			id, event = NewID(), domain.EventCustomerCreated
 			refs := map[string]any{}
 			if e.ExternalID != nil {
 				refs["external_id"] = *e.ExternalID
@@ -235,10 +235,10 @@ func upsertContact(ctx context.Context, tx pgx.Tx, orgID, customerID uuid.UUID, 
 	return err == nil, err
 }
 
-func (a *actor) upsertCustomers(b domain.UpsertCustomersBody) (InboundResult, error) {
+func (a *actor) upsertCustomers(b domain.UpsertCustomersBody) (domain.InboundResult, error) {
 	r, err := upsertCustomers(a.ctx, a.tx, a.org, b.Customers)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	res := applied(nil, map[string]any{"created": r.Created, "updated": r.Updated})
 	if r.Created+r.Updated > 0 {

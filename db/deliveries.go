@@ -113,21 +113,21 @@ func (a *actor) findDelivery(b domain.DeliveryStatusBody) (*deliveryRef, error) 
 // the order's deliveries has left (dispatched or later), a confirmed order
 // moves to in_progress; once every delivery that is not cancelled is
 // delivered, the order is fulfilled. All in one transaction.
-func (a *actor) deliveryStatus(b domain.DeliveryStatusBody) (InboundResult, error) {
+func (a *actor) deliveryStatus(b domain.DeliveryStatusBody) (domain.InboundResult, error) {
 	to, err := domain.ParseDeliveryStatus(b.Status)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	d, err := a.findDelivery(b)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	if d == nil {
 		return parked(domain.Describe("delivery", b.DeliveryRef, b.ConsignmentRef, b.OrderRef))
 	}
 	changed, err := domain.DeliveryMachine.Move(d.status, to)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	var changes []domain.Change
 	if changed {
@@ -136,66 +136,53 @@ func (a *actor) deliveryStatus(b domain.DeliveryStatusBody) (InboundResult, erro
 			       dispatched_at = CASE WHEN $4 AND dispatched_at IS NULL THEN now() ELSE dispatched_at END,
 			       delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE delivered_at END
 			WHERE org_id = $1 AND id = $2`, a.org, d.id, to, to.Shipped()); err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 		changes = append(changes, domain.Change{Entity: "delivery", ID: d.id.String(), Ref: d.number, Field: "status", From: d.status, To: to})
-		if err := emit(a.ctx, a.tx, a.org, EventDeliveryStatusChanged, map[string]any{
+		if err := emit(a.ctx, a.tx, a.org, domain.EventDeliveryStatusChanged, map[string]any{
 			"id": d.id, "number": d.number, "from": d.status, "to": to, "order_id": d.orderID, "tracking_url": b.TrackingURL,
 		}); err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 	}
 	if b.TrackingURL != nil && (d.trackingURL == nil || *d.trackingURL != *b.TrackingURL) {
 		if _, err := a.tx.Exec(a.ctx, `UPDATE deliveries SET tracking_url = $3, updated_at = now() WHERE org_id = $1 AND id = $2`,
 			a.org, d.id, *b.TrackingURL); err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 		changes = append(changes, domain.Change{Entity: "delivery", ID: d.id.String(), Ref: d.number, Field: "tracking_url", From: d.trackingURL, To: *b.TrackingURL})
 	}
 	if changed && d.orderID != nil {
 		c, err := a.orderFollowsDeliveries(*d.orderID)
 		if err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 		changes = append(changes, c...)
 	}
 	return applied(changes, map[string]any{"delivery": map[string]any{"id": d.id, "number": d.number, "status": to}}), nil
 }
 
-// orderFollowsDeliveries moves an order after one of its deliveries moved.
+// orderFollowsDeliveries moves an order after one of its deliveries moved,
+// by domain.OrderFollowsDeliveries.
 func (a *actor) orderFollowsDeliveries(orderID uuid.UUID) ([]domain.Change, error) {
 	var o orderRef
-	var shipped, open, delivered int
+	var deliveries []domain.DeliveryStatus
 	err := a.tx.QueryRow(a.ctx, `
-		SELECT o.id, o.number, o.status,
-		       count(d.id) FILTER (WHERE d.status IN ('dispatched', 'in_transit', 'out_for_delivery', 'delivered', 'failed', 'returned')),
-		       count(d.id) FILTER (WHERE d.status <> 'cancelled'),
-		       count(d.id) FILTER (WHERE d.status = 'delivered')
+		SELECT o.id, o.number, o.status, coalesce(array_agg(d.status) FILTER (WHERE d.id IS NOT NULL), '{}')
 		FROM orders o LEFT JOIN deliveries d ON d.org_id = o.org_id AND d.order_id = o.id
 		WHERE o.org_id = $1 AND o.id = $2
-		GROUP BY o.id`, a.org, orderID).Scan(&o.id, &o.number, &o.status, &shipped, &open, &delivered)
+		GROUP BY o.id`, a.org, orderID).Scan(&o.id, &o.number, &o.status, &deliveries)
 	if err != nil {
 		return nil, err
 	}
 	var changes []domain.Change
-	move := func(to domain.OrderStatus) error {
-		if !domain.OrderMachine.Allowed(o.status, to) {
-			return nil // a cancelled or fulfilled order stays as it is
-		}
+	for _, to := range domain.OrderFollowsDeliveries(o.status, deliveries) {
 		c, err := a.moveOrder(&o, to, "deliveries")
+		if err != nil {
+			return nil, err
+		}
 		if c != nil {
 			changes = append(changes, *c)
-		}
-		return err
-	}
-	if shipped > 0 && o.status == domain.OrderConfirmed {
-		if err := move(domain.OrderInProgress); err != nil {
-			return nil, err
-		}
-	}
-	if open > 0 && delivered == open {
-		if err := move(domain.OrderFulfilled); err != nil {
-			return nil, err
 		}
 	}
 	return changes, nil

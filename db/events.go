@@ -8,27 +8,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// Event types of the outbox (DESIGN.md section 7).
-const (
-	EventCustomerCreated        = "customer.created"
-	EventCustomerUpdated        = "customer.updated"
-	EventProductsUpserted       = "products.upserted"
-	EventRequestCreated         = "request.created"
-	EventStockMovementCreated   = "stock.movement.created"
-	EventOrderStatusChanged     = "order.status_changed"
-	EventOrderInvoiceRecorded   = "order.invoice_recorded"
-	EventDeliveryStatusChanged  = "delivery.status_changed"
-	EventPurchaseOrderAcked     = "purchase_order.acknowledged"
-	EventSupplierInvoiceMatched = "supplier_invoice.matched"
-	EventVarianceRaised         = "supplier_invoice.variance_raised"
-	EventInboundReceiptFailed   = "inbound.receipt.failed"
-)
-
-// EventTypes lists every event type.
-var EventTypes = []string{EventCustomerCreated, EventCustomerUpdated, EventProductsUpserted, EventRequestCreated,
-	EventStockMovementCreated, EventOrderStatusChanged, EventOrderInvoiceRecorded, EventDeliveryStatusChanged,
-	EventPurchaseOrderAcked, EventSupplierInvoiceMatched, EventVarianceRaised, EventInboundReceiptFailed}
-
 // LISTEN/NOTIFY channels: eventsChannel wakes the outbox relay;
 // recordsChannel (payload: an organisation id) says records were created
 // that parked inbound posts or waiting matches may be waiting for.

@@ -14,8 +14,8 @@ import (
 // awaiting_receipt; otherwise its variances are recorded (none: matched) and
 // supplier_invoice.matched or supplier_invoice.variance_raised is emitted.
 // Matching again gives the same answer and emits nothing new.
-func (d *DB) MatchSupplierInvoice(ctx context.Context, orgID, invoiceID uuid.UUID) (MatchResult, error) {
-	var res MatchResult
+func (d *DB) MatchSupplierInvoice(ctx context.Context, orgID, invoiceID uuid.UUID) (domain.MatchResult, error) {
+	var res domain.MatchResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		var poID uuid.UUID
 		var amount *int64
@@ -67,8 +67,8 @@ func (d *DB) MatchSupplierInvoice(ctx context.Context, orgID, invoiceID uuid.UUI
 
 // RaiseNoReceipt records that nothing was received for an invoice within
 // the time the match waits: a no_receipt variance.
-func (d *DB) RaiseNoReceipt(ctx context.Context, orgID, invoiceID uuid.UUID) (MatchResult, error) {
-	var res MatchResult
+func (d *DB) RaiseNoReceipt(ctx context.Context, orgID, invoiceID uuid.UUID) (domain.MatchResult, error) {
+	var res domain.MatchResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT id, invoice_ref, match_status FROM supplier_invoices WHERE org_id = $1 AND id = $2 FOR UPDATE`,
 			orgID, invoiceID).Scan(&res.InvoiceID, &res.InvoiceRef, &res.Status)
@@ -87,7 +87,7 @@ func (d *DB) RaiseNoReceipt(ctx context.Context, orgID, invoiceID uuid.UUID) (Ma
 
 // recordMatch stores a match's variances and status (matched when there are
 // none), sets that status on res, and emits the match's event.
-func recordMatch(ctx context.Context, tx pgx.Tx, orgID, invoiceID uuid.UUID, res *MatchResult) error {
+func recordMatch(ctx context.Context, tx pgx.Tx, orgID, invoiceID uuid.UUID, res *domain.MatchResult) error {
 	status := domain.MatchMatched
 	for _, v := range res.Variances {
 		if _, err := tx.Exec(ctx, `
@@ -102,9 +102,9 @@ func recordMatch(ctx context.Context, tx pgx.Tx, orgID, invoiceID uuid.UUID, res
 		return err
 	}
 	res.Status = status
-	event := EventSupplierInvoiceMatched
+	event := domain.EventSupplierInvoiceMatched
 	if status == domain.MatchVariance {
-		event = EventVarianceRaised
+		event = domain.EventVarianceRaised
 	}
 	return emit(ctx, tx, orgID, event, map[string]any{
 		"invoice_id": invoiceID, "invoice_ref": res.InvoiceRef, "match_status": status, "variances": res.Variances,

@@ -97,7 +97,7 @@ func (a *actor) moveOrder(o *orderRef, to domain.OrderStatus, cause string) (*do
 		return nil, err
 	}
 	c := domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "status", From: o.status, To: to}
-	if err := emit(a.ctx, a.tx, a.org, EventOrderStatusChanged, map[string]any{
+	if err := emit(a.ctx, a.tx, a.org, domain.EventOrderStatusChanged, map[string]any{
 		"id": o.id, "number": o.number, "from": o.status, "to": to, "cause": cause,
 	}); err != nil {
 		return nil, err
@@ -106,14 +106,14 @@ func (a *actor) moveOrder(o *orderRef, to domain.OrderStatus, cause string) (*do
 	return &c, nil
 }
 
-func (a *actor) erpOrderStatus(b domain.ERPOrderStatusBody) (InboundResult, error) {
+func (a *actor) erpOrderStatus(b domain.ERPOrderStatusBody) (domain.InboundResult, error) {
 	to, err := domain.ParseERPOrderStatus(b.Status)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	o, err := a.findOrder(b.OrderRef, b.QuoteRef)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	if o == nil {
 		return parked(domain.Describe("order", b.OrderRef, b.QuoteRef))
@@ -121,7 +121,7 @@ func (a *actor) erpOrderStatus(b domain.ERPOrderStatusBody) (InboundResult, erro
 	var changes []domain.Change
 	c, err := a.moveOrder(o, to, "erp")
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	if c != nil {
 		changes = append(changes, *c)
@@ -129,39 +129,39 @@ func (a *actor) erpOrderStatus(b domain.ERPOrderStatusBody) (InboundResult, erro
 	if b.TrackingURL != nil && (o.trackingURL == nil || *o.trackingURL != *b.TrackingURL) {
 		if _, err := a.tx.Exec(a.ctx, `UPDATE orders SET tracking_url = $3, updated_at = now() WHERE org_id = $1 AND id = $2`,
 			a.org, o.id, *b.TrackingURL); err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 		changes = append(changes, domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "tracking_url", From: o.trackingURL, To: *b.TrackingURL})
 	}
 	return applied(changes, map[string]any{"order": map[string]any{"id": o.id, "number": o.number, "status": o.status}}), nil
 }
 
-func (a *actor) orderInvoice(b domain.OrderInvoiceBody) (InboundResult, error) {
+func (a *actor) orderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, error) {
 	status := domain.InvoiceIssued
 	if b.InvoiceStatus != nil {
 		var err error
 		if status, err = domain.ParseInvoiceStatus(*b.InvoiceStatus); err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 	}
 	o, err := a.findOrder(b.OrderRef, b.QuoteRef)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	if o == nil {
 		return parked(domain.Describe("order", b.OrderRef, b.QuoteRef))
 	}
 	if b.Currency != nil && *b.Currency != o.currency {
-		return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but order %s is in %s", *b.Currency, o.number, o.currency)
+		return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but order %s is in %s", *b.Currency, o.number, o.currency)
 	}
 	if b.AmountMinor != nil && *b.AmountMinor > o.total {
-		return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice amount %d is above order %s's total of %d", *b.AmountMinor, o.number, o.total)
+		return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice amount %d is above order %s's total of %d", *b.AmountMinor, o.number, o.total)
 	}
 	var prev *domain.InvoiceStatus
 	err = a.tx.QueryRow(a.ctx, `SELECT invoice_status FROM order_invoices WHERE org_id = $1 AND order_id = $2 AND invoice_ref = $3 FOR UPDATE`,
 		a.org, o.id, b.InvoiceRef).Scan(&prev)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	if prev != nil && *prev == status {
 		return applied(nil, map[string]any{"invoice_ref": b.InvoiceRef, "invoice_status": status}), nil
@@ -174,13 +174,13 @@ func (a *actor) orderInvoice(b domain.OrderInvoiceBody) (InboundResult, error) {
 			amount_minor = coalesce(excluded.amount_minor, order_invoices.amount_minor),
 			currency = coalesce(excluded.currency, order_invoices.currency),
 			updated_at = now()`, NewID(), a.org, o.id, b.InvoiceRef, status, b.AmountMinor, b.Currency); err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
-	if err := emit(a.ctx, a.tx, a.org, EventOrderInvoiceRecorded, map[string]any{
+	if err := emit(a.ctx, a.tx, a.org, domain.EventOrderInvoiceRecorded, map[string]any{
 		"order_id": o.id, "order_number": o.number, "invoice_ref": b.InvoiceRef, "invoice_status": status,
 		"amount_minor": b.AmountMinor, "currency": b.Currency,
 	}); err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	c := domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "invoice:" + b.InvoiceRef, From: prev, To: status}
 	return applied([]domain.Change{c}, map[string]any{"invoice_ref": b.InvoiceRef, "invoice_status": status}), nil

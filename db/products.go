@@ -158,30 +158,30 @@ func upsertProducts(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, products []
 				total-res.Created, res.Created, productCap)
 		}
 	}
-	return res, emit(ctx, tx, orgID, EventProductsUpserted, map[string]any{
+	return res, emit(ctx, tx, orgID, domain.EventProductsUpserted, map[string]any{
 		"created": res.Created, "updated": res.Updated, "unchanged": res.Unchanged, "skus": changed,
 	})
 }
 
-func (a *actor) upsertProducts(b domain.ProductsBody) (InboundResult, error) {
+func (a *actor) upsertProducts(b domain.ProductsBody) (domain.InboundResult, error) {
 	var currency string
 	if err := a.tx.QueryRow(a.ctx, `SELECT currency FROM organisations WHERE id = $1`, a.org).Scan(&currency); err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	var schema *domain.CatalogueSchema
 	if b.SchemaID != nil {
 		id, err := uuid.Parse(*b.SchemaID)
 		if err != nil {
-			return InboundResult{}, domain.Errorf(domain.EINVALID, "schema_id is not a UUID")
+			return domain.InboundResult{}, domain.Errorf(domain.EINVALID, "schema_id is not a UUID")
 		}
 		var s domain.CatalogueSchema
 		err = a.tx.QueryRow(a.ctx, `SELECT id, name, fields FROM catalogue_schemas WHERE org_id = $1 AND id = $2`, a.org, id).
 			Scan(&s.ID, &s.Name, &s.Fields)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return InboundResult{}, domain.Errorf(domain.EINVALID, "schema_id %s is not a catalogue schema of the organisation", id)
+			return domain.InboundResult{}, domain.Errorf(domain.EINVALID, "schema_id %s is not a catalogue schema of the organisation", id)
 		}
 		if err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 		schema = &s
 	}
@@ -190,7 +190,7 @@ func (a *actor) upsertProducts(b domain.ProductsBody) (InboundResult, error) {
 	if len(batch.Products) > 0 {
 		var err error
 		if r, err = upsertProducts(a.ctx, a.tx, a.org, batch.Products); err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 	}
 	res := applied(nil, map[string]any{"upserted": len(batch.Products), "created": r.Created, "updated": r.Updated,

@@ -153,16 +153,16 @@ func (a *actor) findPO(number string) (*poRef, error) {
 	return &p, err
 }
 
-func (a *actor) purchaseOrderAck(b domain.POAckBody) (InboundResult, error) {
+func (a *actor) purchaseOrderAck(b domain.POAckBody) (domain.InboundResult, error) {
 	po, err := a.findPO(b.PONumber)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	if po == nil {
 		return parked(domain.Describe("purchase order", &b.PONumber))
 	}
 	if _, err := domain.PurchaseOrderMachine.Move(po.status, domain.POAcknowledged); err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	var changes []domain.Change
 	ref := func(field string, from, to any) {
@@ -181,19 +181,19 @@ func (a *actor) purchaseOrderAck(b domain.POAckBody) (InboundResult, error) {
 			WHERE org_id = $1 AND po_id = $2 AND ($3::int IS NULL OR position = $3) AND expected_date IS DISTINCT FROM $4
 			RETURNING position`, a.org, po.id, l.Position, l.Date.Time)
 		if err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 		if positions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 		if l.Position != nil && len(positions) == 0 {
 			var exists bool
 			if err := a.tx.QueryRow(a.ctx, `SELECT EXISTS (SELECT 1 FROM purchase_order_lines WHERE org_id = $1 AND po_id = $2 AND position = $3)`,
 				a.org, po.id, *l.Position).Scan(&exists); err != nil {
-				return InboundResult{}, err
+				return domain.InboundResult{}, err
 			}
 			if !exists {
-				return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "purchase order %s has no line %d", po.number, *l.Position)
+				return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "purchase order %s has no line %d", po.number, *l.Position)
 			}
 		}
 		for _, p := range positions {
@@ -208,29 +208,29 @@ func (a *actor) purchaseOrderAck(b domain.POAckBody) (InboundResult, error) {
 		       acknowledged_at = now(), updated_at = now(),
 		       expected_date = coalesce((SELECT max(expected_date) FROM purchase_order_lines WHERE org_id = $1 AND po_id = $2), expected_date)
 		WHERE org_id = $1 AND id = $2`, a.org, po.id, b.SupplierRef); err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
-	if err := emit(a.ctx, a.tx, a.org, EventPurchaseOrderAcked, map[string]any{
+	if err := emit(a.ctx, a.tx, a.org, domain.EventPurchaseOrderAcked, map[string]any{
 		"id": po.id, "number": po.number, "supplier_ref": b.SupplierRef, "changes": changes,
 	}); err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	return applied(changes, map[string]any{"purchase_order": map[string]any{"id": po.id, "number": po.number, "status": domain.POAcknowledged}}), nil
 }
 
-func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) (InboundResult, error) {
+func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) (domain.InboundResult, error) {
 	po, err := a.findPO(b.PONumber)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	if po == nil {
 		return parked(domain.Describe("purchase order", &b.PONumber))
 	}
 	if po.status == domain.POCancelled {
-		return InboundResult{}, domain.Errorf(domain.ECONFLICT, "purchase order %s is cancelled", po.number)
+		return domain.InboundResult{}, domain.Errorf(domain.ECONFLICT, "purchase order %s is cancelled", po.number)
 	}
 	if b.Currency != nil && *b.Currency != po.currency {
-		return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but purchase order %s is in %s", *b.Currency, po.number, po.currency)
+		return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but purchase order %s is in %s", *b.Currency, po.number, po.currency)
 	}
 	var id uuid.UUID
 	var amount *int64
@@ -239,13 +239,13 @@ func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) 
 	switch {
 	case err == nil:
 		if (amount == nil) != (b.AmountMinor == nil) || (amount != nil && *amount != *b.AmountMinor) {
-			return InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "invoice %s was received before with another amount", b.InvoiceRef)
+			return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "invoice %s was received before with another amount", b.InvoiceRef)
 		}
 		res := applied(nil, map[string]any{"invoice_ref": b.InvoiceRef})
 		res.InvoiceID, res.POID, res.InvoiceRef = &id, &po.id, b.InvoiceRef
 		return res, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	id = NewID()
 	var qty any
@@ -256,7 +256,7 @@ func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) 
 		INSERT INTO supplier_invoices (id, org_id, po_id, invoice_ref, amount_minor, currency, invoiced_qty, match_status, receipt_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'awaiting_receipt', $8)`,
 		id, a.org, po.id, b.InvoiceRef, b.AmountMinor, po.currency, qty, source); err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	c := domain.Change{Entity: "supplier_invoice", ID: id.String(), Ref: b.InvoiceRef, Field: "match_status", To: domain.MatchAwaitingReceipt}
 	res := applied([]domain.Change{c}, map[string]any{"invoice_ref": b.InvoiceRef, "purchase_order": map[string]any{"id": po.id, "number": po.number}})

@@ -50,17 +50,10 @@ func (d *DB) Quote(ctx context.Context, orgID, id uuid.UUID) (domain.QuoteDetail
 	return q, err
 }
 
-// QuoteExpiry names a quote whose expiry timer is due to be started.
-type QuoteExpiry struct {
-	OrgID      uuid.UUID   `json:"org_id"`
-	QuoteID    uuid.UUID   `json:"quote_id"`
-	ValidUntil domain.Date `json:"valid_until"`
-}
-
 // QuotesAwaitingExpiryTimer lists draft and sent quotes with a valid_until
 // whose expiry timer has not been started, oldest first, across every
 // organisation (the worker's sweep).
-func (d *DB) QuotesAwaitingExpiryTimer(ctx context.Context, limit int) ([]QuoteExpiry, error) {
+func (d *DB) QuotesAwaitingExpiryTimer(ctx context.Context, limit int) ([]domain.QuoteExpiryInput, error) {
 	rows, err := d.pool.Query(ctx, `
 		SELECT org_id, id, valid_until FROM quotes
 		WHERE expiry_scheduled_at IS NULL AND valid_until IS NOT NULL AND status IN ('draft', 'sent')
@@ -68,7 +61,7 @@ func (d *DB) QuotesAwaitingExpiryTimer(ctx context.Context, limit int) ([]QuoteE
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[QuoteExpiry])
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[domain.QuoteExpiryInput])
 }
 
 // MarkExpiryTimerStarted records that the quote's expiry timer runs.
@@ -77,22 +70,12 @@ func (d *DB) MarkExpiryTimerStarted(ctx context.Context, orgID, quoteID uuid.UUI
 	return err
 }
 
-// ExpireQuoteResult says what expiring a quote did.
-type ExpireQuoteResult struct {
-	// Expired is true when this call moved the quote to expired.
-	Expired bool `json:"expired"`
-	// Status is the quote's status after the call.
-	Status domain.QuoteStatus `json:"status"`
-	// ValidUntil is the quote's current valid_until (it may have moved).
-	ValidUntil *domain.Date `json:"valid_until"`
-}
-
 // ExpireQuote moves a draft or sent quote to expired when its valid_until
 // has passed by now (a quote is valid through its valid_until date, UTC).
 // A quote already in another state, or still valid, is left as it is; the
 // answer says which, so the call is safe to repeat.
-func (d *DB) ExpireQuote(ctx context.Context, orgID, quoteID uuid.UUID, now time.Time) (ExpireQuoteResult, error) {
-	var res ExpireQuoteResult
+func (d *DB) ExpireQuote(ctx context.Context, orgID, quoteID uuid.UUID, now time.Time) (domain.ExpireQuoteResult, error) {
+	var res domain.ExpireQuoteResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		var status domain.QuoteStatus
 		if err := tx.QueryRow(ctx, `SELECT status, valid_until FROM quotes WHERE org_id = $1 AND id = $2 FOR UPDATE`,

@@ -89,10 +89,10 @@ func createRequest(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, r domain.New
 		NewID(), orgID, out.ID, blocks); err != nil {
 		return out, err
 	}
-	return out, emit(ctx, tx, orgID, EventRequestCreated, map[string]any{"id": out.ID, "title": r.Title})
+	return out, emit(ctx, tx, orgID, domain.EventRequestCreated, map[string]any{"id": out.ID, "title": r.Title})
 }
 
-func (a *actor) createRequest(b domain.CreateRequestBody) (InboundResult, error) {
+func (a *actor) createRequest(b domain.CreateRequestBody) (domain.InboundResult, error) {
 	if b.ExternalRef != nil {
 		var id uuid.UUID
 		var title string
@@ -104,7 +104,7 @@ func (a *actor) createRequest(b domain.CreateRequestBody) (InboundResult, error)
 			return res, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 	}
 	var changes []domain.Change
@@ -122,7 +122,7 @@ func (a *actor) createRequest(b domain.CreateRequestBody) (InboundResult, error)
 			id, found, err = matchCustomerByContactEmail(a.ctx, a.tx, a.org, *entry.Email)
 		}
 		if err != nil {
-			return InboundResult{}, err
+			return domain.InboundResult{}, err
 		}
 		if !found {
 			if strings.TrimSpace(entry.Company) == "" {
@@ -133,13 +133,13 @@ func (a *actor) createRequest(b domain.CreateRequestBody) (InboundResult, error)
 				}
 			}
 			if err := entry.Normalize(); err != nil {
-				return InboundResult{}, err
+				return domain.InboundResult{}, err
 			}
 			if _, err := upsertCustomers(a.ctx, a.tx, a.org, []domain.CustomerInput{entry}); err != nil {
-				return InboundResult{}, err
+				return domain.InboundResult{}, err
 			}
 			if id, found, err = matchCustomerByCompany(a.ctx, a.tx, a.org, entry.Company); err != nil {
-				return InboundResult{}, err
+				return domain.InboundResult{}, err
 			}
 			changes = append(changes, domain.Change{Entity: "customer", ID: id.String(), Ref: entry.Company, Field: "created", To: true})
 		}
@@ -149,7 +149,7 @@ func (a *actor) createRequest(b domain.CreateRequestBody) (InboundResult, error)
 	}
 	created, err := createRequest(a.ctx, a.tx, a.org, domain.NewRequest{Text: b.Text, Title: b.Title}, customer, b.ExternalRef)
 	if err != nil {
-		return InboundResult{}, err
+		return domain.InboundResult{}, err
 	}
 	changes = append(changes, domain.Change{Entity: "request", ID: created.ID.String(), Ref: created.Title, Field: "status", To: domain.RequestActive})
 	res := applied(changes, map[string]any{"request": a.requestRef(created.ID, created.Title)})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,21 +13,6 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
-
-// Webhook delivery statuses (DESIGN.md section 9).
-const (
-	WebhookPending   = "pending"   // not attempted yet
-	WebhookSucceeded = "succeeded" // a 2xx answer within 10 s
-	WebhookFailed    = "failed"    // waiting for the nightly retry
-	WebhookExhausted = "exhausted" // 5 attempts failed, or the subscription was disabled
-)
-
-// WebhookStatuses lists the delivery statuses.
-var WebhookStatuses = []string{WebhookPending, WebhookSucceeded, WebhookFailed, WebhookExhausted}
-
-// MaxWebhookAttempts is how many times a delivery is tried on its own;
-// support may resend beyond it.
-const MaxWebhookAttempts = 5
 
 // Subscription is a webhook subscription (never with its secret).
 type Subscription struct {
@@ -63,34 +47,11 @@ type CreatedSubscription struct {
 	Secret string
 }
 
-// ParseEventTypes reads a comma-separated list of event types; "all" or
-// nothing means every type (an empty list).
-func ParseEventTypes(s string) ([]string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || strings.EqualFold(s, "all") {
-		return []string{}, nil
-	}
-	out := []string{}
-	for part := range strings.SplitSeq(s, ",") {
-		t := strings.TrimSpace(part)
-		if t == "" {
-			continue
-		}
-		if !slices.Contains(EventTypes, t) {
-			return nil, domain.Errorf(domain.EINVALID, "unknown event type %q (one of %s, or all)", t, strings.Join(EventTypes, ", "))
-		}
-		if !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
 // CreateSubscription adds a webhook subscription with a new secret, sealed
 // with sealer. The URL is checked by the caller (outbound.CheckURL).
 func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in NewSubscription) (CreatedSubscription, error) {
 	for _, t := range in.EventTypes {
-		if !slices.Contains(EventTypes, t) {
+		if !slices.Contains(domain.EventTypes, t) {
 			return CreatedSubscription{}, domain.Errorf(domain.EINVALID, "unknown event type %q", t)
 		}
 	}
@@ -192,19 +153,9 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 	return taken, err
 }
 
-// WebhookDeliveryRef names a delivery whose workflow the relay starts.
-type WebhookDeliveryRef struct {
-	ID             uuid.UUID
-	OrgID          uuid.UUID
-	EventID        uuid.UUID
-	EventType      string
-	SubscriptionID uuid.UUID
-	Attempts       int
-}
-
 // UnstartedWebhookDeliveries lists up to limit deliveries whose workflow has not
 // been started, oldest first.
-func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]WebhookDeliveryRef, error) {
+func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]domain.WebhookDeliveryRef, error) {
 	rows, err := d.pool.Query(ctx, `
 		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts
 		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
@@ -212,8 +163,8 @@ func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]Webho
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDeliveryRef, error) {
-		var x WebhookDeliveryRef
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.WebhookDeliveryRef, error) {
+		var x domain.WebhookDeliveryRef
 		err := r.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.Attempts)
 		return x, err
 	})
@@ -247,7 +198,7 @@ type WebhookTarget struct {
 	SubscriptionID uuid.UUID
 	URL            string
 	Active         bool
-	Status         string
+	Status         domain.WebhookStatus
 	Event          Envelope
 	secretSealed   []byte
 }
@@ -287,14 +238,14 @@ type WebhookAttemptRecord struct {
 	Excerpt *string
 	// Status is the delivery's status after the attempt, and NextAttemptAt
 	// when it will be tried again (failed only).
-	Status        string
+	Status        domain.WebhookStatus
 	NextAttemptAt *time.Time
 }
 
 // RecordWebhookAttempt logs an attempt and moves the delivery. An attempt recorded
 // again (its activity was retried after a crash) replaces the first record.
 func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) error {
-	if !slices.Contains(WebhookStatuses, a.Status) {
+	if !slices.Contains(domain.WebhookStatuses, a.Status) {
 		return fmt.Errorf("unknown delivery status %q", a.Status)
 	}
 	return d.inTx(ctx, func(tx pgx.Tx) error {
@@ -334,19 +285,19 @@ func (d *DB) EndWebhookDelivery(ctx context.Context, orgID, deliveryID uuid.UUID
 
 // WebhookDelivery is a webhook delivery as support sees it.
 type WebhookDelivery struct {
-	ID             uuid.UUID         `json:"id"`
-	OrgID          uuid.UUID         `json:"org_id"`
-	EventID        uuid.UUID         `json:"event_id"`
-	EventType      string            `json:"event_type"`
-	SubscriptionID uuid.UUID         `json:"subscription_id"`
-	URL            string            `json:"url"`
-	Status         string            `json:"status"`
-	Attempts       int               `json:"attempts"`
-	LastStatusCode *int              `json:"last_status_code"`
-	LastError      *string           `json:"last_error"`
-	NextAttemptAt  *domain.Timestamp `json:"next_attempt_at"`
-	CreatedAt      domain.Timestamp  `json:"created_at"`
-	UpdatedAt      domain.Timestamp  `json:"updated_at"`
+	ID             uuid.UUID            `json:"id"`
+	OrgID          uuid.UUID            `json:"org_id"`
+	EventID        uuid.UUID            `json:"event_id"`
+	EventType      string               `json:"event_type"`
+	SubscriptionID uuid.UUID            `json:"subscription_id"`
+	URL            string               `json:"url"`
+	Status         domain.WebhookStatus `json:"status"`
+	Attempts       int                  `json:"attempts"`
+	LastStatusCode *int                 `json:"last_status_code"`
+	LastError      *string              `json:"last_error"`
+	NextAttemptAt  *domain.Timestamp    `json:"next_attempt_at"`
+	CreatedAt      domain.Timestamp     `json:"created_at"`
+	UpdatedAt      domain.Timestamp     `json:"updated_at"`
 	// AttemptLog is filled by GetWebhookDelivery.
 	AttemptLog []WebhookAttempt `json:"attempt_log,omitempty"`
 }
@@ -379,15 +330,15 @@ func scanWebhookDelivery(row pgx.Row) (WebhookDelivery, error) {
 // WebhookDeliveryFilter narrows a delivery list.
 type WebhookDeliveryFilter struct {
 	OrgID          uuid.UUID
-	Status         string
+	Status         domain.WebhookStatus
 	SubscriptionID *uuid.UUID
 	Limit          int
 }
 
 // ListWebhookDeliveries lists an organisation's deliveries, newest first.
 func (d *DB) ListWebhookDeliveries(ctx context.Context, f WebhookDeliveryFilter) ([]WebhookDelivery, error) {
-	if f.Status != "" && !slices.Contains(WebhookStatuses, f.Status) {
-		return nil, domain.Errorf(domain.EINVALID, "unknown delivery status %q (one of %s)", f.Status, strings.Join(WebhookStatuses, ", "))
+	if f.Status != "" && !slices.Contains(domain.WebhookStatuses, f.Status) {
+		return nil, domain.Errorf(domain.EINVALID, "unknown delivery status %q (one of %s)", f.Status, domain.JoinValues(domain.WebhookStatuses))
 	}
 	if _, err := d.Organisation(ctx, f.OrgID); err != nil {
 		return nil, err

@@ -30,8 +30,8 @@ func TestRelayMakesOneDeliveryPerMatchingActiveSubscription(t *testing.T) {
 		return s
 	}
 	all := sub(org)
-	customers := sub(org, db.EventCustomerCreated)
-	orders := sub(org, db.EventOrderStatusChanged)
+	customers := sub(org, domain.EventCustomerCreated)
+	orders := sub(org, domain.EventOrderStatusChanged)
 	disabled := sub(org)
 	if _, err := d.SetSubscriptionActive(ctx, disabled.ID, false); err != nil {
 		t.Fatal(err)
@@ -95,25 +95,13 @@ func TestRelayMakesOneDeliveryPerMatchingActiveSubscription(t *testing.T) {
 	code := 500
 	for range 2 {
 		if err := d.RecordWebhookAttempt(ctx, db.WebhookAttemptRecord{OrgID: org.ID, DeliveryID: refs[0].ID, Attempt: 1,
-			StartedAt: time.Now(), Duration: time.Second, StatusCode: &code, Status: db.WebhookFailed}); err != nil {
+			StartedAt: time.Now(), Duration: time.Second, StatusCode: &code, Status: domain.WebhookFailed}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	x, err := d.GetWebhookDelivery(ctx, refs[0].ID)
-	if err != nil || x.Attempts != 1 || len(x.AttemptLog) != 1 || x.Status != db.WebhookFailed || *x.LastStatusCode != 500 {
+	if err != nil || x.Attempts != 1 || len(x.AttemptLog) != 1 || x.Status != domain.WebhookFailed || *x.LastStatusCode != 500 {
 		t.Fatalf("delivery %+v, %v", x, err)
-	}
-}
-
-func TestParseEventTypes(t *testing.T) {
-	if types, err := db.ParseEventTypes("all"); err != nil || len(types) != 0 {
-		t.Fatalf("all: %v %v", types, err)
-	}
-	if types, err := db.ParseEventTypes(" order.status_changed, customer.created,order.status_changed "); err != nil || len(types) != 2 {
-		t.Fatalf("two types: %v %v", types, err)
-	}
-	if _, err := db.ParseEventTypes("order.shipped"); domain.ErrorCode(err) != domain.EINVALID {
-		t.Fatalf("unknown type: %v", err)
 	}
 }
 
@@ -149,7 +137,7 @@ func TestWebhookEnvelopeCarriesTheEventWithAMillisecondTimestamp(t *testing.T) {
 		t.Fatalf("created_at %q is not RFC 3339 UTC with milliseconds", stamp)
 	}
 	data, _ := got["data"].(map[string]any)
-	if got["type"] != db.EventCustomerCreated || got["id"] == nil || data["company"] != "A" {
+	if got["type"] != domain.EventCustomerCreated || got["id"] == nil || data["company"] != "A" {
 		t.Fatalf("envelope %s", body)
 	}
 }

@@ -39,6 +39,13 @@ const (
 var Outcomes = []Outcome{OutcomePending, OutcomeApplied, OutcomeUnchanged, OutcomeParked,
 	OutcomeUnmatched, OutcomeCancelled, OutcomeFailed, OutcomeError}
 
+// Failed reports whether a post that ends with the outcome did not go
+// through: refused, a fault on the service side, or never matched. Such an
+// ending emits inbound.receipt.failed.
+func (o Outcome) Failed() bool {
+	return o == OutcomeFailed || o == OutcomeError || o == OutcomeUnmatched
+}
+
 // ParseOutcomes reads a comma-separated list of outcomes.
 func ParseOutcomes(s string) ([]Outcome, error) {
 	var out []Outcome
@@ -48,19 +55,11 @@ func ParseOutcomes(s string) ([]Outcome, error) {
 			continue
 		}
 		if !slices.Contains(Outcomes, o) {
-			return nil, Errorf(EINVALID, "unknown outcome %q (one of %s)", o, joinOutcomes())
+			return nil, Errorf(EINVALID, "unknown outcome %q (one of %s)", o, JoinValues(Outcomes))
 		}
 		out = append(out, o)
 	}
 	return out, nil
-}
-
-func joinOutcomes() string {
-	names := make([]string, len(Outcomes))
-	for i, o := range Outcomes {
-		names[i] = string(o)
-	}
-	return strings.Join(names, ", ")
 }
 
 // Change is one field an inbound post changed.

@@ -92,7 +92,7 @@ func status[S ~string](r record, s *S, def S, m Machine[S]) {
 		*s = def
 	}
 	if !m.Valid(*s) {
-		r.add("status %q is not one of %s", *s, joinNames(m.States()))
+		r.add("status %q is not one of %s", *s, JoinValues(m.States()))
 	}
 }
 

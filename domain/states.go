@@ -119,15 +119,40 @@ var DeliveryMachine = newMachine("delivery",
 		DeliveryFailed:         {DeliveryInTransit, DeliveryOutForDelivery, DeliveryReturned},
 	})
 
-// Shipped reports whether a delivery in state s has left the warehouse
-// (dispatched or any later state), which moves a confirmed order to in_progress.
-func (s DeliveryStatus) Shipped() bool {
-	switch s {
-	case DeliveryDispatched, DeliveryInTransit, DeliveryOutForDelivery, DeliveryDelivered,
-		DeliveryFailed, DeliveryReturned:
-		return true
+// ShippedDeliveryStatuses are the states of a delivery that has left the
+// warehouse: dispatched or any later state.
+var ShippedDeliveryStatuses = []DeliveryStatus{DeliveryDispatched, DeliveryInTransit, DeliveryOutForDelivery,
+	DeliveryDelivered, DeliveryFailed, DeliveryReturned}
+
+// Shipped reports whether a delivery in state s has left the warehouse,
+// which moves a confirmed order to in_progress.
+func (s DeliveryStatus) Shipped() bool { return slices.Contains(ShippedDeliveryStatuses, s) }
+
+// OrderFollowsDeliveries is the rule by which an order follows its
+// deliveries: a confirmed order moves to in_progress once any delivery has
+// shipped, and to fulfilled when every delivery that is not cancelled has
+// been delivered. It returns the moves to make, in order (none, one or two);
+// a fulfilled or cancelled order stays as it is.
+func OrderFollowsDeliveries(order OrderStatus, deliveries []DeliveryStatus) []OrderStatus {
+	shipped, open, delivered := false, 0, 0
+	for _, d := range deliveries {
+		shipped = shipped || d.Shipped()
+		if d != DeliveryCancelled {
+			open++
+		}
+		if d == DeliveryDelivered {
+			delivered++
+		}
 	}
-	return false
+	var moves []OrderStatus
+	if shipped && order == OrderConfirmed {
+		moves = append(moves, OrderInProgress)
+		order = OrderInProgress
+	}
+	if open > 0 && delivered == open && OrderMachine.Allowed(order, OrderFulfilled) {
+		moves = append(moves, OrderFulfilled)
+	}
+	return moves
 }
 
 // PurchaseOrderStatus is the state of a purchase order.

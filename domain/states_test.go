@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -121,6 +122,30 @@ func TestDeliveryShippedMovesOrderOn(t *testing.T) {
 	for _, s := range DeliveryMachine.States() {
 		if s.Shipped() != shipped[s] {
 			t.Errorf("%s.Shipped() = %v, want %v", s, s.Shipped(), shipped[s])
+		}
+	}
+}
+
+func TestOrderFollowsItsDeliveries(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		order      OrderStatus
+		deliveries []DeliveryStatus
+		want       []OrderStatus
+	}{
+		{"nothing shipped", OrderConfirmed, []DeliveryStatus{DeliveryPending, DeliveryReady}, nil},
+		{"one dispatched", OrderConfirmed, []DeliveryStatus{DeliveryDispatched, DeliveryPending}, []OrderStatus{OrderInProgress}},
+		{"a failed attempt has shipped", OrderConfirmed, []DeliveryStatus{DeliveryFailed}, []OrderStatus{OrderInProgress}},
+		{"all delivered from confirmed", OrderConfirmed, []DeliveryStatus{DeliveryDelivered, DeliveryDelivered}, []OrderStatus{OrderInProgress, OrderFulfilled}},
+		{"delivered but for a cancelled one", OrderInProgress, []DeliveryStatus{DeliveryDelivered, DeliveryCancelled}, []OrderStatus{OrderFulfilled}},
+		{"one still in transit", OrderInProgress, []DeliveryStatus{DeliveryDelivered, DeliveryInTransit}, nil},
+		{"only cancelled deliveries", OrderConfirmed, []DeliveryStatus{DeliveryCancelled}, nil},
+		{"no deliveries", OrderConfirmed, nil, nil},
+		{"a cancelled order stays", OrderCancelled, []DeliveryStatus{DeliveryDelivered}, nil},
+		{"a fulfilled order stays", OrderFulfilled, []DeliveryStatus{DeliveryDelivered}, nil},
+	} {
+		if got := OrderFollowsDeliveries(c.order, c.deliveries); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -118,7 +118,7 @@ func ParseScopes(s string) ([]Scope, error) {
 			continue
 		}
 		if !slices.Contains(AllScopes, sc) {
-			return nil, Errorf(EINVALID, "unknown scope %q (known: %s, or all)", sc, joinNames(AllScopes))
+			return nil, Errorf(EINVALID, "unknown scope %q (known: %s, or all)", sc, JoinValues(AllScopes))
 		}
 		if !slices.Contains(out, sc) {
 			out = append(out, sc)
@@ -131,8 +131,8 @@ func ParseScopes(s string) ([]Scope, error) {
 	return out, nil
 }
 
-// joinNames lists the values of an enumeration for a message.
-func joinNames[S ~string](values []S) string {
+// JoinValues lists the values of an enumeration for a message: "a, b, c".
+func JoinValues[S ~string](values []S) string {
 	parts := make([]string, len(values))
 	for i, v := range values {
 		parts[i] = string(v)

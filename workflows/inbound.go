@@ -5,11 +5,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/domain"
 )
 
@@ -28,20 +26,6 @@ const (
 	ParkFor     = 7 * 24 * time.Hour
 	ParkRecheck = 15 * time.Minute
 )
-
-// InboundWorkflowID is the ID of the workflow of a receipt.
-func InboundWorkflowID(receiptID uuid.UUID) string { return "inbound/" + receiptID.String() }
-
-// InboundOutcome is the answer of an inbound post: the result, or the kind
-// and message of the error it was refused with. The HTTP layer turns it into
-// a status and a body.
-type InboundOutcome struct {
-	Result  *activities.InboundResult `json:"result,omitempty"`
-	Code    domain.Code               `json:"code,omitempty"`
-	Message string                    `json:"message,omitempty"`
-	// Match is the three-way match of a supplier invoice, when it ran.
-	Match *activities.MatchResult `json:"match,omitempty"`
-}
 
 // applyOptions: one short transaction per attempt, given up on after 15 s
 // (so the attempt of a worker that died is retried elsewhere soon);
@@ -80,24 +64,24 @@ var localOptions = workflow.LocalActivityOptions{
 // whenever RecordCreatedSignal arrives, for 7 days, then ends unmatched. A
 // recorded supplier invoice goes on to its three-way match. Every move is
 // recorded on the receipt.
-func InboundAction(ctx workflow.Context, in activities.InboundInput) (InboundOutcome, error) {
+func InboundAction(ctx workflow.Context, in domain.InboundInput) (domain.InboundOutcome, error) {
 	w := &inbound{in: in}
 	return w.run(ctx)
 }
 
 type inbound struct {
-	in     activities.InboundInput
-	answer *InboundOutcome
+	in     domain.InboundInput
+	answer *domain.InboundOutcome
 }
 
-func (w *inbound) run(ctx workflow.Context) (InboundOutcome, error) {
-	if err := workflow.SetUpdateHandler(ctx, AnswerUpdate, func(ctx workflow.Context) (InboundOutcome, error) {
+func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
+	if err := workflow.SetUpdateHandler(ctx, AnswerUpdate, func(ctx workflow.Context) (domain.InboundOutcome, error) {
 		if err := workflow.Await(ctx, func() bool { return w.answer != nil }); err != nil {
-			return InboundOutcome{}, err
+			return domain.InboundOutcome{}, err
 		}
 		return *w.answer, nil
 	}); err != nil {
-		return InboundOutcome{}, err
+		return domain.InboundOutcome{}, err
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localOptions)
 	signals := workflow.GetSignalChannel(ctx, RecordCreatedSignal)
@@ -141,11 +125,10 @@ func (w *inbound) run(ctx workflow.Context) (InboundOutcome, error) {
 var errUnmatched = errors.New("unmatched")
 
 // apply runs the action once.
-func (w *inbound) apply(ctx workflow.Context) (InboundOutcome, error) {
-	var a *activities.Activities
-	var res activities.InboundResult
-	err := workflow.ExecuteLocalActivity(ctx, a.ApplyInbound, w.in).Get(ctx, &res)
-	return InboundOutcome{Result: &res}, err
+func (w *inbound) apply(ctx workflow.Context) (domain.InboundOutcome, error) {
+	var res domain.InboundResult
+	err := workflow.ExecuteLocalActivity(ctx, applyInbound, w.in).Get(ctx, &res)
+	return domain.InboundOutcome{Result: &res}, err
 }
 
 // waitForSignal sleeps for d or until a signal arrives on signals, and then
@@ -166,30 +149,17 @@ func waitForSignal(ctx workflow.Context, signals workflow.ReceiveChannel, d time
 // first attempt failed, the match goes on in a workflow of its own,
 // match/<po_id>/<invoice_ref>, which outlives this one; the result is then
 // nil or awaiting_receipt.
-func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoiceRef string) *activities.MatchResult {
-	var a *activities.Activities
-	in := activities.MatchInput{OrgID: w.in.OrgID, InvoiceID: invoiceID, POID: poID, InvoiceRef: invoiceRef}
-	var first activities.MatchResult
-	matchErr := workflow.ExecuteLocalActivity(ctx, a.MatchSupplierInvoice, in).Get(ctx, &first)
+func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoiceRef string) *domain.MatchResult {
+	in := domain.MatchInput{OrgID: w.in.OrgID, InvoiceID: invoiceID, POID: poID, InvoiceRef: invoiceRef}
+	var first domain.MatchResult
+	matchErr := workflow.ExecuteLocalActivity(ctx, matchSupplierInvoice, in).Get(ctx, &first)
 	if matchErr == nil && first.Status != domain.MatchAwaitingReceipt {
 		return &first
 	}
 	if matchErr != nil {
 		workflow.GetLogger(ctx).Warn("three-way match failed; its own workflow carries on", "error", matchErr)
 	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            MatchWorkflowID(poID, invoiceRef),
-		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			OrgIDAttr.ValueSet(w.in.OrgID.String()),
-			ActionAttr.ValueSet(string(w.in.Action)),
-			EndpointIDAttr.ValueSet(w.in.EndpointID.String()),
-			ReceiptIDAttr.ValueSet(w.in.ReceiptID.String()),
-		),
-		Memo: map[string]any{"org_id": w.in.OrgID, "action": w.in.Action, "endpoint_id": w.in.EndpointID,
-			"receipt_id": w.in.ReceiptID, "source_receipt_id": w.in.Source, "invoice_id": invoiceID, "po_id": poID},
-	})
+	cctx := workflow.WithChildOptions(ctx, matchOptions(w.in, in))
 	var started workflow.Execution
 	err := workflow.ExecuteChildWorkflow(cctx, ThreeWayMatch, in).GetChildWorkflowExecution().Get(ctx, &started)
 	var already *temporal.ChildWorkflowExecutionAlreadyStartedError
@@ -205,7 +175,7 @@ func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoice
 // finish records the post's final outcome, then answers (if it had not yet:
 // so a sender that reads its receipt finds it final), and ends the workflow
 // once the answer has been collected.
-func (w *inbound) finish(ctx workflow.Context, out InboundOutcome, err error) (InboundOutcome, error) {
+func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err error) (domain.InboundOutcome, error) {
 	outcome, message := domain.OutcomeApplied, ""
 	switch {
 	case temporal.IsCanceledError(err):
@@ -239,8 +209,7 @@ func (w *inbound) finish(ctx workflow.Context, out InboundOutcome, err error) (I
 }
 
 func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string) error {
-	var a *activities.Activities
-	return workflow.ExecuteLocalActivity(ctx, a.RecordOutcome, activities.RecordOutcomeInput{
+	return workflow.ExecuteLocalActivity(ctx, recordOutcome, domain.RecordOutcomeInput{
 		OrgID: w.in.OrgID, ReceiptID: w.in.ReceiptID, Outcome: outcome, WaitingFor: waitingFor, Error: message,
 	}).Get(ctx, nil)
 }

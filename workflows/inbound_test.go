@@ -18,7 +18,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-var inboundIn = activities.InboundInput{
+var inboundIn = domain.InboundInput{
 	OrgID: orgID, EndpointID: uuid.MustParse("0193e3c0-0000-7000-8000-000000000010"),
 	ReceiptID: uuid.MustParse("0193e3c0-0000-7000-8000-000000000011"), Source: uuid.MustParse("0193e3c0-0000-7000-8000-000000000011"),
 	Action: domain.ActionERPOrderStatus,
@@ -28,8 +28,8 @@ var inboundIn = activities.InboundInput{
 // workflow stores and asks for its answer as the HTTP handler does.
 type inboundEnv struct {
 	*testsuite.TestWorkflowEnvironment
-	outcomes []activities.RecordOutcomeInput
-	answer   *InboundOutcome
+	outcomes []domain.RecordOutcomeInput
+	answer   *domain.InboundOutcome
 	answerAt time.Time
 }
 
@@ -38,7 +38,7 @@ func newInboundEnv(t *testing.T) *inboundEnv {
 	e := &inboundEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
 	e.SetStartTime(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	var a *activities.Activities
-	e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RecordOutcomeInput) error {
+	e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in domain.RecordOutcomeInput) error {
 		e.outcomes = append(e.outcomes, in)
 		return nil
 	})
@@ -51,7 +51,7 @@ func newInboundEnv(t *testing.T) *inboundEnv {
 					t.Errorf("answer update failed: %v", err)
 					return
 				}
-				out := v.(InboundOutcome)
+				out := v.(domain.InboundOutcome)
 				e.answer, e.answerAt = &out, e.Now()
 			},
 		})
@@ -59,9 +59,9 @@ func newInboundEnv(t *testing.T) *inboundEnv {
 	return e
 }
 
-func (e *inboundEnv) last() activities.RecordOutcomeInput {
+func (e *inboundEnv) last() domain.RecordOutcomeInput {
 	if len(e.outcomes) == 0 {
-		return activities.RecordOutcomeInput{}
+		return domain.RecordOutcomeInput{}
 	}
 	return e.outcomes[len(e.outcomes)-1]
 }
@@ -69,7 +69,7 @@ func (e *inboundEnv) last() activities.RecordOutcomeInput {
 func TestInboundActionAppliesAndAnswers(t *testing.T) {
 	e := newInboundEnv(t)
 	var a *activities.Activities
-	res := activities.InboundResult{Outcome: domain.OutcomeApplied, Status: 200,
+	res := domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200,
 		Changes: []domain.Change{{Entity: "order", Field: "status", From: "confirmed", To: "in_progress"}}}
 	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(res, nil).Once()
 	e.ExecuteWorkflow(InboundAction, inboundIn)
@@ -89,7 +89,7 @@ func TestInboundActionRefusalIsRecordedAndAnswered(t *testing.T) {
 	e := newInboundEnv(t)
 	var a *activities.Activities
 	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).
-		Return(activities.InboundResult{}, temporal.NewNonRetryableApplicationError("order cannot move from fulfilled to confirmed", string(domain.ECONFLICT), nil)).Once()
+		Return(domain.InboundResult{}, temporal.NewNonRetryableApplicationError("order cannot move from fulfilled to confirmed", string(domain.ECONFLICT), nil)).Once()
 	e.ExecuteWorkflow(InboundAction, inboundIn)
 	if e.answer == nil || e.answer.Code != domain.ECONFLICT || e.answer.Message == "" {
 		t.Fatalf("answer %+v", e.answer)
@@ -104,9 +104,9 @@ func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
 	e := newInboundEnv(t)
 	var a *activities.Activities
 	attempts := 0
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, activities.InboundInput) (activities.InboundResult, error) {
+	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 		attempts++
-		return activities.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil
+		return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil
 	})
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	e.ExecuteWorkflow(InboundAction, inboundIn)
@@ -132,11 +132,11 @@ func TestParkedPostCompletesWhenTheRecordArrives(t *testing.T) {
 	e := newInboundEnv(t)
 	var a *activities.Activities
 	arrived := false
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, activities.InboundInput) (activities.InboundResult, error) {
+	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 		if arrived {
-			return activities.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil
+			return domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil
 		}
-		return activities.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: "order"}, nil
+		return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: "order"}, nil
 	})
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	e.RegisterDelayedCallback(func() {
@@ -162,12 +162,12 @@ func TestSupplierInvoiceWithoutReceiptAnswers202AndLeavesTheMatchWaiting(t *test
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.MustParse("0193e3c0-0000-7000-8000-000000000020"), uuid.MustParse("0193e3c0-0000-7000-8000-000000000021")
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(activities.InboundResult{
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: "INV-1"}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
-		Return(activities.MatchResult{InvoiceID: invoice, InvoiceRef: "INV-1", Status: domain.MatchAwaitingReceipt}, nil)
+		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: "INV-1", Status: domain.MatchAwaitingReceipt}, nil)
 	e.OnWorkflow(ThreeWayMatch, mock.Anything, mock.Anything).
-		Return(activities.MatchResult{Status: domain.MatchMatched}, nil)
+		Return(domain.MatchResult{Status: domain.MatchMatched}, nil)
 	var childID string
 	e.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
 		childID = info.WorkflowExecution.ID
@@ -180,8 +180,8 @@ func TestSupplierInvoiceWithoutReceiptAnswers202AndLeavesTheMatchWaiting(t *test
 		b, _ := json.Marshal(e.answer)
 		t.Fatalf("answer %s", b)
 	}
-	if childID != MatchWorkflowID(po, "INV-1") {
-		t.Fatalf("match workflow %q, want %q", childID, MatchWorkflowID(po, "INV-1"))
+	if childID != domain.MatchWorkflowID(po, "INV-1") {
+		t.Fatalf("match workflow %q, want %q", childID, domain.MatchWorkflowID(po, "INV-1"))
 	}
 }
 
@@ -191,10 +191,10 @@ func TestSupplierInvoiceMatchedAtOnceAnswers200(t *testing.T) {
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(activities.InboundResult{
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
-		Return(activities.MatchResult{InvoiceRef: "INV-2", Status: domain.MatchVariance, Variances: []domain.Variance{{Kind: domain.VarianceAmount}}}, nil)
+		Return(domain.MatchResult{InvoiceRef: "INV-2", Status: domain.MatchVariance, Variances: []domain.Variance{{Kind: domain.VarianceAmount}}}, nil)
 	e.ExecuteWorkflow(InboundAction, in)
 	if e.answer == nil || e.answer.Result.Status != 200 || e.answer.Match.Status != domain.MatchVariance {
 		t.Fatalf("answer %+v", e.answer)
@@ -210,14 +210,14 @@ func TestSupplierInvoiceWhoseFirstMatchFailsLeavesItToTheMatchWorkflow(t *testin
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(activities.InboundResult{
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: "INV-3"}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
-		Return(activities.MatchResult{}, errors.New("connection refused"))
-	var child activities.MatchInput
-	e.OnWorkflow(ThreeWayMatch, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.MatchInput) (activities.MatchResult, error) {
+		Return(domain.MatchResult{}, errors.New("connection refused"))
+	var child domain.MatchInput
+	e.OnWorkflow(ThreeWayMatch, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in domain.MatchInput) (domain.MatchResult, error) {
 		child = in
-		return activities.MatchResult{Status: domain.MatchMatched}, nil
+		return domain.MatchResult{Status: domain.MatchMatched}, nil
 	})
 	var childID string
 	e.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
@@ -231,8 +231,8 @@ func TestSupplierInvoiceWhoseFirstMatchFailsLeavesItToTheMatchWorkflow(t *testin
 		b, _ := json.Marshal(e.answer)
 		t.Fatalf("answer %s, want 202 without a match result", b)
 	}
-	if childID != MatchWorkflowID(po, "INV-3") || child.InvoiceID != invoice || child.InvoiceRef != "INV-3" {
-		t.Fatalf("match workflow %q with %+v, want %q for invoice %s", childID, child, MatchWorkflowID(po, "INV-3"), invoice)
+	if childID != domain.MatchWorkflowID(po, "INV-3") || child.InvoiceID != invoice || child.InvoiceRef != "INV-3" {
+		t.Fatalf("match workflow %q with %+v, want %q for invoice %s", childID, child, domain.MatchWorkflowID(po, "INV-3"), invoice)
 	}
 	if got := e.last().Outcome; got != domain.OutcomeApplied {
 		t.Fatalf("outcome %s, want applied (the invoice was recorded)", got)
@@ -245,19 +245,19 @@ func TestThreeWayMatchWaits14DaysThenRaisesNoReceipt(t *testing.T) {
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	e.SetStartTime(start)
 	var a *activities.Activities
-	in := activities.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
+	in := domain.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
 	checks := 0
-	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, in).Return(func(context.Context, activities.MatchInput) (activities.MatchResult, error) {
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, in).Return(func(context.Context, domain.MatchInput) (domain.MatchResult, error) {
 		checks++
-		return activities.MatchResult{Status: domain.MatchAwaitingReceipt}, nil
+		return domain.MatchResult{Status: domain.MatchAwaitingReceipt}, nil
 	})
 	var raisedAt time.Time
-	e.OnActivity(a.RaiseNoReceipt, mock.Anything, in).Return(func(context.Context, activities.MatchInput) (activities.MatchResult, error) {
+	e.OnActivity(a.RaiseNoReceipt, mock.Anything, in).Return(func(context.Context, domain.MatchInput) (domain.MatchResult, error) {
 		raisedAt = e.Now()
-		return activities.MatchResult{Status: domain.MatchVariance, Variances: []domain.Variance{{Kind: domain.VarianceNoReceipt}}}, nil
+		return domain.MatchResult{Status: domain.MatchVariance, Variances: []domain.Variance{{Kind: domain.VarianceNoReceipt}}}, nil
 	}).Once()
 	e.ExecuteWorkflow(ThreeWayMatch, in)
-	var res activities.MatchResult
+	var res domain.MatchResult
 	if err := e.GetWorkflowResult(&res); err != nil || res.Status != domain.MatchVariance {
 		t.Fatalf("result %+v, %v", res, err)
 	}
@@ -275,20 +275,20 @@ func TestThreeWayMatchCompletesOnAReceipt(t *testing.T) {
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	e.SetStartTime(start)
 	var a *activities.Activities
-	in := activities.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
+	in := domain.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
 	received := false
-	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, in).Return(func(context.Context, activities.MatchInput) (activities.MatchResult, error) {
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, in).Return(func(context.Context, domain.MatchInput) (domain.MatchResult, error) {
 		if received {
-			return activities.MatchResult{Status: domain.MatchMatched, Variances: []domain.Variance{}}, nil
+			return domain.MatchResult{Status: domain.MatchMatched, Variances: []domain.Variance{}}, nil
 		}
-		return activities.MatchResult{Status: domain.MatchAwaitingReceipt}, nil
+		return domain.MatchResult{Status: domain.MatchAwaitingReceipt}, nil
 	})
 	e.RegisterDelayedCallback(func() {
 		received = true
 		e.SignalWorkflow(ReceiptRecordedSignal, nil)
 	}, 3*24*time.Hour+time.Hour)
 	e.ExecuteWorkflow(ThreeWayMatch, in)
-	var res activities.MatchResult
+	var res domain.MatchResult
 	if err := e.GetWorkflowResult(&res); err != nil || res.Status != domain.MatchMatched {
 		t.Fatalf("result %+v, %v", res, err)
 	}

@@ -3,10 +3,8 @@ package workflows
 import (
 	"time"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/domain"
 )
 
@@ -20,24 +18,18 @@ const (
 	MatchRecheck = 6 * time.Hour
 )
 
-// MatchWorkflowID is the ID of a supplier invoice's three-way match.
-func MatchWorkflowID(poID uuid.UUID, invoiceRef string) string {
-	return "match/" + poID.String() + "/" + invoiceRef
-}
-
 // ThreeWayMatch waits for goods to be received against a supplier invoice's
 // purchase order, then matches the invoice against them (variances where
 // they disagree beyond tolerance). It looks again whenever
 // ReceiptRecordedSignal arrives, and every 6 hours; after 14 days without a
 // receipt it raises a no_receipt variance.
-func ThreeWayMatch(ctx workflow.Context, in activities.MatchInput) (activities.MatchResult, error) {
+func ThreeWayMatch(ctx workflow.Context, in domain.MatchInput) (domain.MatchResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, applyOptions)
-	var a *activities.Activities
 	signals := workflow.GetSignalChannel(ctx, ReceiptRecordedSignal)
 	deadline := workflow.Now(ctx).Add(MatchWaitFor)
 	for {
-		var res activities.MatchResult
-		if err := workflow.ExecuteActivity(ctx, a.MatchSupplierInvoice, in).Get(ctx, &res); err != nil {
+		var res domain.MatchResult
+		if err := workflow.ExecuteActivity(ctx, matchSupplierInvoice, in).Get(ctx, &res); err != nil {
 			return res, err
 		}
 		if res.Status != domain.MatchAwaitingReceipt {
@@ -45,7 +37,7 @@ func ThreeWayMatch(ctx workflow.Context, in activities.MatchInput) (activities.M
 		}
 		left := deadline.Sub(workflow.Now(ctx))
 		if left <= 0 {
-			err := workflow.ExecuteActivity(ctx, a.RaiseNoReceipt, in).Get(ctx, &res)
+			err := workflow.ExecuteActivity(ctx, raiseNoReceipt, in).Get(ctx, &res)
 			return res, err
 		}
 		waitForSignal(ctx, signals, min(left, MatchRecheck))

@@ -3,24 +3,11 @@ package workflows
 import (
 	"time"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/domain"
 )
-
-// QuoteExpiryWorkflowID is the ID of a quote's expiry timer; it makes a
-// second start for the same quote attach to the first.
-func QuoteExpiryWorkflowID(quoteID uuid.UUID) string { return "quote-expiry/" + quoteID.String() }
-
-// QuoteExpiryInput names the quote and the date it is valid until.
-type QuoteExpiryInput struct {
-	OrgID      uuid.UUID   `json:"org_id"`
-	QuoteID    uuid.UUID   `json:"quote_id"`
-	ValidUntil domain.Date `json:"valid_until"`
-}
 
 // quoteActivityOptions: expiring a quote is one short transaction; retry
 // database outages with backoff for up to a day.
@@ -38,17 +25,16 @@ var quoteActivityOptions = workflow.ActivityOptions{
 // until the end of the quote's valid_until day (UTC), then moves the quote
 // to expired unless it was accepted or declined meanwhile. If valid_until
 // was moved later, it sleeps again until the new date.
-func QuoteExpiry(ctx workflow.Context, in QuoteExpiryInput) (activities.ExpireQuoteResult, error) {
+func QuoteExpiry(ctx workflow.Context, in domain.QuoteExpiryInput) (domain.ExpireQuoteResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, quoteActivityOptions)
-	var a *activities.Activities
 	for {
 		if wait := domain.QuoteExpiresAt(in.ValidUntil).Sub(workflow.Now(ctx)); wait > 0 {
 			if err := workflow.Sleep(ctx, wait); err != nil {
-				return activities.ExpireQuoteResult{}, err
+				return domain.ExpireQuoteResult{}, err
 			}
 		}
-		var res activities.ExpireQuoteResult
-		err := workflow.ExecuteActivity(ctx, a.ExpireQuote, activities.ExpireQuoteInput{OrgID: in.OrgID, QuoteID: in.QuoteID}).Get(ctx, &res)
+		var res domain.ExpireQuoteResult
+		err := workflow.ExecuteActivity(ctx, expireQuote, domain.ExpireQuoteInput{OrgID: in.OrgID, QuoteID: in.QuoteID}).Get(ctx, &res)
 		if err != nil {
 			return res, err
 		}

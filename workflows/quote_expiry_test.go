@@ -29,13 +29,13 @@ func TestQuoteExpiresAtTheEndOfItsValidUntilDay(t *testing.T) {
 	env.SetStartTime(start)
 	var a *activities.Activities
 	var calledAt time.Time
-	env.OnActivity(a.ExpireQuote, mockCtx, activities.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
-		Return(func(context.Context, activities.ExpireQuoteInput) (activities.ExpireQuoteResult, error) {
+	env.OnActivity(a.ExpireQuote, mockCtx, domain.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
+		Return(func(context.Context, domain.ExpireQuoteInput) (domain.ExpireQuoteResult, error) {
 			calledAt = env.Now()
-			return activities.ExpireQuoteResult{Expired: true, Status: domain.QuoteExpired}, nil
+			return domain.ExpireQuoteResult{Expired: true, Status: domain.QuoteExpired}, nil
 		}).Once()
 
-	env.ExecuteWorkflow(QuoteExpiry, QuoteExpiryInput{OrgID: orgID, QuoteID: quoteID, ValidUntil: date(t, "2026-12-31")})
+	env.ExecuteWorkflow(QuoteExpiry, domain.QuoteExpiryInput{OrgID: orgID, QuoteID: quoteID, ValidUntil: date(t, "2026-12-31")})
 
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("workflow did not complete: %v", env.GetWorkflowError())
@@ -43,7 +43,7 @@ func TestQuoteExpiresAtTheEndOfItsValidUntilDay(t *testing.T) {
 	if want := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC); calledAt.Before(want) || calledAt.After(want.Add(time.Minute)) {
 		t.Fatalf("quote expired at %v, want %v", calledAt, want)
 	}
-	var res activities.ExpireQuoteResult
+	var res domain.ExpireQuoteResult
 	if err := env.GetWorkflowResult(&res); err != nil || !res.Expired {
 		t.Fatalf("result = %+v, %v", res, err)
 	}
@@ -57,16 +57,16 @@ func TestQuoteExpiryWaitsAgainWhenValidUntilMoved(t *testing.T) {
 	var a *activities.Activities
 	later := date(t, "2026-12-15")
 	var calls []time.Time
-	env.OnActivity(a.ExpireQuote, mockCtx, activities.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
-		Return(func(context.Context, activities.ExpireQuoteInput) (activities.ExpireQuoteResult, error) {
+	env.OnActivity(a.ExpireQuote, mockCtx, domain.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
+		Return(func(context.Context, domain.ExpireQuoteInput) (domain.ExpireQuoteResult, error) {
 			calls = append(calls, env.Now())
 			if len(calls) == 1 {
-				return activities.ExpireQuoteResult{Status: domain.QuoteSent, ValidUntil: &later}, nil
+				return domain.ExpireQuoteResult{Status: domain.QuoteSent, ValidUntil: &later}, nil
 			}
-			return activities.ExpireQuoteResult{Expired: true, Status: domain.QuoteExpired, ValidUntil: &later}, nil
+			return domain.ExpireQuoteResult{Expired: true, Status: domain.QuoteExpired, ValidUntil: &later}, nil
 		}).Twice()
 
-	env.ExecuteWorkflow(QuoteExpiry, QuoteExpiryInput{OrgID: orgID, QuoteID: quoteID, ValidUntil: date(t, "2026-12-01")})
+	env.ExecuteWorkflow(QuoteExpiry, domain.QuoteExpiryInput{OrgID: orgID, QuoteID: quoteID, ValidUntil: date(t, "2026-12-01")})
 
 	if env.GetWorkflowError() != nil || len(calls) != 2 {
 		t.Fatalf("error %v after %d calls", env.GetWorkflowError(), len(calls))
@@ -82,10 +82,10 @@ func TestQuoteExpiryStopsWhenQuoteWasAccepted(t *testing.T) {
 	env.SetStartTime(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
 	var a *activities.Activities
 	later := date(t, "2027-06-30")
-	env.OnActivity(a.ExpireQuote, mockCtx, activities.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
-		Return(activities.ExpireQuoteResult{Status: domain.QuoteAccepted, ValidUntil: &later}, nil).Once()
-	env.ExecuteWorkflow(QuoteExpiry, QuoteExpiryInput{OrgID: orgID, QuoteID: quoteID, ValidUntil: date(t, "2026-11-30")})
-	var res activities.ExpireQuoteResult
+	env.OnActivity(a.ExpireQuote, mockCtx, domain.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
+		Return(domain.ExpireQuoteResult{Status: domain.QuoteAccepted, ValidUntil: &later}, nil).Once()
+	env.ExecuteWorkflow(QuoteExpiry, domain.QuoteExpiryInput{OrgID: orgID, QuoteID: quoteID, ValidUntil: date(t, "2026-11-30")})
+	var res domain.ExpireQuoteResult
 	if err := env.GetWorkflowResult(&res); err != nil || res.Expired || res.Status != domain.QuoteAccepted {
 		t.Fatalf("result = %+v, %v", res, err)
 	}

@@ -10,17 +10,17 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/commerce-integration/commerce/activities"
-	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
 )
 
-var webhookIn = WebhookInput{OrgID: orgID, DeliveryID: uuid.MustParse("0193e3c0-0000-7000-8000-000000000020")}
+var webhookIn = domain.WebhookInput{OrgID: orgID, DeliveryID: uuid.MustParse("0193e3c0-0000-7000-8000-000000000020")}
 
 // webhookEnv runs the delivery workflow against a receiver that answers
 // with the given results in turn (the last one for every later attempt),
 // recording when each attempt was made (by the workflow's clock).
 type webhookEnv struct {
 	*testsuite.TestWorkflowEnvironment
-	attempts []activities.DeliverInput
+	attempts []domain.DeliverInput
 	at       []time.Time
 }
 
@@ -30,20 +30,20 @@ var (
 	nightlyAt    = 2 * time.Hour
 )
 
-func newWebhookEnv(results ...activities.DeliverResult) *webhookEnv {
+func newWebhookEnv(results ...domain.DeliverResult) *webhookEnv {
 	var s testsuite.WorkflowTestSuite
 	e := &webhookEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
 	e.SetStartTime(webhookStart)
 	var a *activities.Activities
 	e.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+		func(_ context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
 			e.attempts = append(e.attempts, in)
 			e.at = append(e.at, e.Now().UTC())
 			res := results[min(len(e.attempts), len(results))-1]
 			// As the activity does: a failure that is not the last is tried
 			// again at the next nightly run.
 			if !res.Succeeded && !res.Skipped && !in.Last {
-				next := activities.NextNightly(e.Now(), nightlyAt)
+				next := domain.NextNightly(e.Now(), nightlyAt)
 				res.RetryAt = &next
 			}
 			return res, nil
@@ -52,18 +52,18 @@ func newWebhookEnv(results ...activities.DeliverResult) *webhookEnv {
 }
 
 var (
-	receiverDown = activities.DeliverResult{StatusCode: 503, Error: "the receiver answered 503"}
-	receiverOK   = activities.DeliverResult{Succeeded: true, StatusCode: 200}
+	receiverDown = domain.DeliverResult{StatusCode: 503, Error: "the receiver answered 503"}
+	receiverOK   = domain.DeliverResult{Succeeded: true, StatusCode: 200}
 )
 
 func TestFailingReceiverGetsFiveAttemptsAtSuccessiveNightlyRuns(t *testing.T) {
 	e := newWebhookEnv(receiverDown)
 	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
-	var out WebhookOutcome
+	var out domain.WebhookOutcome
 	if err := e.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.attempts) != 5 || out.Status != db.WebhookExhausted || out.Attempts != 5 {
+	if len(e.attempts) != 5 || out.Status != domain.WebhookExhausted || out.Attempts != 5 {
 		t.Fatalf("%d attempts, outcome %+v; want 5, exhausted", len(e.attempts), out)
 	}
 	want := []time.Time{webhookStart}
@@ -80,11 +80,11 @@ func TestFailingReceiverGetsFiveAttemptsAtSuccessiveNightlyRuns(t *testing.T) {
 func TestReceiverThatRecoversStopsTheRetries(t *testing.T) {
 	e := newWebhookEnv(receiverDown, receiverDown, receiverOK)
 	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
-	var out WebhookOutcome
+	var out domain.WebhookOutcome
 	if err := e.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.attempts) != 3 || out.Status != db.WebhookSucceeded || out.Attempts != 3 {
+	if len(e.attempts) != 3 || out.Status != domain.WebhookSucceeded || out.Attempts != 3 {
 		t.Fatalf("%d attempts, outcome %+v; want 3, succeeded", len(e.attempts), out)
 	}
 	if want := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC); !e.at[2].Equal(want) {
@@ -95,8 +95,8 @@ func TestReceiverThatRecoversStopsTheRetries(t *testing.T) {
 func TestFirstAttemptSucceedingIsTheOnlyOne(t *testing.T) {
 	e := newWebhookEnv(receiverOK)
 	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
-	var out WebhookOutcome
-	if err := e.GetWorkflowResult(&out); err != nil || len(e.attempts) != 1 || out.Status != db.WebhookSucceeded {
+	var out domain.WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil || len(e.attempts) != 1 || out.Status != domain.WebhookSucceeded {
 		t.Fatalf("%d attempts, %+v, %v", len(e.attempts), out, err)
 	}
 	if !e.at[0].Equal(webhookStart) {
@@ -109,11 +109,11 @@ func TestResendAttemptsAtOnceAndCounts(t *testing.T) {
 	// Support resends an hour after the first failure.
 	e.RegisterDelayedCallback(func() { e.SignalWorkflow(ResendSignal, nil) }, time.Hour)
 	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
-	var out WebhookOutcome
+	var out domain.WebhookOutcome
 	if err := e.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.attempts) != 2 || !e.attempts[1].Manual || e.attempts[1].Attempt != 2 || out.Status != db.WebhookSucceeded {
+	if len(e.attempts) != 2 || !e.attempts[1].Manual || e.attempts[1].Attempt != 2 || out.Status != domain.WebhookSucceeded {
 		t.Fatalf("attempts %+v, outcome %+v", e.attempts, out)
 	}
 	if want := webhookStart.Add(time.Hour); !e.at[1].Equal(want) {
@@ -126,11 +126,11 @@ func TestResendOfAnExhaustedDeliveryMakesOneAttempt(t *testing.T) {
 	in := webhookIn
 	in.Attempts, in.Manual = 5, true
 	e.ExecuteWorkflow(WebhookDelivery, in)
-	var out WebhookOutcome
+	var out domain.WebhookOutcome
 	if err := e.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.attempts) != 1 || e.attempts[0].Attempt != 6 || !e.attempts[0].Manual || !e.attempts[0].Last || out.Status != db.WebhookExhausted {
+	if len(e.attempts) != 1 || e.attempts[0].Attempt != 6 || !e.attempts[0].Manual || !e.attempts[0].Last || out.Status != domain.WebhookExhausted {
 		t.Fatalf("attempts %+v, outcome %+v", e.attempts, out)
 	}
 }
@@ -140,11 +140,11 @@ func TestResendOfASucceededDeliveryThatFailsGoesOnToTheNightlyRetries(t *testing
 	in := webhookIn
 	in.Attempts, in.Manual = 1, true
 	e.ExecuteWorkflow(WebhookDelivery, in)
-	var out WebhookOutcome
+	var out domain.WebhookOutcome
 	if err := e.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.attempts) != 2 || !e.attempts[0].Manual || e.attempts[1].Manual || e.attempts[1].Attempt != 3 || out.Status != db.WebhookSucceeded {
+	if len(e.attempts) != 2 || !e.attempts[0].Manual || e.attempts[1].Manual || e.attempts[1].Attempt != 3 || out.Status != domain.WebhookSucceeded {
 		t.Fatalf("attempts %+v, outcome %+v", e.attempts, out)
 	}
 	if want := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC); !e.at[1].Equal(want) {
@@ -153,10 +153,10 @@ func TestResendOfASucceededDeliveryThatFailsGoesOnToTheNightlyRetries(t *testing
 }
 
 func TestDisabledSubscriptionEndsTheDelivery(t *testing.T) {
-	e := newWebhookEnv(activities.DeliverResult{Skipped: true, Error: "subscription disabled"})
+	e := newWebhookEnv(domain.DeliverResult{Skipped: true, Error: "subscription disabled"})
 	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
-	var out WebhookOutcome
-	if err := e.GetWorkflowResult(&out); err != nil || len(e.attempts) != 1 || out.Status != db.WebhookExhausted {
+	var out domain.WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil || len(e.attempts) != 1 || out.Status != domain.WebhookExhausted {
 		t.Fatalf("%d attempts, %+v, %v", len(e.attempts), out, err)
 	}
 }

@@ -1,20 +1,21 @@
-// Package workflows holds the Temporal workflows: durable, deterministic
+// Package workflows holds the Temporal workflows, durable and deterministic
 // orchestration that does no I/O of its own and calls activities for
-// everything that touches the world. Names (task queue, workflow IDs,
-// search attributes) are defined here once.
+// everything that touches the world, and the client side of Temporal
+// (client.go): every start, signal, update and cancel of a workflow of this
+// service. It speaks the service's vocabulary (package domain) and knows the
+// activities only by their signatures (Activities), so a change of storage
+// cannot silently change what its histories record.
 package workflows
 
 import (
 	"go.temporal.io/sdk/worker"
-
-	"github.com/commerce-integration/commerce/activities"
 )
 
 // TaskQueue is the task queue every workflow and activity runs on.
 const TaskQueue = "commerce"
 
 // Register registers every workflow and the activities with a worker.
-func Register(r worker.Registry, acts *activities.Activities) {
+func Register(r worker.Registry, acts Activities) {
 	RegisterWorkflows(r)
 	r.RegisterActivity(acts)
 }

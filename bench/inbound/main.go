@@ -37,7 +37,6 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/secrets"
-	"github.com/commerce-integration/commerce/workflows"
 )
 
 const (
@@ -282,17 +281,17 @@ func (h *directHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"store"}`, http.StatusInternalServerError)
 		return
 	}
-	in := activities.InboundInput{OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action}
+	in := domain.InboundInput{OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action}
 	res, err := h.acts.ApplyInbound(ctx, in)
 	if err == nil {
-		err = h.acts.RecordOutcome(ctx, activities.RecordOutcomeInput{OrgID: ep.OrgID, ReceiptID: id, Outcome: res.Outcome})
+		err = h.acts.RecordOutcome(ctx, domain.RecordOutcomeInput{OrgID: ep.OrgID, ReceiptID: id, Outcome: res.Outcome})
 	}
 	if err != nil {
 		http.Error(w, `{"error":"apply"}`, http.StatusInternalServerError)
 		return
 	}
-	status, answer := api.InboundHTTPAnswer(id, ep.Action, workflows.InboundOutcome{Result: &res})
-	if err := h.d.AnswerReceipt(ctx, ep.OrgID, id, status, answer, "", nil); err != nil {
+	status, answer := api.InboundHTTPAnswer(id, ep.Action, domain.InboundOutcome{Result: &res})
+	if err := h.d.UpdateReceipt(ctx, ep.OrgID, id, db.ReceiptUpdate{Status: status, Response: answer}); err != nil {
 		http.Error(w, `{"error":"answer"}`, http.StatusInternalServerError)
 		return
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/relay"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/signature"
+	"github.com/commerce-integration/commerce/workflows"
 )
 
 const schema = "bench_webhooks"
@@ -132,7 +133,7 @@ func run(events, rounds int) error {
 		relayDone := make(chan struct{})
 		go func() {
 			defer close(relayDone)
-			(&relay.Outbox{DB: d, Temporal: tc, Log: zap.NewNop()}).Run(rctx)
+			(&relay.Outbox{DB: d, Workflows: workflows.NewClient(tc, ""), Log: zap.NewNop()}).Run(rctx)
 		}()
 		rate, err := timeRound(ctx, d, rc, org.ID, events, round*2, nil)
 		stop()
@@ -210,14 +211,14 @@ func directDrain(ctx context.Context, d *db.DB, acts *activities.Activities) err
 		if err != nil || len(refs) == 0 {
 			return err
 		}
-		jobs := make(chan db.WebhookDeliveryRef)
+		jobs := make(chan domain.WebhookDeliveryRef)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var firstErr error
 		for range 8 {
 			wg.Go(func() {
 				for ref := range jobs {
-					_, err := acts.DeliverWebhook(ctx, activities.DeliverInput{OrgID: ref.OrgID, DeliveryID: ref.ID, Attempt: 1})
+					_, err := acts.DeliverWebhook(ctx, domain.DeliverInput{OrgID: ref.OrgID, DeliveryID: ref.ID, Attempt: 1})
 					if err != nil {
 						mu.Lock()
 						firstErr = err

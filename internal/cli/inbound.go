@@ -13,13 +13,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/workflows"
 )
 
 func endpointCmd() *cobra.Command {
@@ -321,8 +321,8 @@ func receiptsReplayCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					server := api.New(api.Deps{DB: d, Temporal: tc, Namespace: cfg.TemporalNamespace, Logger: log, BaseURL: cfg.BaseURL})
-					server.RunInbound(ctx, activities.InboundInput{OrgID: orig.OrgID, EndpointID: orig.EndpointID,
+					runner := &api.InboundRunner{DB: d, Workflows: workflows.NewClient(tc, cfg.TemporalNamespace), Log: log}
+					runner.Run(ctx, domain.InboundInput{OrgID: orig.OrgID, EndpointID: orig.EndpointID,
 						ReceiptID: newID, Source: source, Action: orig.Action})
 					r, err := d.GetReceipt(ctx, newID)
 					if err != nil {
@@ -376,7 +376,7 @@ func receiptsCancelCmd() *cobra.Command {
 					return domain.Errorf(domain.ECONFLICT, "receipt %s is %s, not parked", id, r.Outcome)
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					if err := tc.CancelWorkflow(ctx, *r.WorkflowID, ""); err != nil {
+					if err := workflows.NewClient(tc, cfg.TemporalNamespace).CancelInbound(ctx, r.ID); err != nil {
 						return err
 					}
 					// The workflow records the cancellation; wait for it briefly.

@@ -115,7 +115,7 @@ func TestReceiptsListAndShowThroughTheCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		msg := "order SO-9 not found"
-		if err := d.AnswerReceipt(ctx, org.ID, id, status, []byte(`{"error": "x"}`), outcome, &msg); err != nil {
+		if err := d.UpdateReceipt(ctx, org.ID, id, db.ReceiptUpdate{Outcome: outcome, Error: &msg, Status: status, Response: []byte(`{"error": "x"}`)}); err != nil {
 			t.Fatal(err)
 		}
 		return id

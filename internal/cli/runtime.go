@@ -177,17 +177,18 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 	}
 	defer w.Stop()
 	rt.Log.Info("worker started", zap.String("task_queue", workflows.TaskQueue), zap.String("namespace", rt.Cfg.TemporalNamespace))
+	wf := workflows.NewClient(rt.Temporal, rt.Cfg.TemporalNamespace)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		(&relay.QuoteExpiry{DB: rt.DB, Temporal: rt.Temporal, Log: rt.Log.Named("relay")}).Run(ctx)
+		(&relay.QuoteExpiry{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("relay")}).Run(ctx)
 		return nil
 	})
 	g.Go(func() error {
-		(&relay.Waiters{DB: rt.DB, Temporal: rt.Temporal, Log: rt.Log.Named("relay")}).Run(ctx)
+		(&relay.Waiters{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("relay")}).Run(ctx)
 		return nil
 	})
 	g.Go(func() error {
-		(&relay.Outbox{DB: rt.DB, Temporal: rt.Temporal, Log: rt.Log.Named("outbox")}).Run(ctx)
+		(&relay.Outbox{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("outbox")}).Run(ctx)
 		return nil
 	})
 	return g.Wait()

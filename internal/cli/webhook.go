@@ -9,12 +9,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
@@ -66,7 +65,7 @@ func webhookAddCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			types, err := db.ParseEventTypes(events)
+			types, err := domain.ParseEventTypes(events)
 			if err != nil {
 				return err
 			}
@@ -189,7 +188,7 @@ func webhookDeliveriesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f := db.WebhookDeliveryFilter{OrgID: orgID, Status: status, Limit: limit}
+			f := db.WebhookDeliveryFilter{OrgID: orgID, Status: domain.WebhookStatus(status), Limit: limit}
 			if subscription != "" {
 				id, err := parseID("--subscription", subscription)
 				if err != nil {
@@ -257,19 +256,11 @@ func webhookResendCmd() *cobra.Command {
 				// A delivery that is over gets a run of one attempt; one still
 				// under way is told to attempt now (or, if its workflow is
 				// gone, carried on from where it stands).
-				over := x.Status == db.WebhookSucceeded || x.Status == db.WebhookExhausted
-				in := workflows.WebhookInput{OrgID: x.OrgID, DeliveryID: x.ID, Attempts: x.Attempts, Manual: over}
+				over := x.Status == domain.WebhookSucceeded || x.Status == domain.WebhookExhausted
+				ref := domain.WebhookDeliveryRef{ID: x.ID, OrgID: x.OrgID, EventID: x.EventID, EventType: x.EventType,
+					SubscriptionID: x.SubscriptionID, Attempts: x.Attempts}
 				err = withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					_, err := tc.SignalWithStartWorkflow(ctx, workflows.WebhookWorkflowID(x.ID), workflows.ResendSignal, nil,
-						client.StartWorkflowOptions{
-							ID:                    workflows.WebhookWorkflowID(x.ID),
-							TaskQueue:             workflows.TaskQueue,
-							WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-							TypedSearchAttributes: temporal.NewSearchAttributes(workflows.OrgIDAttr.ValueSet(x.OrgID.String())),
-							Memo: map[string]any{"org_id": x.OrgID.String(), "event_id": x.EventID.String(), "event_type": x.EventType,
-								"subscription_id": x.SubscriptionID.String(), "resend": true},
-						}, workflows.WebhookDelivery, in)
-					return err
+					return workflows.NewClient(tc, cfg.TemporalNamespace).ResendWebhook(ctx, ref, over)
 				})
 				if err != nil {
 					return err
@@ -283,7 +274,7 @@ func webhookResendCmd() *cobra.Command {
 					if x, err = d.GetWebhookDelivery(ctx, id); err != nil {
 						return err
 					}
-					if len(x.AttemptLog) > 0 && x.AttemptLog[len(x.AttemptLog)-1].Attempt > in.Attempts || time.Now().After(deadline) {
+					if len(x.AttemptLog) > 0 && x.AttemptLog[len(x.AttemptLog)-1].Attempt > ref.Attempts || time.Now().After(deadline) {
 						break
 					}
 					time.Sleep(200 * time.Millisecond)

@@ -38,6 +38,9 @@ type Env struct {
 	Server    *temporaltest.TestServer
 	Temporal  client.Client
 	Namespace string
+	// Workflows starts and signals the service's workflows, as the API and
+	// the worker's relays do.
+	Workflows *workflows.Client
 	Log       *zap.Logger
 	Worker    worker.Worker
 }
@@ -59,6 +62,7 @@ func Start(t *testing.T) *Env {
 			dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 1000}},
 		})))
 	env := &Env{T: t, DB: d, Server: ts, Temporal: ts.GetDefaultClient(), Namespace: ts.GetDefaultNamespace(), Log: log}
+	env.Workflows = workflows.NewClient(env.Temporal, env.Namespace)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := workflows.EnsureSearchAttributes(ctx, env.Temporal, env.Namespace); err != nil {
@@ -88,7 +92,7 @@ func (e *Env) Outbox() (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&relay.Outbox{DB: e.DB.DB, Temporal: e.Temporal, Log: e.Log, Sweep: time.Second}).Run(ctx)
+		(&relay.Outbox{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sweep: time.Second}).Run(ctx)
 	}()
 	var once sync.Once
 	stop = func() {
@@ -122,7 +126,7 @@ func (e *Env) API(answerWait time.Duration) *httptest.Server {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&relay.Waiters{DB: e.DB.DB, Temporal: e.Temporal, Log: e.Log, Sweep: time.Second}).Run(ctx)
+		(&relay.Waiters{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sweep: time.Second}).Run(ctx)
 	}()
 	e.T.Cleanup(func() {
 		cancel()

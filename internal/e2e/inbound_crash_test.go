@@ -23,10 +23,10 @@ type crashAfterCommit struct {
 	*activities.Activities
 }
 
-func (c *crashAfterCommit) ApplyInbound(ctx context.Context, in activities.InboundInput) (activities.InboundResult, error) {
+func (c *crashAfterCommit) ApplyInbound(ctx context.Context, in domain.InboundInput) (domain.InboundResult, error) {
 	res, err := c.Activities.ApplyInbound(ctx, in)
 	if err == nil && activity.GetInfo(ctx).Attempt == 1 {
-		return activities.InboundResult{}, errors.New("worker lost after commit")
+		return domain.InboundResult{}, errors.New("worker lost after commit")
 	}
 	return res, err
 }

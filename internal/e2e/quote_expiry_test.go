@@ -9,7 +9,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/relay"
@@ -44,13 +43,13 @@ func TestQuoteExpiryTimersRunOnTemporal(t *testing.T) {
 	}
 	rows.Close()
 
-	sweep := &relay.QuoteExpiry{DB: env.DB.DB, Temporal: env.Temporal, Log: env.Log}
+	sweep := &relay.QuoteExpiry{DB: env.DB.DB, Workflows: env.Workflows, Log: env.Log}
 	started, err := sweep.Sweep(ctx)
 	if err != nil || started != 2 {
 		t.Fatalf("sweep started %d timers (%v), want 2 (draft and sent quotes only)", started, err)
 	}
 
-	var res activities.ExpireQuoteResult
+	var res domain.ExpireQuoteResult
 	run := env.Temporal.GetWorkflow(ctx, "quote-expiry/"+ids["Q-PAST"], "")
 	if err := run.Get(ctx, &res); err != nil || !res.Expired {
 		t.Fatalf("past quote's timer: %+v, %v", res, err)

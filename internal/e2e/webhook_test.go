@@ -96,7 +96,7 @@ func (rc *receiver) count() int {
 func TestInboundChangeIsDeliveredSignedWithinSeconds(t *testing.T) {
 	f := newInbound(t)
 	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
-	sub := rc.subscribe(f, db.EventOrderStatusChanged)
+	sub := rc.subscribe(f, domain.EventOrderStatusChanged)
 	f.Outbox()
 	url, _, _ := f.endpoint(domain.ActionERPOrderStatus, false)
 
@@ -151,7 +151,7 @@ func TestSlowOrFailingReceiverIsAFailedAttemptRetriedAtNight(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = io.WriteString(w, strings.Repeat("x", 3000))
 	})
-	slowSub, brokenSub := slow.subscribe(f, db.EventCustomerCreated), broken.subscribe(f, db.EventCustomerCreated)
+	slowSub, brokenSub := slow.subscribe(f, domain.EventCustomerCreated), broken.subscribe(f, domain.EventCustomerCreated)
 	f.Outbox()
 	if _, err := f.DB.UpsertCustomers(context.Background(), f.org.ID, []domain.CustomerInput{{Company: "Slow Co"}}); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestSlowOrFailingReceiverIsAFailedAttemptRetriedAtNight(t *testing.T) {
 		return state(brokenSub.ID) == "failed 1 500 the receiver answered 500"
 	})
 	// Both wait for the next 02:00 UTC, and the answer's first 1 KB is kept.
-	want := activities.NextNightly(time.Now(), NightlyAt)
+	want := domain.NextNightly(time.Now(), NightlyAt)
 	for _, sub := range []uuid.UUID{slowSub.ID, brokenSub.ID} {
 		var next time.Time
 		if err := f.DB.Pool().QueryRow(context.Background(), `SELECT next_attempt_at FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2`,
@@ -257,7 +257,7 @@ func TestSupportSeesAndResendsDeliveriesThroughTheCLI(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	})
-	rc.subscribe(f, db.EventCustomerCreated)
+	rc.subscribe(f, domain.EventCustomerCreated)
 	f.Outbox()
 	if _, err := f.DB.UpsertCustomers(context.Background(), f.org.ID, []domain.CustomerInput{{Company: "Resend Ltd"}}); err != nil {
 		t.Fatal(err)

@@ -2,18 +2,14 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -25,9 +21,9 @@ import (
 // starting, is picked up. Recording and starting are both idempotent: a
 // crash anywhere loses nothing, and a repeat doubles nothing.
 type Outbox struct {
-	DB       *db.DB
-	Temporal client.Client
-	Log      *zap.Logger
+	DB        *db.DB
+	Workflows *workflows.Client
+	Log       *zap.Logger
 	// Sweep is how often the relay looks without a notification (10 s
 	// when zero).
 	Sweep time.Duration
@@ -115,7 +111,7 @@ func (o *Outbox) Drain(ctx context.Context) (int, error) {
 
 // start starts the workflows of refs, a few at a time, and returns the ids
 // of those that now exist (started now, or before).
-func (o *Outbox) start(ctx context.Context, refs []db.WebhookDeliveryRef) ([]uuid.UUID, error) {
+func (o *Outbox) start(ctx context.Context, refs []domain.WebhookDeliveryRef) ([]uuid.UUID, error) {
 	workers := o.Starts
 	if workers == 0 {
 		workers = 8
@@ -123,12 +119,12 @@ func (o *Outbox) start(ctx context.Context, refs []db.WebhookDeliveryRef) ([]uui
 	var mu sync.Mutex
 	var ok []uuid.UUID
 	var firstErr error
-	jobs := make(chan db.WebhookDeliveryRef)
+	jobs := make(chan domain.WebhookDeliveryRef)
 	var wg sync.WaitGroup
 	for range min(workers, len(refs)) {
 		wg.Go(func() {
 			for ref := range jobs {
-				err := StartWebhookDelivery(ctx, o.Temporal, ref)
+				err := o.Workflows.StartWebhookDelivery(ctx, ref)
 				mu.Lock()
 				if err == nil {
 					ok = append(ok, ref.ID)
@@ -145,23 +141,4 @@ func (o *Outbox) start(ctx context.Context, refs []db.WebhookDeliveryRef) ([]uui
 	close(jobs)
 	wg.Wait()
 	return ok, firstErr
-}
-
-// StartWebhookDelivery starts a delivery's workflow; one that exists
-// already, running or closed, is left as it is.
-func StartWebhookDelivery(ctx context.Context, tc client.Client, ref db.WebhookDeliveryRef) error {
-	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       workflows.WebhookWorkflowID(ref.ID),
-		TaskQueue:                workflows.TaskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.OrgIDAttr.ValueSet(ref.OrgID.String())),
-		Memo: map[string]any{"org_id": ref.OrgID.String(), "event_id": ref.EventID.String(), "event_type": ref.EventType,
-			"subscription_id": ref.SubscriptionID.String()},
-	}, workflows.WebhookDelivery, workflows.WebhookInput{OrgID: ref.OrgID, DeliveryID: ref.ID, Attempts: ref.Attempts})
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &already) {
-		return nil
-	}
-	return err
 }

@@ -5,13 +5,8 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
@@ -21,9 +16,9 @@ import (
 // QuoteExpiry starts the expiry timer of every draft or sent quote that has
 // a valid_until and no timer yet.
 type QuoteExpiry struct {
-	DB       *db.DB
-	Temporal client.Client
-	Log      *zap.Logger
+	DB        *db.DB
+	Workflows *workflows.Client
+	Log       *zap.Logger
 	// Interval between sweeps (10 minutes when zero).
 	Interval time.Duration
 }
@@ -57,16 +52,7 @@ func (q *QuoteExpiry) Sweep(ctx context.Context) (int, error) {
 			return started, err
 		}
 		for _, qe := range batch {
-			_, err := q.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID:                       workflows.QuoteExpiryWorkflowID(qe.QuoteID),
-				TaskQueue:                workflows.TaskQueue,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-				TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.OrgIDAttr.ValueSet(qe.OrgID.String())),
-				Memo:                     map[string]any{"org_id": qe.OrgID.String(), "quote_id": qe.QuoteID.String()},
-			}, workflows.QuoteExpiry, workflows.QuoteExpiryInput{OrgID: qe.OrgID, QuoteID: qe.QuoteID, ValidUntil: qe.ValidUntil})
-			var already *serviceerror.WorkflowExecutionAlreadyStarted
-			if err != nil && !errors.As(err, &already) {
+			if err := q.Workflows.StartQuoteExpiry(ctx, qe); err != nil {
 				return started, err
 			}
 			if err := q.DB.MarkExpiryTimerStarted(ctx, qe.OrgID, qe.QuoteID); err != nil {

@@ -2,12 +2,9 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
@@ -20,9 +17,9 @@ import (
 // notification a load of records sends (payload: the organisation) and also
 // sweeps every organisation now and then, in case one was missed.
 type Waiters struct {
-	DB       *db.DB
-	Temporal client.Client
-	Log      *zap.Logger
+	DB        *db.DB
+	Workflows *workflows.Client
+	Log       *zap.Logger
 	// Sweep is how often every waiter is woken without a notification
 	// (5 minutes when zero).
 	Sweep time.Duration
@@ -54,21 +51,17 @@ func (w *Waiters) Wake(ctx context.Context, org *uuid.UUID) {
 		w.Log.Warn("listing parked receipts", zap.Error(err))
 	}
 	for _, r := range parked {
-		w.signal(ctx, workflows.InboundWorkflowID(r.ID), workflows.RecordCreatedSignal)
+		if err := w.Workflows.WakeInbound(ctx, r.ID); err != nil {
+			w.Log.Warn("waking a parked post", zap.String("receipt_id", r.ID.String()), zap.Error(err))
+		}
 	}
 	awaiting, err := w.DB.AwaitingInvoices(ctx, org)
 	if err != nil {
 		w.Log.Warn("listing invoices awaiting receipts", zap.Error(err))
 	}
 	for _, m := range awaiting {
-		w.signal(ctx, workflows.MatchWorkflowID(m.POID, m.InvoiceRef), workflows.ReceiptRecordedSignal)
-	}
-}
-
-func (w *Waiters) signal(ctx context.Context, workflowID, name string) {
-	err := w.Temporal.SignalWorkflow(ctx, workflowID, "", name, nil)
-	var gone *serviceerror.NotFound
-	if err != nil && !errors.As(err, &gone) {
-		w.Log.Warn("signalling a waiting workflow", zap.String("workflow_id", workflowID), zap.Error(err))
+		if err := w.Workflows.WakeMatch(ctx, m.POID, m.InvoiceRef); err != nil {
+			w.Log.Warn("waking a waiting match", zap.String("po_id", m.POID.String()), zap.String("invoice_ref", m.InvoiceRef), zap.Error(err))
+		}
 	}
 }

@@ -1,0 +1,184 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+// Endpoint is an inbound endpoint as listed: never its token or secret.
+type Endpoint struct {
+	ID               uuid.UUID            `json:"id"`
+	OrgID            uuid.UUID            `json:"org_id"`
+	Name             string               `json:"name"`
+	Action           domain.Action        `json:"action"`
+	RequireSignature bool                 `json:"require_signature"`
+	State            domain.EndpointState `json:"state"`
+	RateLimitedCount int64                `json:"rate_limited_count"`
+	CreatedAt        domain.Timestamp     `json:"created_at"`
+	secretSealed     []byte
+}
+
+// NewEndpoint is what creating an endpoint takes.
+type NewEndpoint struct {
+	OrgID            uuid.UUID
+	AsEmail          string
+	Name             string
+	Action           domain.Action
+	RequireSignature bool
+}
+
+// CreatedEndpoint is an endpoint just made, with its token (the secret part
+// of its URL) and its signing secret, both shown this once.
+type CreatedEndpoint struct {
+	Endpoint
+	Token  string
+	Secret *string
+}
+
+const endpointColumns = `id, org_id, name, action, require_signature, state, rate_limited_count, created_at, secret_sealed`
+
+func scanEndpoint(row pgx.Row) (Endpoint, error) {
+	var e Endpoint
+	err := row.Scan(&e.ID, &e.OrgID, &e.Name, &e.Action, &e.RequireSignature, &e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed)
+	return e, err
+}
+
+// CreateEndpoint makes an inbound endpoint. The person named by AsEmail must
+// be an owner or admin of the organisation (EFORBIDDEN otherwise). The token
+// is stored as SHA-256 and the secret sealed with sealer.
+func (d *DB) CreateEndpoint(ctx context.Context, sealer *secrets.Sealer, in NewEndpoint) (CreatedEndpoint, error) {
+	var out CreatedEndpoint
+	in.Name = strings.TrimSpace(in.Name)
+	if in.Name == "" || len(in.Name) > 200 {
+		return out, domain.Errorf(domain.EINVALID, "endpoint name must be 1 to 200 characters")
+	}
+	if !in.Action.Valid() {
+		return out, domain.Errorf(domain.EINVALID, "action %q is not one of %s", in.Action, domain.JoinValues(domain.Actions))
+	}
+	var role domain.UserRole
+	err := d.pool.QueryRow(ctx, `SELECT role FROM users WHERE org_id = $1 AND email = lower($2)`, in.OrgID, strings.TrimSpace(in.AsEmail)).Scan(&role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, domain.Errorf(domain.EFORBIDDEN, "%s is not a user of the organisation", in.AsEmail)
+	}
+	if err != nil {
+		return out, err
+	}
+	if !role.CanManageEndpoints() {
+		return out, domain.Errorf(domain.EFORBIDDEN, "%s is a %s; creating an inbound endpoint needs the admin or owner role", in.AsEmail, role)
+	}
+	out.Token = secrets.NewInboundToken()
+	var sealed []byte
+	if in.RequireSignature {
+		s := secrets.NewSigningSecret()
+		out.Secret = &s
+		sealed = sealer.Seal(s)
+	}
+	out.Endpoint, err = scanEndpoint(d.pool.QueryRow(ctx, `
+		INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, secret_sealed, require_signature, created_by)
+		SELECT $1, $2, $3, $4, $5, $6, $7, id FROM users WHERE org_id = $2 AND email = lower($8)
+		RETURNING `+endpointColumns, NewID(), in.OrgID, in.Name, in.Action, secrets.Hash(out.Token), sealed,
+		in.RequireSignature, strings.TrimSpace(in.AsEmail)))
+	return out, err
+}
+
+// SetEndpointState pauses, resumes or deletes an endpoint, by the endpoint
+// state machine. Deleting destroys the token: later posts answer 404.
+func (d *DB) SetEndpointState(ctx context.Context, id uuid.UUID, to domain.EndpointState) (Endpoint, error) {
+	var e Endpoint
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var from domain.EndpointState
+		if err := tx.QueryRow(ctx, `SELECT state FROM inbound_endpoints WHERE id = $1 FOR UPDATE`, id).Scan(&from); err != nil {
+			return notFound(err, "endpoint")
+		}
+		if _, err := domain.EndpointMachine.Move(from, to); err != nil {
+			return err
+		}
+		var err error
+		e, err = scanEndpoint(tx.QueryRow(ctx, `
+			UPDATE inbound_endpoints
+			SET state = $2,
+			    token_hash = CASE WHEN $2 = 'deleted' THEN NULL ELSE token_hash END,
+			    secret_sealed = CASE WHEN $2 = 'deleted' THEN NULL ELSE secret_sealed END,
+			    require_signature = CASE WHEN $2 = 'deleted' THEN false ELSE require_signature END,
+			    deleted_at = CASE WHEN $2 = 'deleted' THEN now() END
+			WHERE id = $1 RETURNING `+endpointColumns, id, to))
+		return err
+	})
+	return e, err
+}
+
+// EndpointByToken finds the live (not deleted) endpoint of a token hash,
+// without taking from its rate limit.
+func (d *DB) EndpointByToken(ctx context.Context, tokenHash []byte) (Endpoint, error) {
+	e, err := scanEndpoint(d.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM inbound_endpoints
+		WHERE token_hash = $1 AND state <> 'deleted'`, tokenHash))
+	return e, notFound(err, "endpoint")
+}
+
+// ListEndpoints lists the organisation's endpoints, newest first (deleted
+// ones too, for their receipts).
+func (d *DB) ListEndpoints(ctx context.Context, orgID uuid.UUID) ([]Endpoint, error) {
+	if _, err := d.Organisation(ctx, orgID); err != nil {
+		return nil, err
+	}
+	rows, err := d.pool.Query(ctx, `SELECT `+endpointColumns+` FROM inbound_endpoints WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, orgID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Endpoint, error) { return scanEndpoint(r) })
+}
+
+// EndpointPost is what one lookup learns about a post to an endpoint.
+type EndpointPost struct {
+	Endpoint Endpoint
+	Rate     RateDecision
+}
+
+// Secret opens the endpoint's signing secret.
+func (p EndpointPost) Secret(sealer *secrets.Sealer) (string, error) {
+	if p.Endpoint.secretSealed == nil {
+		return "", errors.New("endpoint has no secret")
+	}
+	return sealer.Open(p.Endpoint.secretSealed)
+}
+
+// The statement behind PostToEndpoint: find the live endpoint by token
+// hash, take one post from its bucket, and count a refused post on it.
+var endpointPostSQL = `
+WITH e AS (
+	SELECT ` + endpointColumns + ` FROM inbound_endpoints WHERE token_hash = $1 AND state <> 'deleted'
+), rl AS (` + gcraTake("e.org_id", "e.id", "e", EndpointLimit) + `
+), counted AS (
+	UPDATE inbound_endpoints SET rate_limited_count = rate_limited_count + 1
+	WHERE id = (SELECT id FROM e) AND NOT (SELECT allowed FROM rl)
+)
+SELECT e.id, e.org_id, e.name, e.action, e.require_signature, e.state, e.rate_limited_count, e.created_at, e.secret_sealed,
+       rl.allowed, rl.tat, now()
+FROM e, rl`
+
+// PostToEndpoint finds the endpoint of a token (ENOTFOUND for none or a
+// deleted one) and takes one post from its rate limit, in one round trip.
+func (d *DB) PostToEndpoint(ctx context.Context, tokenHash []byte) (EndpointPost, error) {
+	var p EndpointPost
+	var allowed bool
+	var tat, now time.Time
+	e := &p.Endpoint
+	err := d.rate.QueryRow(ctx, endpointPostSQL, tokenHash).Scan(&e.ID, &e.OrgID, &e.Name, &e.Action, &e.RequireSignature,
+		&e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed, &allowed, &tat, &now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, domain.Errorf(domain.ENOTFOUND, "Not found")
+	}
+	if err != nil {
+		return p, err
+	}
+	p.Rate = decide(EndpointLimit, allowed, tat, now)
+	return p, nil
+}

@@ -1,0 +1,215 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// Receipt is a stored inbound post.
+type Receipt struct {
+	ID          uuid.UUID         `json:"id"`
+	OrgID       uuid.UUID         `json:"org_id"`
+	EndpointID  uuid.UUID         `json:"endpoint_id"`
+	Action      domain.Action     `json:"action"`
+	ReceivedAt  domain.Timestamp  `json:"received_at"`
+	StatusCode  *int              `json:"status_code"`
+	Outcome     domain.Outcome    `json:"outcome"`
+	WaitingFor  *string           `json:"waiting_for,omitempty"`
+	ReplayOf    *uuid.UUID        `json:"replay_of"`
+	WorkflowID  *string           `json:"workflow_id"`
+	Error       *string           `json:"error"`
+	SizeBytes   int               `json:"size_bytes"`
+	CompletedAt *domain.Timestamp `json:"completed_at"`
+	DurationMS  *int              `json:"duration_ms"`
+	// Detail, filled by Receipt(): the stored answer, body and headers.
+	Response json.RawMessage   `json:"response,omitempty"`
+	Body     json.RawMessage   `json:"body,omitempty"`
+	Headers  map[string]string `json:"headers,omitempty"`
+
+	body         []byte
+	bodyComplete bool
+}
+
+// RawBody is the post's body as received.
+func (r Receipt) RawBody() []byte { return r.body }
+
+// BodyComplete reports whether the whole body was kept (a body over the
+// limit keeps only its first part).
+func (r Receipt) BodyComplete() bool { return r.bodyComplete }
+
+// NewReceipt is an inbound post to store.
+type NewReceipt struct {
+	OrgID, EndpointID uuid.UUID
+	Action            domain.Action
+	ReceivedAt        time.Time
+	Headers           map[string]string
+	Body              []byte
+	Size              int
+	BodyComplete      bool
+	ReplayOf          *uuid.UUID
+	// Refused is set for a post refused before any workflow runs: its
+	// receipt names no workflow.
+	Refused bool
+}
+
+// StoreReceipt records an inbound post and returns its id.
+func (d *DB) StoreReceipt(ctx context.Context, r NewReceipt) (uuid.UUID, error) {
+	id := NewID()
+	if r.Headers == nil {
+		r.Headers = map[string]string{}
+	}
+	// The workflow that carries the post out is named on its receipt.
+	var workflowID *string
+	if !r.Refused {
+		w := domain.InboundWorkflowID(id)
+		workflowID = &w
+	}
+	_, err := d.pool.Exec(ctx, `
+		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of, workflow_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, workflowID)
+	return id, err
+}
+
+// ReceiptUpdate says where a receipt now stands, what its sender was
+// answered, or both.
+type ReceiptUpdate struct {
+	// Outcome is where the post now stands; empty leaves it as it is (an
+	// update that carries only the answer).
+	Outcome domain.Outcome
+	// WaitingFor names the record a parked post waits for; Error says why a
+	// post did not go through. Both are set with the outcome.
+	WaitingFor *string
+	Error      *string
+	// RunID is the workflow run that moved the receipt, when one did.
+	RunID string
+	// Status and Response are the HTTP answer the sender got; Status 0 when
+	// this update carries no answer.
+	Status   int
+	Response []byte
+}
+
+// UpdateReceipt is the one way a receipt moves: it records the outcome (a
+// final one stamps completed_at and the duration; parked clears them) and
+// the answer, and a post that newly ends failed, error or unmatched
+// (domain.Outcome.Failed) emits inbound.receipt.failed in the same
+// transaction.
+func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUpdate) error {
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		var previous domain.Outcome
+		var action domain.Action
+		var endpoint uuid.UUID
+		var status *int
+		if u.Status != 0 {
+			status = &u.Status
+		}
+		err := tx.QueryRow(ctx, `
+			UPDATE inbound_receipts r
+			SET status_code = coalesce($7, r.status_code),
+			    response = CASE WHEN $7::int IS NULL THEN r.response ELSE $8 END,
+			    run_id = coalesce(nullif($6, ''), r.run_id),
+			    outcome = CASE WHEN $3 = '' THEN r.outcome ELSE $3 END,
+			    waiting_for = CASE WHEN $3 = '' THEN r.waiting_for ELSE $4 END,
+			    error = CASE WHEN $3 = '' THEN r.error ELSE $5 END,
+			    completed_at = CASE WHEN $3 = '' THEN r.completed_at
+			                        WHEN $3 IN ('parked', 'pending') THEN NULL ELSE clock_timestamp() END,
+			    duration_ms = CASE WHEN $3 = '' THEN r.duration_ms
+			                       WHEN $3 IN ('parked', 'pending') THEN NULL
+			                       ELSE (extract(epoch FROM clock_timestamp() - r.received_at) * 1000)::int END
+			FROM inbound_receipts old
+			WHERE r.org_id = $1 AND r.id = $2 AND old.org_id = r.org_id AND old.id = r.id
+			RETURNING old.outcome, r.action, r.endpoint_id`,
+			orgID, id, string(u.Outcome), u.WaitingFor, u.Error, u.RunID, status, jsonOrNil(u.Response)).Scan(&previous, &action, &endpoint)
+		if err != nil {
+			return notFound(err, "receipt")
+		}
+		if !u.Outcome.Failed() || previous == u.Outcome {
+			return nil
+		}
+		return emit(ctx, tx, orgID, domain.EventInboundReceiptFailed, map[string]any{
+			"receipt_id": id, "endpoint_id": endpoint, "action": action, "outcome": u.Outcome, "error": u.Error,
+		})
+	})
+}
+
+func jsonOrNil(b []byte) any {
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	return string(b)
+}
+
+const receiptColumns = `id, org_id, endpoint_id, action, received_at, status_code, outcome, waiting_for, replay_of, workflow_id,
+	error, size_bytes, completed_at, duration_ms`
+
+func scanReceipt(row pgx.Row, extra ...any) (Receipt, error) {
+	var r Receipt
+	dest := append([]any{&r.ID, &r.OrgID, &r.EndpointID, &r.Action, &r.ReceivedAt, &r.StatusCode, &r.Outcome, &r.WaitingFor,
+		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS}, extra...)
+	err := row.Scan(dest...)
+	return r, err
+}
+
+// GetReceipt returns one receipt with its answer, body and headers.
+func (d *DB) GetReceipt(ctx context.Context, id uuid.UUID) (Receipt, error) {
+	var response []byte
+	var headers map[string]string
+	var body []byte
+	var complete bool
+	r, err := scanReceipt(d.pool.QueryRow(ctx, `SELECT `+receiptColumns+`, response, headers, body, body_complete
+		FROM inbound_receipts WHERE id = $1`, id), &response, &headers, &body, &complete)
+	if err != nil {
+		return r, notFound(err, "receipt")
+	}
+	r.Response, r.Headers, r.body, r.bodyComplete = response, headers, body, complete
+	if json.Valid(body) {
+		r.Body = body
+	}
+	return r, nil
+}
+
+// ReceiptFilter narrows a receipt list.
+type ReceiptFilter struct {
+	EndpointID uuid.UUID
+	// Outcomes, when any, are the outcomes to list.
+	Outcomes []domain.Outcome
+	Limit    int
+}
+
+// ListReceipts lists an endpoint's receipts, newest first.
+func (d *DB) ListReceipts(ctx context.Context, f ReceiptFilter) ([]Receipt, error) {
+	var orgID uuid.UUID
+	if err := d.pool.QueryRow(ctx, `SELECT org_id FROM inbound_endpoints WHERE id = $1`, f.EndpointID).Scan(&orgID); err != nil {
+		return nil, notFound(err, "endpoint")
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	c := newConds()
+	c.add("org_id = ?", orgID)
+	c.add("endpoint_id = ?", f.EndpointID)
+	c.addIf(len(f.Outcomes) > 0, "outcome = ANY(?)", f.Outcomes)
+	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts WHERE `+c.where()+
+		` ORDER BY received_at DESC, id DESC LIMIT `+c.param(f.Limit), c.args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Receipt, error) { return scanReceipt(r) })
+}
+
+// ParkedReceipts lists the receipts parked waiting for a record, of one
+// organisation (or of all, for the sweep, when orgID is nil).
+func (d *DB) ParkedReceipts(ctx context.Context, orgID *uuid.UUID) ([]Receipt, error) {
+	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts
+		WHERE outcome = 'parked' AND ($1::uuid IS NULL OR org_id = $1) ORDER BY received_at`, orgID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Receipt, error) { return scanReceipt(r) })
+}

@@ -1,0 +1,172 @@
+package domain
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The inputs and results of the service's durable workflows and of the
+// activities they call. They are recorded in Temporal's workflow histories,
+// so their JSON shapes are part of what a running workflow replays: a field
+// may be added, never renamed or removed.
+
+// Workflow IDs. An ID is the idempotency key of its workflow: a second
+// start with the same ID joins the first instead of repeating the work.
+
+// InboundWorkflowID is the ID of the workflow that carries out a receipt.
+func InboundWorkflowID(receiptID uuid.UUID) string { return "inbound/" + receiptID.String() }
+
+// MatchWorkflowID is the ID of a supplier invoice's three-way match.
+func MatchWorkflowID(poID uuid.UUID, invoiceRef string) string {
+	return "match/" + poID.String() + "/" + invoiceRef
+}
+
+// WebhookWorkflowID is the ID of the workflow of a webhook delivery.
+func WebhookWorkflowID(deliveryID uuid.UUID) string { return "webhook/" + deliveryID.String() }
+
+// QuoteExpiryWorkflowID is the ID of a quote's expiry timer.
+func QuoteExpiryWorkflowID(quoteID uuid.UUID) string { return "quote-expiry/" + quoteID.String() }
+
+// InboundInput names an inbound post to carry out: its receipt, and the
+// receipt whose effect it is (the same one, or the original of a replay).
+type InboundInput struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	EndpointID uuid.UUID `json:"endpoint_id"`
+	ReceiptID  uuid.UUID `json:"receipt_id"`
+	Source     uuid.UUID `json:"source_receipt_id"`
+	Action     Action    `json:"action"`
+}
+
+// InboundResult is what carrying out an inbound post did.
+type InboundResult struct {
+	Outcome Outcome        `json:"outcome"`
+	Status  int            `json:"status"`
+	Changes []Change       `json:"changes"`
+	Extras  map[string]any `json:"extras,omitempty"`
+	// WaitingFor names the record a parked post waits for.
+	WaitingFor string `json:"waiting_for,omitempty"`
+	// InvoiceID and POID name the supplier invoice a supplier_invoice post
+	// recorded, and its purchase order, for the three-way match that follows.
+	InvoiceID  *uuid.UUID `json:"invoice_id,omitempty"`
+	POID       *uuid.UUID `json:"po_id,omitempty"`
+	InvoiceRef string     `json:"invoice_ref,omitempty"`
+}
+
+// Parked reports whether the post waits for a record that does not exist yet.
+func (r InboundResult) Parked() bool { return r.Outcome == OutcomeParked }
+
+// InboundOutcome is the answer of an inbound post's workflow: the result,
+// or the kind and message of the error it was refused with. The HTTP layer
+// turns it into a status and a body.
+type InboundOutcome struct {
+	Result  *InboundResult `json:"result,omitempty"`
+	Code    Code           `json:"code,omitempty"`
+	Message string         `json:"message,omitempty"`
+	// Match is the three-way match of a supplier invoice, when it ran.
+	Match *MatchResult `json:"match,omitempty"`
+}
+
+// RecordOutcomeInput says where a receipt now stands.
+type RecordOutcomeInput struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	ReceiptID  uuid.UUID `json:"receipt_id"`
+	Outcome    Outcome   `json:"outcome"`
+	WaitingFor string    `json:"waiting_for,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// MatchInput names a supplier invoice's three-way match.
+type MatchInput struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	InvoiceID  uuid.UUID `json:"invoice_id"`
+	POID       uuid.UUID `json:"po_id"`
+	InvoiceRef string    `json:"invoice_ref"`
+}
+
+// MatchResult is where a three-way match stands.
+type MatchResult struct {
+	InvoiceID  uuid.UUID   `json:"invoice_id"`
+	InvoiceRef string      `json:"invoice_ref"`
+	Status     MatchStatus `json:"match_status"`
+	Variances  []Variance  `json:"variances"`
+}
+
+// QuoteExpiryInput names the quote whose expiry timer runs, and the date it
+// is valid until.
+type QuoteExpiryInput struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	QuoteID    uuid.UUID `json:"quote_id"`
+	ValidUntil Date      `json:"valid_until"`
+}
+
+// ExpireQuoteInput names the quote to expire.
+type ExpireQuoteInput struct {
+	OrgID   uuid.UUID `json:"org_id"`
+	QuoteID uuid.UUID `json:"quote_id"`
+}
+
+// ExpireQuoteResult says what expiring a quote did.
+type ExpireQuoteResult struct {
+	// Expired is true when this call moved the quote to expired.
+	Expired bool `json:"expired"`
+	// Status is the quote's status after the call.
+	Status QuoteStatus `json:"status"`
+	// ValidUntil is the quote's current valid_until (it may have moved).
+	ValidUntil *Date `json:"valid_until"`
+}
+
+// WebhookInput names a webhook delivery and says how far it has come.
+type WebhookInput struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	DeliveryID uuid.UUID `json:"delivery_id"`
+	// Attempts already made (0 for a new delivery).
+	Attempts int `json:"attempts"`
+	// Manual: the first attempt of this run is a resend support asked for
+	// (of a delivery that had succeeded or was exhausted). A delivery with
+	// attempts left goes on to the nightly retries if it fails; one with
+	// none left ends after it.
+	Manual bool `json:"manual,omitempty"`
+}
+
+// WebhookOutcome is where a delivery's workflow left it.
+type WebhookOutcome struct {
+	Status   WebhookStatus `json:"status"`
+	Attempts int           `json:"attempts"`
+}
+
+// DeliverInput is one attempt of a webhook delivery.
+type DeliverInput struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	DeliveryID uuid.UUID `json:"delivery_id"`
+	Attempt    int       `json:"attempt"`
+	// Manual: sent because support asked (a resend).
+	Manual bool `json:"manual"`
+	// Last: if this attempt fails, the delivery is exhausted; otherwise it
+	// is tried again at the next nightly run.
+	Last bool `json:"last,omitempty"`
+}
+
+// DeliverResult is how an attempt of a webhook delivery went.
+type DeliverResult struct {
+	Succeeded  bool   `json:"succeeded"`
+	StatusCode int    `json:"status_code,omitempty"`
+	Error      string `json:"error,omitempty"`
+	// Skipped: no request was sent, because the subscription is disabled;
+	// the delivery has ended.
+	Skipped bool `json:"skipped,omitempty"`
+	// RetryAt is when a failed delivery that is not exhausted is tried
+	// again: the next nightly run.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
+}
+
+// WebhookDeliveryRef names a delivery whose workflow is to be started, with
+// what an operator needs to find it (its event and subscription).
+type WebhookDeliveryRef struct {
+	ID             uuid.UUID
+	OrgID          uuid.UUID
+	EventID        uuid.UUID
+	EventType      string
+	SubscriptionID uuid.UUID
+	Attempts       int
+}

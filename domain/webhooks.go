@@ -1,0 +1,45 @@
+package domain
+
+import "time"
+
+// WebhookStatus is where a webhook delivery stands.
+type WebhookStatus string
+
+// Webhook delivery statuses.
+const (
+	WebhookPending   WebhookStatus = "pending"   // not attempted yet
+	WebhookSucceeded WebhookStatus = "succeeded" // a 2xx answer within 10 s
+	WebhookFailed    WebhookStatus = "failed"    // waiting for the nightly retry
+	WebhookExhausted WebhookStatus = "exhausted" // 5 attempts failed, or the subscription was disabled
+)
+
+// WebhookStatuses lists the delivery statuses.
+var WebhookStatuses = []WebhookStatus{WebhookPending, WebhookSucceeded, WebhookFailed, WebhookExhausted}
+
+// MaxWebhookAttempts is how many times a delivery is tried on its own;
+// support may resend beyond it.
+const MaxWebhookAttempts = 5
+
+// WebhookStatusAfter is where a delivery stands after an attempt:
+// succeeded on a 2xx, exhausted when the attempt was its last, else failed
+// (waiting for the nightly retry).
+func WebhookStatusAfter(succeeded, last bool) WebhookStatus {
+	switch {
+	case succeeded:
+		return WebhookSucceeded
+	case last:
+		return WebhookExhausted
+	}
+	return WebhookFailed
+}
+
+// NextNightly is the first time after now that is at (a time of day,
+// from midnight) in UTC: when the nightly run retries failed deliveries.
+func NextNightly(now time.Time, at time.Duration) time.Time {
+	now = now.UTC()
+	t := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).Add(at)
+	for !t.After(now) {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t
+}

@@ -1,0 +1,24 @@
+package workflows
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/commerce-integration/commerce/activities"
+)
+
+// The workflows call activities by name; each name must be a method of the
+// Activities interface, which package activities implements.
+func TestActivityNamesAreTheInterfaceMethods(t *testing.T) {
+	iface := reflect.TypeFor[Activities]()
+	names := []string{applyInbound, recordOutcome, matchSupplierInvoice, raiseNoReceipt, deliverWebhook, expireQuote}
+	if len(names) != iface.NumMethod() {
+		t.Fatalf("%d activity names for %d methods of Activities", len(names), iface.NumMethod())
+	}
+	for _, name := range names {
+		if _, ok := iface.MethodByName(name); !ok {
+			t.Errorf("activity %q is not a method of Activities", name)
+		}
+	}
+	var _ Activities = (*activities.Activities)(nil)
+}
