@@ -69,8 +69,10 @@ type orderRef struct {
 }
 
 // findOrder matches an order by order_ref (its number or the customer's PO
-// reference), else by quote_ref (the order made from that quote).
-func (a *actor) findOrder(orderRefText, quoteRefText *string) (*orderRef, error) {
+// reference), else by quote_ref (the order made from that quote). When none
+// matches yet, it returns nil and the post's parked answer, which names the
+// references the post waits for.
+func (a *actor) findOrder(orderRefText, quoteRefText *string) (*orderRef, domain.InboundResult, error) {
 	var o orderRef
 	err := a.tx.QueryRow(a.ctx, `
 		SELECT o.id, o.number, o.status, o.currency, o.total_minor, o.tracking_url FROM orders o
@@ -81,9 +83,13 @@ func (a *actor) findOrder(orderRefText, quoteRefText *string) (*orderRef, error)
 		LIMIT 1
 		FOR UPDATE`, a.org, orderRefText, quoteRefText).Scan(&o.id, &o.number, &o.status, &o.currency, &o.total, &o.trackingURL)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+		park, err := parked(domain.Describe("order", orderRefText, quoteRefText))
+		return nil, park, err
 	}
-	return &o, err
+	if err != nil {
+		return nil, domain.InboundResult{}, err
+	}
+	return &o, domain.InboundResult{}, nil
 }
 
 // moveOrder moves an order and emits order.status_changed; it returns the
@@ -111,12 +117,9 @@ func (a *actor) erpOrderStatus(b domain.ERPOrderStatusBody) (domain.InboundResul
 	if err != nil {
 		return domain.InboundResult{}, err
 	}
-	o, err := a.findOrder(b.OrderRef, b.QuoteRef)
-	if err != nil {
-		return domain.InboundResult{}, err
-	}
-	if o == nil {
-		return parked(domain.Describe("order", b.OrderRef, b.QuoteRef))
+	o, park, err := a.findOrder(b.OrderRef, b.QuoteRef)
+	if err != nil || o == nil {
+		return park, err
 	}
 	var changes []domain.Change
 	c, err := a.moveOrder(o, to, "erp")
@@ -144,12 +147,9 @@ func (a *actor) orderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, e
 			return domain.InboundResult{}, err
 		}
 	}
-	o, err := a.findOrder(b.OrderRef, b.QuoteRef)
-	if err != nil {
-		return domain.InboundResult{}, err
-	}
-	if o == nil {
-		return parked(domain.Describe("order", b.OrderRef, b.QuoteRef))
+	o, park, err := a.findOrder(b.OrderRef, b.QuoteRef)
+	if err != nil || o == nil {
+		return park, err
 	}
 	if b.Currency != nil && *b.Currency != o.currency {
 		return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but order %s is in %s", *b.Currency, o.number, o.currency)

@@ -143,23 +143,27 @@ type poRef struct {
 	supplierRef *string
 }
 
-func (a *actor) findPO(number string) (*poRef, error) {
+// findPO finds a purchase order by number. When there is none yet, it
+// returns nil and the post's parked answer, which names the number the post
+// waits for.
+func (a *actor) findPO(number string) (*poRef, domain.InboundResult, error) {
 	var p poRef
 	err := a.tx.QueryRow(a.ctx, `SELECT id, number, status, currency, supplier_ref FROM purchase_orders
 		WHERE org_id = $1 AND number = $2 FOR UPDATE`, a.org, number).Scan(&p.id, &p.number, &p.status, &p.currency, &p.supplierRef)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+		park, err := parked(domain.Describe("purchase order", &number))
+		return nil, park, err
 	}
-	return &p, err
+	if err != nil {
+		return nil, domain.InboundResult{}, err
+	}
+	return &p, domain.InboundResult{}, nil
 }
 
 func (a *actor) purchaseOrderAck(b domain.POAckBody) (domain.InboundResult, error) {
-	po, err := a.findPO(b.PONumber)
-	if err != nil {
-		return domain.InboundResult{}, err
-	}
-	if po == nil {
-		return parked(domain.Describe("purchase order", &b.PONumber))
+	po, park, err := a.findPO(b.PONumber)
+	if err != nil || po == nil {
+		return park, err
 	}
 	if _, err := domain.PurchaseOrderMachine.Move(po.status, domain.POAcknowledged); err != nil {
 		return domain.InboundResult{}, err
@@ -219,12 +223,9 @@ func (a *actor) purchaseOrderAck(b domain.POAckBody) (domain.InboundResult, erro
 }
 
 func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) (domain.InboundResult, error) {
-	po, err := a.findPO(b.PONumber)
-	if err != nil {
-		return domain.InboundResult{}, err
-	}
-	if po == nil {
-		return parked(domain.Describe("purchase order", &b.PONumber))
+	po, park, err := a.findPO(b.PONumber)
+	if err != nil || po == nil {
+		return park, err
 	}
 	if po.status == domain.POCancelled {
 		return domain.InboundResult{}, domain.Errorf(domain.ECONFLICT, "purchase order %s is cancelled", po.number)

@@ -118,4 +118,18 @@ func (s *seeder) resolve(kind, key, query string) (uuid.UUID, bool, error) {
 	return uuid.Nil, false, fmt.Errorf("%d records match", len(ids))
 }
 
+// reference resolves a record the file refers to by natural key; one that
+// is neither in the file nor in the organisation rejects the file, naming
+// the referring record by section and index.
+func (s *seeder) reference(section string, i int, kind, key, query string) (uuid.UUID, error) {
+	id, found, err := s.resolve(kind, key, query)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if !found {
+		return uuid.Nil, seedErr(section, i, "%s %q is neither in the file nor in the organisation", kind, key)
+	}
+	return id, nil
+}
+
 func (s *seeder) remember(kind, key string, id uuid.UUID) { s.ids[kind+"\x00"+key] = id }

@@ -32,12 +32,9 @@ func (s *seeder) suppliers() error {
 
 func (s *seeder) purchaseOrders() error {
 	for i, po := range s.f.PurchaseOrders {
-		supplier, found, err := s.resolve("supplier", po.Supplier, `SELECT id FROM suppliers WHERE org_id = $1 AND name = $2`)
+		supplier, err := s.reference("purchase_orders", i, "supplier", po.Supplier, `SELECT id FROM suppliers WHERE org_id = $1 AND name = $2`)
 		if err != nil {
 			return err
-		}
-		if !found {
-			return seedErr("purchase_orders", i, "supplier %q is neither in the file nor in the organisation", po.Supplier)
 		}
 		currency := po.Currency
 		if currency == "" {
@@ -97,12 +94,9 @@ func (s *seeder) purchaseOrders() error {
 // full (through partially_received), else to partially_received.
 func (s *seeder) goodsReceipts() error {
 	for i, g := range s.f.GoodsReceipts {
-		po, found, err := s.resolve("purchase order", g.PONumber, `SELECT id FROM purchase_orders WHERE org_id = $1 AND number = $2`)
+		po, err := s.reference("goods_receipts", i, "purchase order", g.PONumber, `SELECT id FROM purchase_orders WHERE org_id = $1 AND number = $2`)
 		if err != nil {
 			return err
-		}
-		if !found {
-			return seedErr("goods_receipts", i, "purchase order %q is neither in the file nor in the organisation", g.PONumber)
 		}
 		rid := NewID()
 		if _, err := s.tx.Exec(s.ctx, `INSERT INTO po_receipts (id, org_id, po_id, received_at) VALUES ($1, $2, $3, $4)`,

@@ -105,12 +105,9 @@ func (s *seeder) orders() error {
 		}
 		var quote *uuid.UUID
 		if o.QuoteNumber != nil {
-			id, found, err := s.resolve("quote", *o.QuoteNumber, `SELECT id FROM quotes WHERE org_id = $1 AND number = $2`)
+			id, err := s.reference("orders", i, "quote", *o.QuoteNumber, `SELECT id FROM quotes WHERE org_id = $1 AND number = $2`)
 			if err != nil {
 				return err
-			}
-			if !found {
-				return seedErr("orders", i, "quote %q is neither in the file nor in the organisation", *o.QuoteNumber)
 			}
 			quote = &id
 		}
@@ -149,12 +146,9 @@ func (s *seeder) deliveries() error {
 	for i, dl := range s.f.Deliveries {
 		var order, customer *uuid.UUID
 		if dl.OrderNumber != nil {
-			id, found, err := s.resolve("order", *dl.OrderNumber, `SELECT id FROM orders WHERE org_id = $1 AND number = $2`)
+			id, err := s.reference("deliveries", i, "order", *dl.OrderNumber, `SELECT id FROM orders WHERE org_id = $1 AND number = $2`)
 			if err != nil {
 				return err
-			}
-			if !found {
-				return seedErr("deliveries", i, "order %q is neither in the file nor in the organisation", *dl.OrderNumber)
 			}
 			order = &id
 			if err := s.tx.QueryRow(s.ctx, `SELECT customer_id FROM orders WHERE org_id = $1 AND id = $2`, s.org.ID, id).Scan(&customer); err != nil {

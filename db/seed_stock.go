@@ -62,12 +62,9 @@ func (s *seeder) products() error {
 // movement ledger explains every balance.
 func (s *seeder) stock() error {
 	for i, st := range s.f.Stock {
-		product, found, err := s.resolve("product", st.SKU, `SELECT id FROM products WHERE org_id = $1 AND sku = $2`)
+		product, err := s.reference("stock", i, "product", st.SKU, `SELECT id FROM products WHERE org_id = $1 AND sku = $2`)
 		if err != nil {
 			return err
-		}
-		if !found {
-			return seedErr("stock", i, "product %q is neither in the file nor in the organisation", st.SKU)
 		}
 		var location uuid.UUID
 		if st.Location == nil {
@@ -76,12 +73,9 @@ func (s *seeder) stock() error {
 				return err
 			}
 		} else {
-			location, found, err = s.resolve("location", *st.Location, `SELECT id FROM stock_locations WHERE org_id = $1 AND code = $2`)
+			location, err = s.reference("stock", i, "location", *st.Location, `SELECT id FROM stock_locations WHERE org_id = $1 AND code = $2`)
 			if err != nil {
 				return err
-			}
-			if !found {
-				return seedErr("stock", i, "location %q is neither in the file nor in the organisation", *st.Location)
 			}
 		}
 		line := NewID()
