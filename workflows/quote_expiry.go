@@ -3,7 +3,6 @@ package workflows
 import (
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/commerce-integration/commerce/domain"
@@ -14,11 +13,7 @@ import (
 var quoteActivityOptions = workflow.ActivityOptions{
 	StartToCloseTimeout:    30 * time.Second,
 	ScheduleToCloseTimeout: 24 * time.Hour,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:    time.Second,
-		BackoffCoefficient: 2,
-		MaximumInterval:    5 * time.Minute,
-	},
+	RetryPolicy:            outageRetry,
 }
 
 // QuoteExpiry is the durable timer of a draft or sent quote: it sleeps

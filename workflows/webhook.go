@@ -18,11 +18,7 @@ const ResendSignal = "resend"
 // failure is a result, which the workflow retries at the nightly run.
 var deliverOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 30 * time.Second,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:    time.Second,
-		BackoffCoefficient: 2,
-		MaximumInterval:    5 * time.Minute,
-	},
+	RetryPolicy:         outageRetry,
 }
 
 // WebhookDelivery sends one event to one subscription: attempt 1 at once;

@@ -8,11 +8,23 @@
 package workflows
 
 import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 )
 
 // TaskQueue is the task queue every workflow and activity runs on.
 const TaskQueue = "commerce"
+
+// outageRetry retries an activity that failed for the service's own fault
+// (the database) with a growing pause, up to five minutes apart; business
+// rejections are non-retryable errors and never reach it.
+var outageRetry = &temporal.RetryPolicy{
+	InitialInterval:    time.Second,
+	BackoffCoefficient: 2,
+	MaximumInterval:    5 * time.Minute,
+}
 
 // Register registers every workflow and the activities with a worker.
 func Register(r worker.Registry, acts Activities) {
