@@ -15,7 +15,7 @@ import (
 // nothing again. A post naming a record that does not exist yet comes back
 // parked.
 func (a *Activities) ApplyInbound(ctx context.Context, in domain.InboundInput) (domain.InboundResult, error) {
-	r, err := a.DB.GetReceipt(ctx, in.ReceiptID)
+	r, err := a.DB.GetReceipt(ctx, in.OrgID, in.ReceiptID)
 	if err != nil {
 		return domain.InboundResult{}, businessError(err)
 	}
