@@ -13,6 +13,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
 
@@ -24,19 +25,25 @@ type fixture struct {
 	srv *httptest.Server
 	org domain.Organisation
 	key string
+	// sealer seals the signing secrets of the server's inbound endpoints.
+	sealer *secrets.Sealer
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	d := testdb.New(t)
-	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")), BaseURL: "http://localhost"})
+	sealer, err := secrets.NewSealer([]byte("fedcba9876543210fedcba9876543210"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")), Sealer: sealer, BaseURL: "http://localhost"})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	org, _, err := d.CreateOrganisation(context.Background(), db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: d, srv: srv, org: org}
+	f := &fixture{t: t, db: d, srv: srv, org: org, sealer: sealer}
 	f.key = f.newKey(domain.AllScopes...)
 	return f
 }
