@@ -68,8 +68,9 @@ func (f *fixture) seed(file string) {
 	}
 }
 
-// do sends a request and returns the status, headers and body.
-func (f *fixture) do(method, path, key string, body io.Reader) (int, http.Header, []byte) {
+// do sends a request, with any further header name and value pairs, and
+// returns the status, headers and body.
+func (f *fixture) do(method, path, key string, body io.Reader, header ...string) (int, http.Header, []byte) {
 	f.t.Helper()
 	req, _ := http.NewRequest(method, f.srv.URL+path, body)
 	if key != "" {
@@ -77,6 +78,9 @@ func (f *fixture) do(method, path, key string, body io.Reader) (int, http.Header
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

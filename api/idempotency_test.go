@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -23,18 +22,7 @@ import (
 // pairs and returns the status, headers and body.
 func (f *fixture) postInbound(token, body string, header ...string) (int, http.Header, []byte) {
 	f.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/in/"+token, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b
+	return f.do(http.MethodPost, "/api/in/"+token, "", strings.NewReader(body), header...)
 }
 
 // signedEndpoint makes an endpoint for action that requires a signature.
