@@ -175,8 +175,8 @@ func answerRepeat(w http.ResponseWriter, first db.FirstPost) {
 	}
 }
 
-// storeRefusal stores a post refused before its keys are known as a
-// receipt and answers it.
+// storeRefusal stores a refused post that claims no keys (refused before
+// they are known, or for a malformed Idempotency-Key) and answers it.
 func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db.NewReceipt, status int, msg string) {
 	rec.Refused = true
 	id, err := s.db.StoreReceipt(ctx, rec)
