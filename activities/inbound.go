@@ -15,9 +15,15 @@ import (
 // nothing again. A post naming a record that does not exist yet comes back
 // parked.
 func (a *Activities) ApplyInbound(ctx context.Context, in domain.InboundInput) (domain.InboundResult, error) {
-	r, err := a.DB.GetReceipt(ctx, in.ReceiptID)
+	r, err := a.DB.GetReceipt(ctx, in.OrgID, in.ReceiptID)
 	if err != nil {
 		return domain.InboundResult{}, businessError(err)
+	}
+	// The input is trusted only as far as the receipt bears it out: its
+	// action, and the post its effects are keyed by (itself, or the
+	// original it replays).
+	if r.Action != in.Action || (in.Source != r.ID && (r.ReplayOf == nil || in.Source != *r.ReplayOf)) {
+		return domain.InboundResult{}, businessError(domain.Errorf(domain.EINVALID, "the workflow input does not match receipt %s", r.ID))
 	}
 	if !r.BodyComplete() {
 		return domain.InboundResult{}, businessError(domain.Errorf(domain.ETOOLARGE, "the body was over %d bytes and was not kept whole", domain.MaxInboundBody))

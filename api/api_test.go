@@ -13,6 +13,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
 
@@ -24,19 +25,25 @@ type fixture struct {
 	srv *httptest.Server
 	org domain.Organisation
 	key string
+	// sealer seals the signing secrets of the server's inbound endpoints.
+	sealer *secrets.Sealer
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	d := testdb.New(t)
-	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")), BaseURL: "http://localhost"})
+	sealer, err := secrets.NewSealer([]byte("fedcba9876543210fedcba9876543210"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")), Sealer: sealer, BaseURL: "http://localhost"})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	org, _, err := d.CreateOrganisation(context.Background(), db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: d, srv: srv, org: org}
+	f := &fixture{t: t, db: d, srv: srv, org: org, sealer: sealer}
 	f.key = f.newKey(domain.AllScopes...)
 	return f
 }
@@ -61,8 +68,9 @@ func (f *fixture) seed(file string) {
 	}
 }
 
-// do sends a request and returns the status, headers and body.
-func (f *fixture) do(method, path, key string, body io.Reader) (int, http.Header, []byte) {
+// do sends a request, with any further header name and value pairs, and
+// returns the status, headers and body.
+func (f *fixture) do(method, path, key string, body io.Reader, header ...string) (int, http.Header, []byte) {
 	f.t.Helper()
 	req, _ := http.NewRequest(method, f.srv.URL+path, body)
 	if key != "" {
@@ -70,6 +78,9 @@ func (f *fixture) do(method, path, key string, body io.Reader) (int, http.Header
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -34,13 +34,16 @@ const answerWait = 20 * time.Second
 const receiptPreview = 64 << 10
 
 // keptHeaders are the request headers a receipt records.
-var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header}
+var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header, IdempotencyKeyHeader}
 
 // inbound serves POST /api/in/{token}, in DESIGN.md's order: 404 unknown
 // token, 429 rate limit, 409 paused, 413 body over 1 MB, 401 signature, 400
-// shape, 413 too many items; then the post is stored as a receipt and its
-// action runs as workflow inbound/<receipt_id>, whose first answer is the
-// HTTP answer (202 when it takes longer than 20 seconds).
+// Idempotency-Key, 400 shape, 413 too many items; then the post is stored
+// as a receipt and its action runs as workflow inbound/<receipt_id>, whose
+// first answer is the HTTP answer (202 when it takes longer than 20
+// seconds). A sender's retry of a post (section 11: the same
+// Idempotency-Key, or the same signature) is answered with the first
+// post's answer instead of being stored and run again.
 func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	received := time.Now()
@@ -86,24 +89,43 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusRequestEntityTooLarge, "the body is over 1 MB")
 		return
 	}
+	// The keys that make a sender's retry the same post: its
+	// Idempotency-Key, and on a signed endpoint the signature value that
+	// verified it, so that a captured signed post sent again runs nothing.
+	var keys []db.PostKey
 	if ep.RequireSignature {
 		secret, err := post.Secret(s.sealer)
 		if err != nil {
 			s.inboundFail(w, r, err)
 			return
 		}
-		if err := signature.Verify(r.Header.Get(signature.Header), secret, body, time.Now(), signature.DefaultTolerance); err != nil {
+		value, err := signature.Verified(r.Header.Get(signature.Header), secret, body, time.Now(), signature.DefaultTolerance)
+		if err != nil {
 			refuse(http.StatusUnauthorized, "signature required and missing or wrong: "+err.Error())
 			return
 		}
+		keys = append(keys, db.PostKey{Kind: db.PostKeySignature, Value: value})
 	}
-	if _, err := domain.ParseInbound(ep.Action, body); err != nil {
-		refuse(statusOf(domain.ErrorCode(err)), domain.ErrorMessage(err))
-		return
+	if values := r.Header.Values(IdempotencyKeyHeader); len(values) > 0 {
+		if len(values) > 1 || !validIdempotencyKey(values[0]) {
+			refuse(http.StatusBadRequest, IdempotencyKeyHeader+" must be one value of 1 to 255 printable ASCII characters")
+			return
+		}
+		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: values[0]}}, keys...)
 	}
-	id, err := s.db.StoreReceipt(ctx, rec)
+	_, parseErr := domain.ParseInbound(ep.Action, body)
+	rec.Refused = parseErr != nil
+	id, first, err := s.db.StorePost(ctx, rec, keys)
 	if err != nil {
 		s.inboundFail(w, r, err)
+		return
+	}
+	if first != nil {
+		answerRepeat(w, *first)
+		return
+	}
+	if parseErr != nil {
+		s.answerRefusal(ctx, w, rec.OrgID, id, statusOf(domain.ErrorCode(parseErr)), domain.ErrorMessage(parseErr))
 		return
 	}
 	status, answer := s.inbounds.Run(ctx, domain.InboundInput{
@@ -115,16 +137,64 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(answer)
 }
 
-// storeRefusal stores a refused post as a receipt and answers it.
-func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db.NewReceipt, status int, msg string) {
-	body, _ := json.Marshal(ErrorBody{Message: msg})
-	rec.Refused = true
-	if id, err := s.db.StoreReceipt(ctx, rec); err == nil {
-		_ = s.db.UpdateReceipt(ctx, rec.OrgID, id, db.ReceiptUpdate{Outcome: domain.OutcomeFailed, Error: &msg, Status: status, Response: body})
-		w.Header().Set("X-Receipt-Id", id.String())
-	} else {
-		logging.From(ctx, s.log).Error("storing a refused inbound post", zap.Error(err))
+// IdempotencyKeyHeader names a post for the sender's retries of it.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// validIdempotencyKey: 1 to 255 printable ASCII characters.
+func validIdempotencyKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 {
+		return false
 	}
+	for i := range len(k) {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// answerRepeat answers a sender's retry of a post seen on the endpoint
+// within 24 hours with that first post's answer, marked
+// Idempotent-Replayed; nothing runs again and no receipt is stored.
+func answerRepeat(w http.ResponseWriter, first db.FirstPost) {
+	name := "this " + IdempotencyKeyHeader
+	if first.Kind == db.PostKeySignature {
+		name = "this signature"
+	}
+	switch {
+	case first.OtherBody:
+		writeError(w, http.StatusUnprocessableEntity, name+" was already used on this endpoint with another body")
+	case first.Status == nil:
+		writeError(w, http.StatusConflict, "the first post with "+name+" has no answer yet: retry later")
+	default:
+		w.Header().Set("X-Receipt-Id", first.ReceiptID.String())
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(*first.Status)
+		_, _ = w.Write(first.Response)
+	}
+}
+
+// storeRefusal stores a refused post that claims no keys (refused before
+// they are known, or for a malformed Idempotency-Key) and answers it.
+func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db.NewReceipt, status int, msg string) {
+	rec.Refused = true
+	id, err := s.db.StoreReceipt(ctx, rec)
+	if err != nil {
+		logging.From(ctx, s.log).Error("storing a refused inbound post", zap.Error(err))
+		writeError(w, status, msg)
+		return
+	}
+	s.answerRefusal(ctx, w, rec.OrgID, id, status, msg)
+}
+
+// answerRefusal records a refused post's answer on its receipt and answers it.
+func (s *Server) answerRefusal(ctx context.Context, w http.ResponseWriter, orgID, id uuid.UUID, status int, msg string) {
+	body, _ := json.Marshal(ErrorBody{Message: msg})
+	if err := s.db.UpdateReceipt(ctx, orgID, id, db.ReceiptUpdate{Outcome: domain.OutcomeFailed, Error: &msg, Status: status, Response: body}); err != nil {
+		logging.From(ctx, s.log).Error("recording a refused inbound post", zap.Error(err))
+	}
+	w.Header().Set("X-Receipt-Id", id.String())
 	writeError(w, status, msg)
 }
 
@@ -140,6 +210,9 @@ type InboundRunner struct {
 	DB        *db.DB
 	Workflows *workflows.Client
 	Log       *zap.Logger
+	// Sealer opens the signing secrets of endpoints, to verify a signed
+	// endpoint's receipt again before it is replayed.
+	Sealer *secrets.Sealer
 	// Wait is how long a post waits for its workflow's first answer before
 	// it is answered 202 and left to finish (20 seconds when zero).
 	Wait time.Duration
@@ -242,13 +315,20 @@ func (s *Server) documentInbound() {
 			"most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the " +
 			"body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once " +
 			"(refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header " +
-			"X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>, within five minutes), 400 not " +
-			"the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as " +
-			"a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what " +
-			"changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for " +
-			"it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not " +
-			"applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 " +
-			"and 5xx with a growing pause; never retry a 4xx unchanged.",
+			"X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>, within five minutes), 400 " +
+			"Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the " +
+			"field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), " +
+			"repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header " +
+			"(1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint " +
+			"within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with " +
+			"the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies " +
+			"nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet " +
+			"answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the " +
+			"body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and " +
+			"the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 " +
+			"understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a " +
+			"request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx " +
+			"unchanged.",
 		Metadata: map[string]any{metaDeclared: []int{400, 401, 402, 404, 409, 413, 422, 429, 500}},
 		Parameters: []*huma.Param{{Name: "token", In: "path", Required: true, Description: "The endpoint's token.",
 			Schema: &huma.Schema{Type: huma.TypeString}}},
@@ -259,13 +339,13 @@ func (s *Server) documentInbound() {
 			"200": {Description: "Done: what changed.", Content: map[string]*huma.MediaType{"application/json": {Schema: answer}}},
 			"202": {Description: "Accepted: a request was opened, the named record does not exist yet (outcome parked), or the post is still running (outcome pending).",
 				Content: map[string]*huma.MediaType{"application/json": {Schema: answer}}},
-			"400": errResp("The body is not valid JSON or not the action's shape."),
+			"400": errResp("The body is not valid JSON or not the action's shape, or the Idempotency-Key is malformed."),
 			"401": errResp("Signature required and missing or wrong."),
 			"402": errResp("A products upsert would pass the plan's product cap."),
 			"404": errResp("No endpoint has that token."),
-			"409": errResp("The endpoint is paused, or the record cannot move that way."),
+			"409": errResp("The endpoint is paused, the record cannot move that way, or the first post with this Idempotency-Key or signature has no answer yet."),
 			"413": errResp("Body over 1 MB, or more than 500 customers or 1000 products."),
-			"422": errResp("Understood but not applicable."),
+			"422": errResp("Understood but not applicable, or the Idempotency-Key was used with another body."),
 			"429": errResp("Too many posts at once: Rate limited."),
 			"500": errResp("Fault on the service side; retry later."),
 		},

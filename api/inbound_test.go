@@ -39,7 +39,7 @@ func TestInboundPostWithoutWorkflowServiceEndsInError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("X-Receipt-Id %q: %v", h.Get("X-Receipt-Id"), err)
 	}
-	r, err := f.db.GetReceipt(ctx, id)
+	r, err := f.db.GetReceipt(ctx, f.org.ID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestRefusedInboundPostNamesNoWorkflow(t *testing.T) {
 	if status != http.StatusBadRequest {
 		t.Fatalf("answer = %d %s, want 400", status, b)
 	}
-	r, err := f.db.GetReceipt(ctx, uuid.MustParse(h.Get("X-Receipt-Id")))
+	r, err := f.db.GetReceipt(ctx, f.org.ID, uuid.MustParse(h.Get("X-Receipt-Id")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func New(d Deps) *Server {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	s.inbounds = &InboundRunner{DB: d.DB, Log: s.log, Wait: d.AnswerWait}
+	s.inbounds = &InboundRunner{DB: d.DB, Log: s.log, Sealer: d.Sealer, Wait: d.AnswerWait}
 	if d.Temporal != nil {
 		s.inbounds.Workflows = workflows.NewClient(d.Temporal, d.Namespace)
 	}

@@ -123,6 +123,26 @@ func (d *DB) EndpointByToken(ctx context.Context, tokenHash []byte) (Endpoint, e
 	return e, notFound(err, "endpoint")
 }
 
+// Endpoint returns one endpoint of the organisation, deleted ones too.
+func (d *DB) Endpoint(ctx context.Context, orgID, id uuid.UUID) (Endpoint, error) {
+	e, err := scanEndpoint(d.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM inbound_endpoints WHERE org_id = $1 AND id = $2`, orgID, id))
+	return e, notFound(err, "endpoint")
+}
+
+// EndpointOrganisation finds the organisation an endpoint belongs to, for
+// the administration commands, which are given an endpoint id alone; every
+// read after it is scoped by that organisation.
+func (d *DB) EndpointOrganisation(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	var orgID uuid.UUID
+	err := d.pool.QueryRow(ctx, `SELECT org_id FROM inbound_endpoints WHERE id = $1`, id).Scan(&orgID)
+	return orgID, notFound(err, "endpoint")
+}
+
+// Secret opens the endpoint's signing secret.
+func (e Endpoint) Secret(sealer *secrets.Sealer) (string, error) {
+	return EndpointPost{Endpoint: e}.Secret(sealer)
+}
+
 // ListEndpoints lists the organisation's endpoints, newest first (deleted
 // ones too, for their receipts).
 func (d *DB) ListEndpoints(ctx context.Context, orgID uuid.UUID) ([]Endpoint, error) {

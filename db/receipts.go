@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,6 +62,10 @@ type NewReceipt struct {
 
 // StoreReceipt records an inbound post and returns its id.
 func (d *DB) StoreReceipt(ctx context.Context, r NewReceipt) (uuid.UUID, error) {
+	return insertReceipt(ctx, d.pool, r)
+}
+
+func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, error) {
 	id := NewID()
 	if r.Headers == nil {
 		r.Headers = map[string]string{}
@@ -70,11 +76,112 @@ func (d *DB) StoreReceipt(ctx context.Context, r NewReceipt) (uuid.UUID, error) 
 		w := domain.InboundWorkflowID(id)
 		workflowID = &w
 	}
-	_, err := d.pool.Exec(ctx, `
+	_, err := q.Exec(ctx, `
 		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of, workflow_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, workflowID)
 	return id, err
+}
+
+// PostKeyKind says what names a post for sender retries.
+type PostKeyKind string
+
+// The kinds of post keys (DESIGN.md section 11).
+const (
+	// PostKeyIdempotency is the sender's Idempotency-Key header.
+	PostKeyIdempotency PostKeyKind = "idempotency_key"
+	// PostKeySignature is the v1 value that verified a signed post.
+	PostKeySignature PostKeyKind = "signature"
+)
+
+// PostKey names a post so that the sender's retries of it are recognised.
+type PostKey struct {
+	Kind  PostKeyKind
+	Value string
+}
+
+// PostKeyWindow is how long a post key names its first post.
+const PostKeyWindow = 24 * time.Hour
+
+// FirstPost is the earlier post a repeat is the same as.
+type FirstPost struct {
+	ReceiptID uuid.UUID
+	// Kind is the key the repeat was recognised by.
+	Kind PostKeyKind
+	// OtherBody is set when the key came first with another body.
+	OtherBody bool
+	// Status and Response are the first post's answer; Status is nil while
+	// it has none yet.
+	Status   *int
+	Response []byte
+}
+
+// errRepeat rolls back the receipt of a post recognised as a repeat.
+var errRepeat = errors.New("the post repeats an earlier one")
+
+// StorePost records an inbound post and claims its keys in one transaction.
+// When one of its keys named a post on the endpoint within PostKeyWindow,
+// nothing is stored and that first post is returned instead; a first post
+// that was answered 5xx did not go through, so its keys are free again.
+// Of two posts with the same key at once, one is stored and the other waits
+// for it and gets it as its first post.
+func (d *DB) StorePost(ctx context.Context, r NewReceipt, keys []PostKey) (uuid.UUID, *FirstPost, error) {
+	if len(keys) == 0 {
+		id, err := d.StoreReceipt(ctx, r)
+		return id, nil, err
+	}
+	sum := sha256.Sum256(r.Body)
+	kinds, values := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		kinds[i], values[i] = string(k.Kind), k.Value
+	}
+	var id uuid.UUID
+	var first *FirstPost
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			DELETE FROM inbound_post_keys k
+			WHERE k.org_id = $1 AND k.endpoint_id = $2
+			  AND (k.created_at < now() - make_interval(secs => $3)
+			       OR ((k.kind, k.key) IN (SELECT * FROM unnest($4::text[], $5::text[]))
+			           AND EXISTS (SELECT 1 FROM inbound_receipts r
+			                       WHERE r.org_id = k.org_id AND r.id = k.receipt_id AND r.status_code >= 500)))`,
+			r.OrgID, r.EndpointID, PostKeyWindow.Seconds(), kinds, values); err != nil {
+			return err
+		}
+		var err error
+		if id, err = insertReceipt(ctx, tx, r); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			// A key held by a post not yet committed waits for it; the
+			// statement after this one then sees that post.
+			tag, err := tx.Exec(ctx, `
+				INSERT INTO inbound_post_keys (org_id, endpoint_id, kind, key, body_sha256, receipt_id)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+				r.OrgID, r.EndpointID, k.Kind, k.Value, sum[:], id)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				continue
+			}
+			first = &FirstPost{Kind: k.Kind}
+			err = tx.QueryRow(ctx, `
+				SELECT k.receipt_id, k.body_sha256 <> $5, r.status_code, r.response
+				FROM inbound_post_keys k JOIN inbound_receipts r ON r.org_id = k.org_id AND r.id = k.receipt_id
+				WHERE k.org_id = $1 AND k.endpoint_id = $2 AND k.kind = $3 AND k.key = $4`,
+				r.OrgID, r.EndpointID, k.Kind, k.Value, sum[:]).Scan(&first.ReceiptID, &first.OtherBody, &first.Status, &first.Response)
+			if err != nil {
+				return err
+			}
+			return errRepeat
+		}
+		return nil
+	})
+	if errors.Is(err, errRepeat) {
+		return uuid.Nil, first, nil
+	}
+	return id, nil, err
 }
 
 // ReceiptUpdate says where a receipt now stands, what its sender was
@@ -156,14 +263,15 @@ func scanReceipt(row pgx.Row, extra ...any) (Receipt, error) {
 	return r, err
 }
 
-// GetReceipt returns one receipt with its answer, body and headers.
-func (d *DB) GetReceipt(ctx context.Context, id uuid.UUID) (Receipt, error) {
+// GetReceipt returns one receipt of the organisation with its answer, body
+// and headers.
+func (d *DB) GetReceipt(ctx context.Context, orgID, id uuid.UUID) (Receipt, error) {
 	var response []byte
 	var headers map[string]string
 	var body []byte
 	var complete bool
 	r, err := scanReceipt(d.pool.QueryRow(ctx, `SELECT `+receiptColumns+`, response, headers, body, body_complete
-		FROM inbound_receipts WHERE id = $1`, id), &response, &headers, &body, &complete)
+		FROM inbound_receipts WHERE org_id = $1 AND id = $2`, orgID, id), &response, &headers, &body, &complete)
 	if err != nil {
 		return r, notFound(err, "receipt")
 	}
@@ -174,25 +282,40 @@ func (d *DB) GetReceipt(ctx context.Context, id uuid.UUID) (Receipt, error) {
 	return r, nil
 }
 
+// ReceiptOrganisation finds the organisation a receipt belongs to, for the
+// administration commands, which are given a receipt id alone; every read
+// and write of the receipt after it is scoped by that organisation.
+func (d *DB) ReceiptOrganisation(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	var orgID uuid.UUID
+	err := d.pool.QueryRow(ctx, `SELECT org_id FROM inbound_receipts WHERE id = $1`, id).Scan(&orgID)
+	return orgID, notFound(err, "receipt")
+}
+
 // ReceiptFilter narrows a receipt list.
 type ReceiptFilter struct {
+	OrgID      uuid.UUID
 	EndpointID uuid.UUID
 	// Outcomes, when any, are the outcomes to list.
 	Outcomes []domain.Outcome
 	Limit    int
 }
 
-// ListReceipts lists an endpoint's receipts, newest first.
+// ListReceipts lists an endpoint's receipts, newest first (ENOTFOUND when
+// the organisation has no such endpoint).
 func (d *DB) ListReceipts(ctx context.Context, f ReceiptFilter) ([]Receipt, error) {
-	var orgID uuid.UUID
-	if err := d.pool.QueryRow(ctx, `SELECT org_id FROM inbound_endpoints WHERE id = $1`, f.EndpointID).Scan(&orgID); err != nil {
-		return nil, notFound(err, "endpoint")
+	var exists bool
+	if err := d.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM inbound_endpoints WHERE org_id = $1 AND id = $2)`,
+		f.OrgID, f.EndpointID).Scan(&exists); err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, domain.Errorf(domain.ENOTFOUND, "endpoint not found")
 	}
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
 	c := newConds()
-	c.add("org_id = ?", orgID)
+	c.add("org_id = ?", f.OrgID)
 	c.add("endpoint_id = ?", f.EndpointID)
 	c.addIf(len(f.Outcomes) > 0, "outcome = ANY(?)", f.Outcomes)
 	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts WHERE `+c.where()+
@@ -201,6 +324,50 @@ func (d *DB) ListReceipts(ctx context.Context, f ReceiptFilter) ([]Receipt, erro
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Receipt, error) { return scanReceipt(r) })
+}
+
+// replayInFlightSQL finds a replay of a source receipt that is still
+// running or parked ($1 org, $2 source).
+const replayInFlightSQL = `SELECT id FROM inbound_receipts
+	WHERE org_id = $1 AND replay_of = $2 AND outcome IN ('pending', 'parked') LIMIT 1`
+
+// ReplayInFlight returns a replay of the source receipt that is still
+// pending or parked, or uuid.Nil when there is none.
+func (d *DB) ReplayInFlight(ctx context.Context, orgID, sourceID uuid.UUID) (uuid.UUID, error) {
+	return replayInFlight(ctx, d.pool, orgID, sourceID)
+}
+
+func replayInFlight(ctx context.Context, q querier, orgID, sourceID uuid.UUID) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := q.QueryRow(ctx, replayInFlightSQL, orgID, sourceID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, nil
+	}
+	return id, err
+}
+
+// StoreReplay records the receipt of a replay of r.ReplayOf, unless another
+// replay of it is still pending or parked: then it stores nothing and
+// returns that replay's id as inFlight. Replays of one source are
+// serialised on its row, so two at once cannot both be stored.
+func (d *DB) StoreReplay(ctx context.Context, r NewReceipt) (id, inFlight uuid.UUID, err error) {
+	if r.ReplayOf == nil {
+		return uuid.Nil, uuid.Nil, errors.New("a replay names its source receipt")
+	}
+	err = d.inTx(ctx, func(tx pgx.Tx) error {
+		var locked uuid.UUID
+		if err := tx.QueryRow(ctx, `SELECT id FROM inbound_receipts WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+			r.OrgID, *r.ReplayOf).Scan(&locked); err != nil {
+			return notFound(err, "receipt")
+		}
+		var err error
+		if inFlight, err = replayInFlight(ctx, tx, r.OrgID, *r.ReplayOf); err != nil || inFlight != uuid.Nil {
+			return err
+		}
+		id, err = insertReceipt(ctx, tx, r)
+		return err
+	})
+	return id, inFlight, err
 }
 
 // ParkedReceipts lists the receipts parked waiting for a record, of one

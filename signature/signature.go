@@ -58,43 +58,52 @@ func Sign(secret string, t time.Time, body []byte) string {
 // tolerance of now and one of its v1 signatures must be the body's under
 // secret (compared in constant time).
 func Verify(header, secret string, body []byte, now time.Time, tolerance time.Duration) error {
+	_, err := Verified(header, secret, body, now, tolerance)
+	return err
+}
+
+// Verified checks a header value as Verify does and returns the v1 value
+// that matched (hex): the same post signed once has the same value, so a
+// receiver can recognise a post sent again.
+func Verified(header, secret string, body []byte, now time.Time, tolerance time.Duration) (string, error) {
 	header = strings.TrimSpace(header)
 	if header == "" {
-		return ErrMissing
+		return "", ErrMissing
 	}
 	var ts int64 = -1
 	var sigs [][]byte
 	for part := range strings.SplitSeq(header, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
-			return ErrMalformed
+			return "", ErrMalformed
 		}
 		switch k {
 		case "t":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || ts != -1 {
-				return ErrMalformed
+				return "", ErrMalformed
 			}
 			ts = n
 		case "v1":
 			b, err := hex.DecodeString(v)
 			if err != nil || len(b) != sha256.Size {
-				return ErrMalformed
+				return "", ErrMalformed
 			}
 			sigs = append(sigs, b)
 		}
 	}
 	if ts < 0 || len(sigs) == 0 {
-		return ErrMalformed
+		return "", ErrMalformed
 	}
 	if d := now.Sub(time.Unix(ts, 0)); d > tolerance || d < -tolerance {
-		return ErrStale
+		return "", ErrStale
 	}
-	want, _ := hex.DecodeString(Compute(secret, ts, body))
+	value := Compute(secret, ts, body)
+	want, _ := hex.DecodeString(value)
 	for _, s := range sigs {
 		if hmac.Equal(s, want) {
-			return nil
+			return value, nil
 		}
 	}
-	return ErrMismatch
+	return "", ErrMismatch
 }

@@ -51,3 +51,25 @@ func TestSignAndVerify(t *testing.T) {
 		}
 	}
 }
+
+// Verified names the v1 value that matched, whichever of several it is, so
+// that the same signed post sent again can be recognised by it.
+func TestVerifiedReturnsTheMatchingValue(t *testing.T) {
+	secret := "whsec_test"
+	body := []byte(`{"id":"evt_1"}`)
+	now := time.Unix(1_800_000_000, 0)
+	mine := Compute(secret, now.Unix(), body)
+	for name, header := range map[string]string{
+		"one value":           Sign(secret, now, body),
+		"rotation, new first": fmt.Sprintf("t=%d,v1=%s,v1=%s", now.Unix(), mine, Compute("whsec_old", now.Unix(), body)),
+		"rotation, new last":  fmt.Sprintf("t=%d,v1=%s,v1=%s", now.Unix(), Compute("whsec_old", now.Unix(), body), mine),
+	} {
+		got, err := Verified(header, secret, body, now, DefaultTolerance)
+		if err != nil || got != mine {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, mine)
+		}
+	}
+	if got, err := Verified(Sign(secret, now, body), "whsec_other", body, now, DefaultTolerance); got != "" || !errors.Is(err, ErrMismatch) {
+		t.Errorf("wrong secret: %q, %v", got, err)
+	}
+}

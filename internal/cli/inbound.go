@@ -74,11 +74,7 @@ func endpointCreateCmd() *cobra.Command {
 			}
 			var sealer *secrets.Sealer
 			if signed {
-				key, err := cfg.ServiceKey()
-				if err != nil {
-					return err
-				}
-				if sealer, err = secrets.NewSealer(key); err != nil {
+				if sealer, err = configSealer(cfg); err != nil {
 					return err
 				}
 			}
@@ -243,7 +239,11 @@ func receiptsListCmd() *cobra.Command {
 				return usagef("--status: %s", domain.ErrorMessage(err))
 			}
 			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				list, err := d.ListReceipts(ctx, db.ReceiptFilter{EndpointID: id, Outcomes: outcomes, Limit: limit})
+				orgID, err := d.EndpointOrganisation(ctx, id)
+				if err != nil {
+					return err
+				}
+				list, err := d.ListReceipts(ctx, db.ReceiptFilter{OrgID: orgID, EndpointID: id, Outcomes: outcomes, Limit: limit})
 				if err != nil {
 					return err
 				}
@@ -281,7 +281,7 @@ func receiptsListCmd() *cobra.Command {
 
 func receiptsShowCmd() *cobra.Command {
 	show := func(d *db.DB, ctx context.Context, id uuid.UUID) (receiptJSON, error) {
-		r, err := d.GetReceipt(ctx, id)
+		r, err := receiptOfAnyOrganisation(ctx, d, id)
 		return newReceiptJSON(r), err
 	}
 	return recordCmd("show RECEIPT_ID", "Show a receipt: what was posted, what it answered, where it stands", show, printReceipt)
@@ -293,38 +293,43 @@ func receiptsReplayCmd() *cobra.Command {
 		Use:   "replay RECEIPT_ID",
 		Short: "Run a receipt's action again on its stored body (a new receipt, pointing at the original)",
 		Long: "replay stores a new receipt that points at the original and runs the endpoint's action on the stored body,\n" +
-			"without the signature check, through the same workflow as a live post. Its effects are keyed by the original\n" +
-			"receipt: replaying a post that was applied changes nothing and answers its original result; replaying one that\n" +
-			"failed (say, before the order it names was loaded) carries it out now.",
+			"through the same workflow as a live post. Its effects are keyed by the original receipt: replaying a post that\n" +
+			"was applied changes nothing and answers its original result; replaying one that failed (say, before the order\n" +
+			"it names was loaded) carries it out now. Refused, with the reason: a post refused for its signature (401) or\n" +
+			"size (413), one stored while its endpoint was paused, a deleted or paused endpoint (resume it first), a post\n" +
+			"with a replay still running or parked, and a signed endpoint's post whose stored signature does not verify\n" +
+			"at the time it was received (which needs COMMERCE_SECRET_KEY).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID("RECEIPT_ID", args[0])
 			if err != nil {
 				return err
 			}
+			// Only a signed endpoint's receipt needs the key (to verify it
+			// again); the others replay without it.
+			var sealer *secrets.Sealer
+			if cfg.SecretKey != "" {
+				if sealer, err = configSealer(cfg); err != nil {
+					return err
+				}
+			}
 			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				orig, err := d.GetReceipt(ctx, id)
+				orgID, err := d.ReceiptOrganisation(ctx, id)
 				if err != nil {
 					return err
 				}
-				if !orig.BodyComplete() {
-					return domain.Errorf(domain.EINVALID, "receipt %s kept only the start of its body (it was over 1 MB): it cannot be replayed", id)
-				}
-				source := orig.ID
-				if orig.ReplayOf != nil {
-					source = *orig.ReplayOf
+				runner := &api.InboundRunner{DB: d, Sealer: sealer}
+				// A refused replay is told before Temporal is reached.
+				if err := runner.CheckReplay(ctx, orgID, id); err != nil {
+					return err
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, log *zap.Logger) error {
-					newID, err := d.StoreReceipt(ctx, db.NewReceipt{OrgID: orig.OrgID, EndpointID: orig.EndpointID, Action: orig.Action,
-						ReceivedAt: time.Now(), Headers: orig.Headers, Body: orig.RawBody(), Size: len(orig.RawBody()),
-						BodyComplete: true, ReplayOf: &source})
+					runner.Workflows, runner.Log = workflows.NewClient(tc, cfg.TemporalNamespace), log
+					replayed, err := runner.Replay(ctx, orgID, id)
 					if err != nil {
 						return err
 					}
-					runner := &api.InboundRunner{DB: d, Workflows: workflows.NewClient(tc, cfg.TemporalNamespace), Log: log}
-					runner.Run(ctx, domain.InboundInput{OrgID: orig.OrgID, EndpointID: orig.EndpointID,
-						ReceiptID: newID, Source: source, Action: orig.Action})
-					r, err := d.GetReceipt(ctx, newID)
+					r, err := d.GetReceipt(ctx, orgID, replayed.ReceiptID)
 					if err != nil {
 						return err
 					}
@@ -337,6 +342,26 @@ func receiptsReplayCmd() *cobra.Command {
 	jsonFlag(cmd)
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_BASE_URL")
 	return cmd
+}
+
+// configSealer is the sealer of the configured COMMERCE_SECRET_KEY.
+func configSealer(cfg config.Config) (*secrets.Sealer, error) {
+	key, err := cfg.ServiceKey()
+	if err != nil {
+		return nil, err
+	}
+	return secrets.NewSealer(key)
+}
+
+// receiptOfAnyOrganisation reads a receipt given its id alone, as the
+// administration commands are: it finds the owning organisation first and
+// reads the receipt scoped by it.
+func receiptOfAnyOrganisation(ctx context.Context, d *db.DB, id uuid.UUID) (db.Receipt, error) {
+	orgID, err := d.ReceiptOrganisation(ctx, id)
+	if err != nil {
+		return db.Receipt{}, err
+	}
+	return d.GetReceipt(ctx, orgID, id)
 }
 
 // withTemporal runs fn with a Temporal client, given up on when Temporal
@@ -368,7 +393,7 @@ func receiptsCancelCmd() *cobra.Command {
 				return err
 			}
 			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				r, err := d.GetReceipt(ctx, id)
+				r, err := receiptOfAnyOrganisation(ctx, d, id)
 				if err != nil {
 					return err
 				}
@@ -381,7 +406,7 @@ func receiptsCancelCmd() *cobra.Command {
 					}
 					// The workflow records the cancellation; wait for it briefly.
 					for range 50 {
-						if r, err = d.GetReceipt(ctx, id); err != nil {
+						if r, err = d.GetReceipt(ctx, r.OrgID, id); err != nil {
 							return err
 						}
 						if r.Outcome != domain.OutcomeParked {

@@ -2,12 +2,15 @@ package cli_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/secrets"
@@ -201,3 +204,111 @@ func TestOrgTolerancesShowAndChange(t *testing.T) {
 		t.Fatalf("negative tolerance: exit %d, %q", code, errOut)
 	}
 }
+
+// Every replay refusal of DESIGN.md section 11 through `receipts replay`,
+// each with its reason, before Temporal is reached (none answers here) and
+// without storing anything. The first case is issue 11's reproduction: a
+// cancellation posted unsigned to a signed endpoint, refused 401, must not
+// cancel the order when replayed.
+func TestReplayRefusalsThroughTheCLI(t *testing.T) {
+	key := strings.Repeat("cd", 32)
+	t.Setenv("COMMERCE_SECRET_KEY", key)
+	t.Setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
+	d := testdb.New(t)
+	ctx := context.Background()
+	rawKey, _ := secrets.ParseServiceKey(key)
+	sealer, err := secrets.NewSealer(rawKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Deps{DB: d.DB, Sealer: sealer, BaseURL: "http://localhost"}).Handler())
+	defer srv.Close()
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, _ := domain.ParseSeed([]byte(`{"orders": [{"number": "SO-9", "status": "confirmed", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1}]}]}`))
+	if _, err := d.Seed(ctx, org.ID, sf); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := func(signed bool) db.CreatedEndpoint {
+		e, err := d.CreateEndpoint(ctx, sealer, db.NewEndpoint{OrgID: org.ID, AsEmail: "owner@acme.example", Name: "ERP",
+			Action: domain.ActionERPOrderStatus, RequireSignature: signed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	post := func(e db.CreatedEndpoint, body string) (int, string) {
+		resp, err := http.Post(srv.URL+"/api/in/"+e.Token, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("X-Receipt-Id") == "" {
+			t.Fatalf("post kept no receipt: %d", resp.StatusCode)
+		}
+		return resp.StatusCode, resp.Header.Get("X-Receipt-Id")
+	}
+	state := func(e db.CreatedEndpoint, cmd string) {
+		if code, _, errOut := run(t, d.URL, "endpoint", cmd, e.ID.String()); code != 0 {
+			t.Fatalf("endpoint %s: %s", cmd, errOut)
+		}
+	}
+	good := `{"order_ref": "SO-9", "status": "processing"}`
+
+	signed := endpoint(true)
+	status, unsignedCancel := post(signed, `{"order_ref":"SO-9","status":"cancelled"}`)
+	if status != http.StatusUnauthorized {
+		t.Fatalf("unsigned cancellation to a signed endpoint: %d", status)
+	}
+	plain := endpoint(false)
+	_, tooBig := post(plain, `{"order_ref": "`+strings.Repeat("x", domain.MaxInboundBody)+`"}`)
+	state(plain, "pause")
+	_, whilePaused := post(plain, good)
+	state(plain, "resume")
+	_, failed := post(plain, good) // 500 here: no workflow service; replayable in itself
+	running, err := d.StoreReceipt(ctx, db.NewReceipt{OrgID: org.ID, EndpointID: plain.ID, Action: plain.Action, ReceivedAt: time.Now(),
+		Body: []byte(good), Size: len(good), BodyComplete: true, ReplayOf: ptr(uuid.MustParse(failed))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := endpoint(false)
+	_, onPaused := post(paused, good)
+	state(paused, "pause")
+	deleted := endpoint(false)
+	_, onDeleted := post(deleted, good)
+	state(deleted, "delete")
+
+	receipts := func() int {
+		var n int
+		_ = d.Pool().QueryRow(ctx, `SELECT count(*) FROM inbound_receipts WHERE org_id = $1`, org.ID).Scan(&n)
+		return n
+	}
+	before := receipts()
+	for _, c := range []struct{ name, receipt, reason string }{
+		{"refused for its signature", unsignedCancel, "it was refused for its signature (401)"},
+		{"body over 1 MB", tooBig, "only its start was kept"},
+		{"stored while paused", whilePaused, "stored while its endpoint was paused"},
+		{"a replay still running", failed, "replay " + running.String() + " of it is still running or parked"},
+		{"paused endpoint", onPaused, "is paused: resume it first"},
+		{"deleted endpoint", onDeleted, "was deleted"},
+		{"unknown receipt", uuid.NewString(), "receipt not found"},
+	} {
+		code, out, errOut := run(t, d.URL, "receipts", "replay", c.receipt, "--json")
+		if code != 1 || out != "" || !strings.Contains(errOut, c.reason) {
+			t.Errorf("%s: exit %d, %q %q; want exit 1 saying %q", c.name, code, out, errOut, c.reason)
+		}
+	}
+	var orderStatus string
+	_ = d.Pool().QueryRow(ctx, `SELECT status FROM orders WHERE org_id = $1 AND number = 'SO-9'`, org.ID).Scan(&orderStatus)
+	if orderStatus != "confirmed" || receipts() != before {
+		t.Fatalf("after refused replays: order %s, %d new receipts; want confirmed and none", orderStatus, receipts()-before)
+	}
+	// Reads of an unknown endpoint's receipts are refused the same way.
+	if code, _, errOut := run(t, d.URL, "receipts", "list", "--endpoint", uuid.NewString()); code == 0 || !strings.Contains(errOut, "endpoint not found") {
+		t.Fatalf("receipts list of an unknown endpoint: exit %d, %q", code, errOut)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

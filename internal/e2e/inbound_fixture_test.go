@@ -145,7 +145,7 @@ func (f *inboundFixture) signedPost(url, secret, body string, at time.Time) answ
 // receipt reads a receipt back.
 func (f *inboundFixture) receipt(id string) db.Receipt {
 	f.T.Helper()
-	r, err := f.DB.GetReceipt(context.Background(), mustID(f.T, id))
+	r, err := f.DB.GetReceipt(context.Background(), f.org.ID, mustID(f.T, id))
 	if err != nil {
 		f.T.Fatal(err)
 	}

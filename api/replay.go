@@ -1,0 +1,131 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/signature"
+)
+
+// Replayed is what a replay did: the receipt it stored and the answer it
+// got, as the HTTP status and body a live post would have been answered.
+type Replayed struct {
+	ReceiptID uuid.UUID
+	Status    int
+	Body      []byte
+}
+
+// CheckReplay applies the replay rules of DESIGN.md section 11 to a receipt
+// without replaying it: nil when it may be replayed, otherwise ENOTFOUND
+// (no such receipt in the organisation) or an ECONFLICT error whose message
+// is the reason. Replay applies the same rules.
+func (r *InboundRunner) CheckReplay(ctx context.Context, orgID, receiptID uuid.UUID) error {
+	_, err := r.replayable(ctx, orgID, receiptID)
+	return err
+}
+
+// Replay runs a receipt's action again on its stored body, through the same
+// workflow as a live post, as a new receipt pointing at the original post
+// (the original of a replay is its source). Effects are keyed by that
+// original, so replaying a post that was applied changes nothing and
+// answers its first result. A receipt the rules refuse (see CheckReplay)
+// is not replayed and nothing is stored.
+func (r *InboundRunner) Replay(ctx context.Context, orgID, receiptID uuid.UUID) (Replayed, error) {
+	src, err := r.replayable(ctx, orgID, receiptID)
+	if err != nil {
+		return Replayed{}, err
+	}
+	id, inFlight, err := r.DB.StoreReplay(ctx, db.NewReceipt{OrgID: orgID, EndpointID: src.EndpointID, Action: src.Action,
+		ReceivedAt: time.Now(), Headers: src.Headers, Body: src.RawBody(), Size: len(src.RawBody()), BodyComplete: true,
+		ReplayOf: &src.ID})
+	if err != nil {
+		return Replayed{}, err
+	}
+	if inFlight != uuid.Nil {
+		return Replayed{}, replayInFlight(receiptID, inFlight)
+	}
+	status, body := r.Run(ctx, domain.InboundInput{OrgID: orgID, EndpointID: src.EndpointID, ReceiptID: id, Source: src.ID, Action: src.Action})
+	return Replayed{ReceiptID: id, Status: status, Body: body}, nil
+}
+
+// replayable checks a receipt against the replay rules and returns the
+// original post a replay of it runs again. Only a post whose body was kept
+// whole and that got past the signature step may be replayed, and a signed
+// endpoint's post only while its stored signature verifies with its
+// received_at as the clock: a post refused 401, or stored while the
+// endpoint was paused and so never verified, cannot be pushed through.
+func (r *InboundRunner) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.Receipt, error) {
+	src, err := r.DB.GetReceipt(ctx, orgID, receiptID)
+	if err != nil {
+		return src, err
+	}
+	if src.ReplayOf != nil {
+		if src, err = r.DB.GetReceipt(ctx, orgID, *src.ReplayOf); err != nil {
+			return src, err
+		}
+	}
+	refuse := func(format string, args ...any) (db.Receipt, error) {
+		return src, replayRefused(receiptID, format, args...)
+	}
+	status := 0
+	if src.StatusCode != nil {
+		status = *src.StatusCode
+	}
+	switch {
+	case !src.BodyComplete():
+		return refuse("its body was over %d bytes and only its start was kept", domain.MaxInboundBody)
+	case status == http.StatusUnauthorized:
+		return refuse("it was refused for its signature (401)")
+	case status == http.StatusRequestEntityTooLarge:
+		return refuse("it was refused as too large (413)")
+	case src.WorkflowID == nil && (status == 0 || status == http.StatusConflict):
+		return refuse("it was stored while its endpoint was paused, before the signature step, and was never verified")
+	}
+	ep, err := r.DB.Endpoint(ctx, orgID, src.EndpointID)
+	if err != nil {
+		return src, err
+	}
+	switch ep.State {
+	case domain.EndpointDeleted:
+		return refuse("its endpoint %s was deleted", ep.ID)
+	case domain.EndpointPaused:
+		return refuse("its endpoint %s is paused: resume it first", ep.ID)
+	}
+	inFlight, err := r.DB.ReplayInFlight(ctx, orgID, src.ID)
+	if err != nil {
+		return src, err
+	}
+	if inFlight != uuid.Nil {
+		return src, replayInFlight(receiptID, inFlight)
+	}
+	if ep.RequireSignature {
+		if r.Sealer == nil {
+			return src, errors.New("its endpoint requires a signature, and checking it again needs COMMERCE_SECRET_KEY")
+		}
+		secret, err := ep.Secret(r.Sealer)
+		if err != nil {
+			return src, err
+		}
+		if _, err := signature.Verified(src.Headers[signature.Header], secret, src.RawBody(), src.ReceivedAt.Time, signature.DefaultTolerance); err != nil {
+			return refuse("its signature does not verify with the endpoint's secret at the time it was received (%v)", err)
+		}
+	}
+	return src, nil
+}
+
+// replayRefused is a replay refusal: ECONFLICT, with the reason.
+func replayRefused(receiptID uuid.UUID, format string, args ...any) error {
+	return domain.Errorf(domain.ECONFLICT, "receipt %s cannot be replayed: "+format, append([]any{receiptID}, args...)...)
+}
+
+// replayInFlight refuses a replay while another replay of the same post is
+// still running or parked.
+func replayInFlight(receiptID, inFlight uuid.UUID) error {
+	return replayRefused(receiptID, "replay %s of it is still running or parked: wait for it, or cancel it", inFlight)
+}
