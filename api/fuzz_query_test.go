@@ -52,16 +52,9 @@ func listRoutes(tb testing.TB, f *fixture) []string {
 // a 5xx, and a 4xx is exactly {"error": "..."}.
 func FuzzListQuery(f *testing.F) {
 	fx := newFixture(f)
-	ctx := context.Background()
-	sf, err := domain.ParseSeed(examples.Seed)
-	if err != nil {
-		f.Fatal(err)
-	}
-	if _, err := fx.db.Seed(ctx, fx.org.ID, sf); err != nil {
-		f.Fatal(err)
-	}
+	fx.seed(string(examples.Seed))
 	for _, a := range domain.Addons {
-		if _, err := fx.db.SetAddon(ctx, fx.org.ID, a, true); err != nil {
+		if _, err := fx.db.SetAddon(context.Background(), fx.org.ID, a, true); err != nil {
 			f.Fatal(err)
 		}
 	}
