@@ -1,7 +1,8 @@
 # The two commands the README starts with:
 #   make run    runs the whole service locally (go run ./cmd/commerce dev)
-#   make test   runs vet, every test, and a short fuzz run of the write and
-#               inbound bodies
+#   make test   runs vet, every test (the abuse suite of bench/abuse at its
+#               small size among them), and a short fuzz run of the write
+#               and inbound bodies, the list queries and the cursors
 #               (needs Postgres on 127.0.0.1:5432)
 
 GO ?= go
@@ -19,6 +20,8 @@ test: vet
 	$(GO) test -run='^$$' -fuzz='^FuzzBulkProductsBody$$' -fuzztime=15000x -timeout 10m ./api
 	$(GO) test -run='^$$' -fuzz='^FuzzCustomersBody$$' -fuzztime=15000x -timeout 10m ./api
 	$(GO) test -run='^$$' -fuzz='^FuzzParseInbound$$' -fuzztime=300000x -timeout 10m ./domain
+	$(GO) test -run='^$$' -fuzz='^FuzzListQuery$$' -fuzztime=15000x -timeout 10m ./api
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=300000x -timeout 10m ./internal/cursor
 
 vet:
 	$(GO) vet ./...
