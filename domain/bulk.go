@@ -149,7 +149,11 @@ func decodeProductsByRow(body []byte, max int) (ProductsBody, error) {
 		return ProductsBody{}, syntaxError(err, notBatch)
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return ProductsBody{}, syntaxError(err, Errorf(EINVALID, "the body has more after its JSON object"))
+		trailing := Errorf(EINVALID, "the body has more after its JSON object")
+		if err == nil { // a second JSON value follows the object
+			return ProductsBody{}, trailing
+		}
+		return ProductsBody{}, syntaxError(err, trailing)
 	}
 	if !seenProducts {
 		return ProductsBody{}, Errorf(EINVALID, "products is required and must be an array")

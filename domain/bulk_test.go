@@ -253,3 +253,11 @@ func TestCatalogueCoercionKeepsUndeclaredAttributesAsSent(t *testing.T) {
 		t.Fatalf("an integer attribute out of range: %v", err)
 	}
 }
+
+func TestDecodeProductsBodyRefusesASecondValueAfterTheObject(t *testing.T) {
+	for _, bad := range []string{`{} {}`, `{"products": []} {"products": []}`, `{"products": [{"sku": 1}]} []`} {
+		if _, err := DecodeProductsBody([]byte(bad), 10000); ErrorCode(err) != EINVALID {
+			t.Errorf("%q: %v, want EINVALID", bad, err)
+		}
+	}
+}
