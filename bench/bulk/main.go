@@ -17,7 +17,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime/pprof"
 	"sort"
@@ -28,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
@@ -44,44 +44,15 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds per case; the median is reported")
 	flag.StringVar(&profileCase, "cpuprofile-case", "", "profile the API calls of this case (e.g. \"none changed\")")
 	flag.StringVar(&profileFile, "cpuprofile", "", "write the CPU profile here")
-	flag.Parse()
-	if err := run(*rounds); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	harness.Main(func(ctx context.Context) error { return run(ctx, *rounds) })
 }
 
-func run(rounds int) error {
-	ctx := context.Background()
-	base := os.Getenv("BENCH_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/commerce_bench?sslmode=disable"
-	}
-	if _, err := db.EnsureDatabase(ctx, base); err != nil {
-		return err
-	}
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	admin, err := pgx.Connect(ctx, base)
+func run(ctx context.Context, rounds int) error {
+	d, done, err := harness.Database(ctx, schema)
 	if err != nil {
 		return err
 	}
-	defer admin.Close(ctx)
-	_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return err
-	}
-	defer func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") }()
-	if _, err := db.Migrate(ctx, u.String()); err != nil {
-		return err
-	}
-	d, err := db.Connect(ctx, u.String())
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+	defer done()
 
 	apiOrg, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "API Ltd", OwnerEmail: "o@api.example"})
 	if err != nil {

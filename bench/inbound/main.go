@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -50,11 +49,7 @@ const (
 func main() {
 	posts := flag.Int("posts", 1000, "posts per path for the one-client latency run")
 	clients := flag.Int("clients", 8, "concurrent clients for the throughput run (0 skips it)")
-	flag.Parse()
-	if err := run(*posts, *clients); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	harness.Main(func(ctx context.Context) error { return run(ctx, *posts, *clients) })
 }
 
 type bench struct {
@@ -66,18 +61,12 @@ type bench struct {
 	mu       sync.Mutex
 }
 
-func run(posts, clients int) error {
-	ctx := context.Background()
-	dbURL, drop, err := harness.Database(ctx, schema)
+func run(ctx context.Context, posts, clients int) error {
+	d, done, err := harness.Database(ctx, schema)
 	if err != nil {
 		return err
 	}
-	defer drop()
-	d, err := db.Connect(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+	defer done()
 	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Bench Ltd", OwnerEmail: "o@bench.example"})
 	if err != nil {
 		return err

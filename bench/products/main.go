@@ -34,6 +34,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
@@ -44,53 +45,20 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long each throughput run lasts")
 	clients := flag.Int("clients", 16, "concurrent clients")
 	keep := flag.Bool("keep", false, "keep the catalogue for the next run")
-	profile := flag.String("cpuprofile", "", "write a CPU profile of the API throughput runs to this file")
-	flag.Parse()
-	cpuProfile = *profile
-	if err := run(*n, *duration, *clients, *keep); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the API throughput runs to this file")
+	harness.Main(func(ctx context.Context) error { return run(ctx, *n, *duration, *clients, *keep) })
 }
 
 const schema = "bench_products"
 
 var cpuProfile string
 
-func run(n int, duration time.Duration, clients int, keep bool) error {
-	ctx := context.Background()
-	base := os.Getenv("BENCH_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/commerce_bench?sslmode=disable"
-	}
-	if _, err := db.EnsureDatabase(ctx, base); err != nil {
-		return err
-	}
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	dbURL := u.String()
-
-	admin, err := pgx.Connect(ctx, base)
+func run(ctx context.Context, n int, duration time.Duration, clients int, keep bool) error {
+	d, done, err := harness.ReusedDatabase(ctx, schema, keep)
 	if err != nil {
 		return err
 	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
-		return err
-	}
-	if !keep {
-		defer func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") }()
-	}
-	if _, err := db.Migrate(ctx, dbURL); err != nil {
-		return err
-	}
-	d, err := db.Connect(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+	defer done()
 
 	orgID, err := catalogue(ctx, d, n)
 	if err != nil {

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -44,11 +43,7 @@ const schema = "bench_webhooks"
 func main() {
 	events := flag.Int("events", 2000, "events per round and path")
 	rounds := flag.Int("rounds", 2, "rounds per path, interleaved; the better is reported")
-	flag.Parse()
-	if err := run(*events, *rounds); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	harness.Main(func(ctx context.Context) error { return run(ctx, *events, *rounds) })
 }
 
 // receiver counts the distinct deliveries it is sent, and checks each
@@ -89,18 +84,12 @@ func (rc *receiver) expect(n int) <-chan struct{} {
 	return done
 }
 
-func run(events, rounds int) error {
-	ctx := context.Background()
-	dbURL, drop, err := harness.Database(ctx, schema)
+func run(ctx context.Context, events, rounds int) error {
+	d, done, err := harness.Database(ctx, schema)
 	if err != nil {
 		return err
 	}
-	defer drop()
-	d, err := db.Connect(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
+	defer done()
 	sealer, _ := secrets.NewSealer(make([]byte, 32))
 
 	rc := &receiver{}

@@ -116,10 +116,10 @@ func orgTolerancesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+			tolerances := func(ctx context.Context, d *db.DB) (tolerancesJSON, error) {
 				cur, err := d.Tolerances(ctx, orgID)
 				if err != nil {
-					return err
+					return tolerancesJSON{}, err
 				}
 				f := cmd.Flags()
 				if f.Changed("qty") || f.Changed("amount-pct") || f.Changed("amount-minor") {
@@ -133,14 +133,14 @@ func orgTolerancesCmd() *cobra.Command {
 						cur.AmountMinor = t.AmountMinor
 					}
 					if cur, err = d.SetTolerances(ctx, orgID, cur); err != nil {
-						return err
+						return tolerancesJSON{}, err
 					}
 				}
-				out := tolerancesJSON{OrgID: orgID, Qty: cur.Qty, AmountPct: cur.AmountPct, AmountMinor: cur.AmountMinor}
-				return newPrinter(cmd).print(out, func(w io.Writer) {
-					fmt.Fprintf(w, "organisation\t%s\nquantity\t%g units\namount\tthe larger of %g %% and %d minor units\n",
-						orgID, cur.Qty, cur.AmountPct, cur.AmountMinor)
-				})
+				return tolerancesJSON{OrgID: orgID, Qty: cur.Qty, AmountPct: cur.AmountPct, AmountMinor: cur.AmountMinor}, nil
+			}
+			return printFromDB(cmd, cfg, tolerances, func(w io.Writer, out tolerancesJSON) {
+				fmt.Fprintf(w, "organisation\t%s\nquantity\t%g units\namount\tthe larger of %g %% and %d minor units\n",
+					out.OrgID, out.Qty, out.AmountPct, out.AmountMinor)
 			})
 		},
 	}
@@ -213,14 +213,11 @@ func userCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				u, err := d.AddUser(ctx, orgID, email, domain.UserRole(strings.ToLower(role)))
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(u, func(w io.Writer) {
-					fmt.Fprintf(w, "user\t%s\nid\t%s\nrole\t%s\norganisation\t%s\n", u.Email, u.ID, u.Role, u.OrgID)
-				})
+			add := func(ctx context.Context, d *db.DB) (domain.User, error) {
+				return d.AddUser(ctx, orgID, email, domain.UserRole(strings.ToLower(role)))
+			}
+			return printFromDB(cmd, cfg, add, func(w io.Writer, u domain.User) {
+				fmt.Fprintf(w, "user\t%s\nid\t%s\nrole\t%s\norganisation\t%s\n", u.Email, u.ID, u.Role, u.OrgID)
 			})
 		},
 	}
@@ -268,16 +265,13 @@ func keyCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+			create := func(ctx context.Context, d *db.DB) (keyCreateJSON, error) {
 				k, plain, err := d.CreateAPIKey(ctx, orgID, name, sc)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(keyCreateJSON{ID: k.ID, Key: plain, Prefix: k.Prefix, Scopes: k.Scopes, OrgID: k.OrgID, Name: k.Name},
-					func(w io.Writer) {
-						fmt.Fprintf(w, "key\t%s\nid\t%s\nscopes\t%s\n\nThe key is shown once and only its hash is stored: keep it now.\n",
-							plain, k.ID, joinScopes(k.Scopes))
-					})
+				return keyCreateJSON{ID: k.ID, Key: plain, Prefix: k.Prefix, Scopes: k.Scopes, OrgID: k.OrgID, Name: k.Name}, err
+			}
+			return printFromDB(cmd, cfg, create, func(w io.Writer, k keyCreateJSON) {
+				fmt.Fprintf(w, "key\t%s\nid\t%s\nscopes\t%s\n\nThe key is shown once and only its hash is stored: keep it now.\n",
+					k.Key, k.ID, joinScopes(k.Scopes))
 			})
 		},
 	}
@@ -346,13 +340,8 @@ func seedCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				res, err := d.Seed(ctx, orgID, f)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(res, func(w io.Writer) { printSeedResult(w, res) })
-			})
+			seed := func(ctx context.Context, d *db.DB) (db.SeedResult, error) { return d.Seed(ctx, orgID, f) }
+			return printFromDB(cmd, cfg, seed, printSeedResult)
 		},
 	}
 	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")

@@ -140,6 +140,19 @@ func withDB(cmd *cobra.Command, cfg config.Config, fn func(ctx context.Context, 
 	return fn(cmd.Context(), d)
 }
 
+// printFromDB runs load with the configured database open and prints what it
+// returns, as JSON with --json or else by table; nothing is printed when load
+// fails.
+func printFromDB[T any](cmd *cobra.Command, cfg config.Config, load func(context.Context, *db.DB) (T, error), table func(io.Writer, T)) error {
+	return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+		v, err := load(ctx, d)
+		if err != nil {
+			return err
+		}
+		return newPrinter(cmd).print(v, func(w io.Writer) { table(w, v) })
+	})
+}
+
 // orgListCmd is `list --org ORG`: the organisation's records, as load (a
 // method of db.DB) finds them, printed as JSON or by table.
 func orgListCmd[T any](short string, load func(*db.DB, context.Context, uuid.UUID) (T, error), table func(io.Writer, T)) *cobra.Command {
@@ -154,13 +167,7 @@ func orgListCmd[T any](short string, load func(*db.DB, context.Context, uuid.UUI
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				list, err := load(d, ctx, orgID)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(list, func(w io.Writer) { table(w, list) })
-			})
+			return printFromDB(cmd, cfg, func(ctx context.Context, d *db.DB) (T, error) { return load(d, ctx, orgID) }, table)
 		},
 	}
 	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
@@ -185,13 +192,7 @@ func recordCmd[T any](use, short string, run func(*db.DB, context.Context, uuid.
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				v, err := run(d, ctx, id)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(v, func(w io.Writer) { table(w, v) })
-			})
+			return printFromDB(cmd, cfg, func(ctx context.Context, d *db.DB) (T, error) { return run(d, ctx, id) }, table)
 		},
 	}
 	jsonFlag(cmd)

@@ -78,21 +78,19 @@ func endpointCreateCmd() *cobra.Command {
 					return err
 				}
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+			create := func(ctx context.Context, d *db.DB) (endpointJSON, error) {
 				e, err := d.CreateEndpoint(ctx, sealer, db.NewEndpoint{OrgID: orgID, AsEmail: as, Name: name,
 					Action: domain.Action(action), RequireSignature: signed})
-				if err != nil {
-					return err
-				}
 				out := newEndpointJSON(e.Endpoint)
 				out.URL, out.Secret = InboundURL(cfg.BaseURL, e.Token), e.Secret
-				return newPrinter(cmd).print(out, func(w io.Writer) {
-					fmt.Fprintf(w, "endpoint\t%s (%s)\nid\t%s\nurl\t%s\n", e.Name, e.Action, e.ID, out.URL)
-					if e.Secret != nil {
-						fmt.Fprintf(w, "secret\t%s\n", *e.Secret)
-					}
-					fmt.Fprintln(w, "\nThe URL (and secret) are shown once and only their hash (sealed secret) is stored: keep them now.")
-				})
+				return out, err
+			}
+			return printFromDB(cmd, cfg, create, func(w io.Writer, e endpointJSON) {
+				fmt.Fprintf(w, "endpoint\t%s (%s)\nid\t%s\nurl\t%s\n", e.Name, e.Action, e.ID, e.URL)
+				if e.Secret != nil {
+					fmt.Fprintf(w, "secret\t%s\n", *e.Secret)
+				}
+				fmt.Fprintln(w, "\nThe URL (and secret) are shown once and only their hash (sealed secret) is stored: keep them now.")
 			})
 		},
 	}
@@ -110,30 +108,13 @@ func endpointCreateCmd() *cobra.Command {
 }
 
 func endpointStateCmd(use string, to domain.EndpointState, short string) *cobra.Command {
-	cfg := config.Load()
-	cmd := &cobra.Command{
-		Use:   use + " ENDPOINT_ID",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID("ENDPOINT_ID", args[0])
-			if err != nil {
-				return err
-			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				e, err := d.SetEndpointState(ctx, id, to)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(newEndpointJSON(e), func(w io.Writer) {
-					fmt.Fprintf(w, "endpoint\t%s (%s)\nstate\t%s\n", e.Name, e.ID, e.State)
-				})
-			})
-		},
+	set := func(d *db.DB, ctx context.Context, id uuid.UUID) (endpointJSON, error) {
+		e, err := d.SetEndpointState(ctx, id, to)
+		return newEndpointJSON(e), err
 	}
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+	return recordCmd(use+" ENDPOINT_ID", short, set, func(w io.Writer, e endpointJSON) {
+		fmt.Fprintf(w, "endpoint\t%s (%s)\nstate\t%s\n", e.Name, e.ID, e.State)
+	})
 }
 
 func endpointListCmd() *cobra.Command {
@@ -238,35 +219,33 @@ func receiptsListCmd() *cobra.Command {
 			if err != nil {
 				return usagef("--status: %s", domain.ErrorMessage(err))
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+			list := func(ctx context.Context, d *db.DB) ([]receiptJSON, error) {
 				orgID, err := d.EndpointOrganisation(ctx, id)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				list, err := d.ListReceipts(ctx, db.ReceiptFilter{OrgID: orgID, EndpointID: id, Outcomes: outcomes, Limit: limit})
-				if err != nil {
-					return err
-				}
-				out := make([]receiptJSON, len(list))
-				for i, r := range list {
+				receipts, err := d.ListReceipts(ctx, db.ReceiptFilter{OrgID: orgID, EndpointID: id, Outcomes: outcomes, Limit: limit})
+				out := make([]receiptJSON, len(receipts))
+				for i, r := range receipts {
 					out[i] = newReceiptJSON(r)
 				}
-				return newPrinter(cmd).print(out, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tRECEIVED\tSTATUS\tOUTCOME\tREPLAY OF\tERROR")
-					for _, r := range out {
-						status, replay, errText := "-", "-", "-"
-						if r.StatusCode != nil {
-							status = fmt.Sprint(*r.StatusCode)
-						}
-						if r.ReplayOf != nil {
-							replay = r.ReplayOf.String()
-						}
-						if r.Error != nil {
-							errText = *r.Error
-						}
-						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReceivedAt, status, r.Outcome, replay, errText)
+				return out, err
+			}
+			return printFromDB(cmd, cfg, list, func(w io.Writer, out []receiptJSON) {
+				fmt.Fprintln(w, "ID\tRECEIVED\tSTATUS\tOUTCOME\tREPLAY OF\tERROR")
+				for _, r := range out {
+					status, replay, errText := "-", "-", "-"
+					if r.StatusCode != nil {
+						status = fmt.Sprint(*r.StatusCode)
 					}
-				})
+					if r.ReplayOf != nil {
+						replay = r.ReplayOf.String()
+					}
+					if r.Error != nil {
+						errText = *r.Error
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReceivedAt, status, r.Outcome, replay, errText)
+				}
 			})
 		},
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,42 @@ func newLogger(cfg config.Config) (*zap.Logger, error) {
 	return logging.New(cfg.LogLevel, cfg.LogFormat)
 }
 
+// runProcess starts a long-running process and runs it: the logger the
+// configuration asks for (flushed at the end), then check when given, the
+// service key, the database open opens and the Temporal client dial makes.
+// What was opened is closed when run returns or a later step fails.
+func runProcess(ctx context.Context, cfg config.Config, check func() error,
+	open func(context.Context, config.Config, *zap.Logger) (*db.DB, error),
+	dial func(context.Context, config.Config, *zap.Logger) (client.Client, error),
+	run func(*Runtime, context.Context) error) error {
+	log, err := newLogger(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	key, err := cfg.ServiceKey()
+	if err != nil {
+		return err
+	}
+	d, err := open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	tc, err := dial(ctx, cfg, log)
+	if err != nil {
+		d.Close()
+		return err
+	}
+	rt := &Runtime{Cfg: cfg, Log: log, DB: d, Temporal: tc, ServiceKey: key}
+	defer rt.Close()
+	return run(rt, ctx)
+}
+
 func serveCmd() *cobra.Command {
 	cfg := config.Load()
 	cmd := &cobra.Command{
@@ -25,42 +62,30 @@ func serveCmd() *cobra.Command {
 		Short: "Run the HTTP server: /api/v1, /api/in/{token}, /healthz, /readyz, /metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			log, err := newLogger(cfg)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = log.Sync() }()
-			key, err := cfg.ServiceKey()
-			if err != nil {
-				return err
-			}
-			if err := Migrate(ctx, cfg, log); err != nil {
-				return err
-			}
-			d, err := db.Connect(ctx, cfg.DatabaseURL)
-			if err != nil {
-				return err
+			migrated := func(ctx context.Context, cfg config.Config, log *zap.Logger) (*db.DB, error) {
+				if err := Migrate(ctx, cfg, log); err != nil {
+					return nil, err
+				}
+				return db.Connect(ctx, cfg.DatabaseURL)
 			}
 			// A lazy client: the API starts while Temporal is still coming up,
 			// and /readyz says so until it answers.
-			tc, err := client.NewLazyClient(temporalOptions(cfg, log))
-			if err != nil {
-				d.Close()
-				return err
+			lazy := func(_ context.Context, cfg config.Config, log *zap.Logger) (client.Client, error) {
+				return client.NewLazyClient(temporalOptions(cfg, log))
 			}
-			rt := &Runtime{Cfg: cfg, Log: log, DB: d, Temporal: tc, ServiceKey: key}
-			defer rt.Close()
-			h, err := rt.APIHandler()
-			if err != nil {
-				return err
+			serve := func(rt *Runtime, ctx context.Context) error {
+				h, err := rt.APIHandler()
+				if err != nil {
+					return err
+				}
+				l, err := net.Listen("tcp", cfg.Listen)
+				if err != nil {
+					return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+				}
+				rt.Log.Info("serving", zap.String("listen", l.Addr().String()), zap.String("base_url", cfg.BaseURL))
+				return ServeHTTP(ctx, l, h, rt.Log)
 			}
-			l, err := net.Listen("tcp", cfg.Listen)
-			if err != nil {
-				return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-			}
-			log.Info("serving", zap.String("listen", l.Addr().String()), zap.String("base_url", cfg.BaseURL))
-			return ServeHTTP(ctx, l, h, log)
+			return runProcess(cmd.Context(), cfg, nil, migrated, lazy, serve)
 		},
 	}
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN", "COMMERCE_BASE_URL",
@@ -75,30 +100,12 @@ func workerCmd() *cobra.Command {
 		Short: "Run the Temporal worker (task queue commerce) and the sweeps that start workflows",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			log, err := newLogger(cfg)
-			if err != nil {
+			nightly := func() error {
+				_, err := cfg.Nightly()
 				return err
 			}
-			defer func() { _ = log.Sync() }()
-			if _, err := cfg.Nightly(); err != nil {
-				return err
-			}
-			if _, err := cfg.ServiceKey(); err != nil {
-				return err
-			}
-			d, err := openDB(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			tc, err := DialTemporal(ctx, cfg, log)
-			if err != nil {
-				d.Close()
-				return err
-			}
-			rt := &Runtime{Cfg: cfg, Log: log, DB: d, Temporal: tc}
-			defer rt.Close()
-			return rt.RunWorker(ctx)
+			open := func(ctx context.Context, cfg config.Config, _ *zap.Logger) (*db.DB, error) { return openDB(ctx, cfg) }
+			return runProcess(cmd.Context(), cfg, nightly, open, DialTemporal, (*Runtime).RunWorker)
 		},
 	}
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_NIGHTLY_AT",

@@ -49,14 +49,11 @@ func schemaCreateCmd() *cobra.Command {
 			if err := json.Unmarshal(raw, &fs); err != nil {
 				return usagef("--fields must be a JSON array of {key, type, options, required}: %v", err)
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				s, err := d.CreateCatalogueSchema(ctx, orgID, domain.CatalogueSchema{Name: name, Fields: fs})
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(s, func(w io.Writer) {
-					fmt.Fprintf(w, "schema\t%s\nid\t%s\nattributes\t%d\n", s.Name, s.ID, len(s.Fields))
-				})
+			create := func(ctx context.Context, d *db.DB) (domain.CatalogueSchema, error) {
+				return d.CreateCatalogueSchema(ctx, orgID, domain.CatalogueSchema{Name: name, Fields: fs})
+			}
+			return printFromDB(cmd, cfg, create, func(w io.Writer, s domain.CatalogueSchema) {
+				fmt.Fprintf(w, "schema\t%s\nid\t%s\nattributes\t%d\n", s.Name, s.ID, len(s.Fields))
 			})
 		},
 	}

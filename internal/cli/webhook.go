@@ -81,15 +81,13 @@ func webhookAddCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+			add := func(ctx context.Context, d *db.DB) (subscriptionJSON, error) {
 				s, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: orgID, URL: u.String(), EventTypes: types})
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(subscriptionJSON{Subscription: s.Subscription, Secret: s.Secret}, func(w io.Writer) {
-					printSubscription(w, s.Subscription)
-					fmt.Fprintf(w, "secret\t%s\n\nThe secret is shown once and stored sealed: keep it now; receivers verify deliveries with it.\n", s.Secret)
-				})
+				return subscriptionJSON{Subscription: s.Subscription, Secret: s.Secret}, err
+			}
+			return printFromDB(cmd, cfg, add, func(w io.Writer, s subscriptionJSON) {
+				printSubscription(w, s.Subscription)
+				fmt.Fprintf(w, "secret\t%s\n\nThe secret is shown once and stored sealed: keep it now; receivers verify deliveries with it.\n", s.Secret)
 			})
 		},
 	}
@@ -114,28 +112,10 @@ func webhookListCmd() *cobra.Command {
 }
 
 func webhookActiveCmd(use string, active bool, short string) *cobra.Command {
-	cfg := config.Load()
-	cmd := &cobra.Command{
-		Use:   use + " SUBSCRIPTION_ID",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID("SUBSCRIPTION_ID", args[0])
-			if err != nil {
-				return err
-			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				s, err := d.SetSubscriptionActive(ctx, id, active)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(s, func(w io.Writer) { printSubscription(w, s) })
-			})
-		},
+	set := func(d *db.DB, ctx context.Context, id uuid.UUID) (db.Subscription, error) {
+		return d.SetSubscriptionActive(ctx, id, active)
 	}
-	jsonFlag(cmd)
-	dbFlags(cmd, &cfg)
-	return cmd
+	return recordCmd(use+" SUBSCRIPTION_ID", short, set, printSubscription)
 }
 
 func printDelivery(w io.Writer, x db.WebhookDelivery) {
@@ -199,22 +179,19 @@ func webhookDeliveriesCmd() *cobra.Command {
 			if limit < 1 || limit > 1000 {
 				return usagef("--limit must be 1 to 1000")
 			}
-			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				list, err := d.ListWebhookDeliveries(ctx, f)
-				if err != nil {
-					return err
-				}
-				return newPrinter(cmd).print(list, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tEVENT\tSTATUS\tATTEMPTS\tLAST STATUS\tNEXT ATTEMPT\tCREATED")
-					for _, x := range list {
-						last := "-"
-						if x.LastStatusCode != nil {
-							last = fmt.Sprint(*x.LastStatusCode)
-						}
-						fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", x.ID, x.EventType, x.Status, x.Attempts, last,
-							tsOrDash(x.NextAttemptAt), x.CreatedAt)
+			list := func(ctx context.Context, d *db.DB) ([]db.WebhookDelivery, error) {
+				return d.ListWebhookDeliveries(ctx, f)
+			}
+			return printFromDB(cmd, cfg, list, func(w io.Writer, deliveries []db.WebhookDelivery) {
+				fmt.Fprintln(w, "ID\tEVENT\tSTATUS\tATTEMPTS\tLAST STATUS\tNEXT ATTEMPT\tCREATED")
+				for _, x := range deliveries {
+					last := "-"
+					if x.LastStatusCode != nil {
+						last = fmt.Sprint(*x.LastStatusCode)
 					}
-				})
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", x.ID, x.EventType, x.Status, x.Attempts, last,
+						tsOrDash(x.NextAttemptAt), x.CreatedAt)
+				}
 			})
 		},
 	}

@@ -34,7 +34,8 @@ type Outbox struct {
 // batch is how many events or deliveries one round takes.
 const batch = 500
 
-// Run relays until ctx ends, reconnecting after a failure.
+// Run relays until ctx ends, reconnecting 5 s after a failure (the only
+// other time ListenEvents returns).
 func (o *Outbox) Run(ctx context.Context) {
 	sweep := o.Sweep
 	if sweep == 0 {
@@ -62,16 +63,12 @@ func (o *Outbox) Run(ctx context.Context) {
 		}
 	}
 	notify()
-	for ctx.Err() == nil {
+	repeat(ctx, 5*time.Second, func() {
 		if err := o.DB.ListenEvents(ctx, sweep, notify); err != nil && ctx.Err() == nil {
 			o.Log.Warn("listening for events failed; retrying", zap.Error(err))
 			notify()
-			select {
-			case <-ctx.Done():
-			case <-time.After(5 * time.Second):
-			}
 		}
-	}
+	})
 	<-done
 }
 

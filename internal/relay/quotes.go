@@ -29,16 +29,22 @@ func (q *QuoteExpiry) Run(ctx context.Context) {
 	if interval == 0 {
 		interval = 10 * time.Minute
 	}
-	for {
+	repeat(ctx, interval, func() {
 		if n, err := q.Sweep(ctx); err != nil && ctx.Err() == nil {
 			q.Log.Warn("quote expiry sweep failed", zap.Error(err))
 		} else if n > 0 {
 			q.Log.Info("quote expiry timers started", zap.Int("count", n))
 		}
+	})
+}
+
+// repeat calls fn until ctx ends, pausing for pause after each call.
+func repeat(ctx context.Context, pause time.Duration, fn func()) {
+	for ctx.Err() == nil {
+		fn()
 		select {
 		case <-ctx.Done():
-			return
-		case <-time.After(interval):
+		case <-time.After(pause):
 		}
 	}
 }

@@ -25,22 +25,19 @@ type Waiters struct {
 	Sweep time.Duration
 }
 
-// Run listens until ctx ends, reconnecting after a failure.
+// Run listens until ctx ends, reconnecting 5 s after a failure (the only
+// other time ListenRecords returns).
 func (w *Waiters) Run(ctx context.Context) {
 	sweep := w.Sweep
 	if sweep == 0 {
 		sweep = 5 * time.Minute
 	}
-	for ctx.Err() == nil {
+	repeat(ctx, 5*time.Second, func() {
 		err := w.DB.ListenRecords(ctx, sweep, func(org *uuid.UUID) { w.Wake(ctx, org) })
 		if err != nil && ctx.Err() == nil {
 			w.Log.Warn("listening for new records failed; retrying", zap.Error(err))
-			select {
-			case <-ctx.Done():
-			case <-time.After(5 * time.Second):
-			}
 		}
-	}
+	})
 }
 
 // Wake signals the waiting workflows of one organisation (of all, when org

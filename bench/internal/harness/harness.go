@@ -1,10 +1,11 @@
-// Package harness holds what the benchmark commands share: a fresh schema
-// in the bench database, and the embedded Temporal server of `commerce dev`
-// with a worker.
+// Package harness holds what the benchmark commands share: a schema in the
+// bench database, and the embedded Temporal server of `commerce dev` with a
+// worker.
 package harness
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,28 +25,56 @@ import (
 	"github.com/commerce-integration/commerce/workflows"
 )
 
+// Main parses the command line and runs run; when run fails, Main prints
+// its error on standard error and exits with status 1.
+func Main(run func(context.Context) error) {
+	flag.Parse()
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
 // Database migrates a fresh schema in the bench database
 // (BENCH_DATABASE_URL, or database commerce_bench on the local server,
-// created when missing) and returns its URL and a function that drops it.
-func Database(ctx context.Context, schema string) (string, func(), error) {
+// created when missing), connects to it, and returns the connection and a
+// function that closes it and drops the schema.
+func Database(ctx context.Context, schema string) (*db.DB, func(), error) {
+	return database(ctx, schema, false, false)
+}
+
+// ReusedDatabase is Database on the schema as an earlier run left it
+// (created when missing), so that data slow to load is loaded once; the
+// function it returns drops the schema only when keep is false.
+func ReusedDatabase(ctx context.Context, schema string, keep bool) (*db.DB, func(), error) {
+	return database(ctx, schema, true, keep)
+}
+
+func database(ctx context.Context, schema string, reuse, keep bool) (*db.DB, func(), error) {
 	base := os.Getenv("BENCH_DATABASE_URL")
 	if base == "" {
 		base = "postgres://postgres@127.0.0.1:5432/commerce_bench?sslmode=disable"
 	}
 	if _, err := db.EnsureDatabase(ctx, base); err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
-	_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	create := "CREATE SCHEMA IF NOT EXISTS "
+	if !reuse {
+		_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		create = "CREATE SCHEMA "
+	}
+	if _, err := admin.Exec(ctx, create+schema); err != nil {
 		admin.Close(ctx)
-		return "", nil, err
+		return nil, nil, err
 	}
-	drop := func() {
-		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+	release := func() {
+		if !keep {
+			_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		}
 		admin.Close(context.Background())
 	}
 	u, _ := url.Parse(base)
@@ -53,10 +82,15 @@ func Database(ctx context.Context, schema string) (string, func(), error) {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	if _, err := db.Migrate(ctx, u.String()); err != nil {
-		drop()
-		return "", nil, err
+		release()
+		return nil, nil, err
 	}
-	return u.String(), drop, nil
+	d, err := db.Connect(ctx, u.String())
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return d, func() { d.Close(); release() }, nil
 }
 
 // Temporal starts the embedded Temporal server (SQLite in a temporary
