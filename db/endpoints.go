@@ -75,16 +75,17 @@ func (d *DB) CreateEndpoint(ctx context.Context, sealer *secrets.Sealer, in NewE
 		return out, domain.Errorf(domain.EFORBIDDEN, "%s is a %s; creating an inbound endpoint needs the admin or owner role", in.AsEmail, role)
 	}
 	out.Token = secrets.NewInboundToken()
+	id := NewID()
 	var sealed []byte
 	if in.RequireSignature {
 		s := secrets.NewSigningSecret()
 		out.Secret = &s
-		sealed = sealer.Seal(s)
+		sealed = sealer.Seal(s, sealedAt(endpointSecrets, id))
 	}
 	out.Endpoint, err = scanEndpoint(d.pool.QueryRow(ctx, `
 		INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, secret_sealed, require_signature, created_by)
 		SELECT $1, $2, $3, $4, $5, $6, $7, id FROM users WHERE org_id = $2 AND email = lower($8)
-		RETURNING `+endpointColumns, NewID(), in.OrgID, in.Name, in.Action, secrets.Hash(out.Token), sealed,
+		RETURNING `+endpointColumns, id, in.OrgID, in.Name, in.Action, secrets.Hash(out.Token), sealed,
 		in.RequireSignature, strings.TrimSpace(in.AsEmail)))
 	return out, err
 }
@@ -144,10 +145,15 @@ type EndpointPost struct {
 
 // Secret opens the endpoint's signing secret.
 func (p EndpointPost) Secret(sealer *secrets.Sealer) (string, error) {
-	if p.Endpoint.secretSealed == nil {
+	return p.Endpoint.Secret(sealer)
+}
+
+// Secret opens the endpoint's signing secret, sealed to this endpoint.
+func (e Endpoint) Secret(sealer *secrets.Sealer) (string, error) {
+	if e.secretSealed == nil {
 		return "", errors.New("endpoint has no secret")
 	}
-	return sealer.Open(p.Endpoint.secretSealed)
+	return sealer.Open(e.secretSealed, sealedAt(endpointSecrets, e.ID))
 }
 
 // The statement behind PostToEndpoint: find the live endpoint by token

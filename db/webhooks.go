@@ -64,11 +64,11 @@ func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in 
 	if in.EventTypes == nil {
 		in.EventTypes = []string{}
 	}
-	secret := secrets.NewSigningSecret()
+	secret, id := secrets.NewSigningSecret(), NewID()
 	s, err := scanSubscription(d.pool.QueryRow(ctx, `
 		INSERT INTO webhook_subscriptions (id, org_id, url, event_types, secret_sealed)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+subscriptionColumns,
-		NewID(), in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret)))
+		id, in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret, sealedAt(subscriptionSecrets, id))))
 	return CreatedSubscription{Subscription: s, Secret: secret}, err
 }
 
@@ -203,9 +203,10 @@ type WebhookTarget struct {
 	secretSealed   []byte
 }
 
-// Secret opens the subscription's signing secret.
+// Secret opens the subscription's signing secret, sealed to the
+// subscription.
 func (t WebhookTarget) Secret(sealer *secrets.Sealer) (string, error) {
-	return sealer.Open(t.secretSealed)
+	return sealer.Open(t.secretSealed, sealedAt(subscriptionSecrets, t.SubscriptionID))
 }
 
 // WebhookTarget loads a delivery's subscription and event.

@@ -51,6 +51,7 @@ func serveCmd() *cobra.Command {
 			}
 			rt := &Runtime{Cfg: cfg, Log: log, DB: d, Temporal: tc, ServiceKey: key}
 			defer rt.Close()
+			rt.ResealSecrets(ctx)
 			h, err := rt.APIHandler()
 			if err != nil {
 				return err
@@ -98,6 +99,7 @@ func workerCmd() *cobra.Command {
 			}
 			rt := &Runtime{Cfg: cfg, Log: log, DB: d, Temporal: tc}
 			defer rt.Close()
+			rt.ResealSecrets(ctx)
 			return rt.RunWorker(ctx)
 		},
 	}
