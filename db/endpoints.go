@@ -90,13 +90,14 @@ func (d *DB) CreateEndpoint(ctx context.Context, sealer *secrets.Sealer, in NewE
 	return out, err
 }
 
-// SetEndpointState pauses, resumes or deletes an endpoint, by the endpoint
-// state machine. Deleting destroys the token: later posts answer 404.
-func (d *DB) SetEndpointState(ctx context.Context, id uuid.UUID, to domain.EndpointState) (Endpoint, error) {
+// SetEndpointState pauses, resumes or deletes one of the organisation's
+// endpoints, by the endpoint state machine. Deleting destroys the token:
+// later posts answer 404.
+func (d *DB) SetEndpointState(ctx context.Context, orgID, id uuid.UUID, to domain.EndpointState) (Endpoint, error) {
 	var e Endpoint
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		var from domain.EndpointState
-		if err := tx.QueryRow(ctx, `SELECT state FROM inbound_endpoints WHERE id = $1 FOR UPDATE`, id).Scan(&from); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT state FROM inbound_endpoints WHERE org_id = $1 AND id = $2 FOR UPDATE`, orgID, id).Scan(&from); err != nil {
 			return notFound(err, "endpoint")
 		}
 		if _, err := domain.EndpointMachine.Move(from, to); err != nil {
@@ -110,7 +111,7 @@ func (d *DB) SetEndpointState(ctx context.Context, id uuid.UUID, to domain.Endpo
 			    secret_sealed = CASE WHEN $2 = 'deleted' THEN NULL ELSE secret_sealed END,
 			    require_signature = CASE WHEN $2 = 'deleted' THEN false ELSE require_signature END,
 			    deleted_at = CASE WHEN $2 = 'deleted' THEN now() END
-			WHERE id = $1 RETURNING `+endpointColumns, id, to))
+			WHERE org_id = $3 AND id = $1 RETURNING `+endpointColumns, id, to, orgID))
 		return err
 	})
 	return e, err

@@ -85,14 +85,14 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain+"x"), ""); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("unknown key: %v, want EUNAUTHORIZED", err)
 	}
-	revoked, err := d.RevokeAPIKey(ctx, key.ID)
+	revoked, err := d.RevokeAPIKey(ctx, org.ID, key.ID)
 	if err != nil || revoked.RevokedAt == nil {
 		t.Fatalf("revoke = %+v, %v", revoked, err)
 	}
 	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain), ""); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("revoked key: %v, want EUNAUTHORIZED", err)
 	}
-	if _, err := d.RevokeAPIKey(ctx, db.NewID()); domain.ErrorCode(err) != domain.ENOTFOUND {
+	if _, err := d.RevokeAPIKey(ctx, org.ID, db.NewID()); domain.ErrorCode(err) != domain.ENOTFOUND {
 		t.Fatalf("revoke unknown key: %v, want ENOTFOUND", err)
 	}
 }

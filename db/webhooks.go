@@ -72,12 +72,13 @@ func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in 
 	return CreatedSubscription{Subscription: s, Secret: secret}, err
 }
 
-// SetSubscriptionActive disables or enables a subscription. A disabled
-// subscription gets no new deliveries, and its deliveries waiting for a
-// retry end exhausted when their turn comes.
-func (d *DB) SetSubscriptionActive(ctx context.Context, id uuid.UUID, active bool) (Subscription, error) {
+// SetSubscriptionActive disables or enables one of the organisation's
+// subscriptions. A disabled subscription gets no new deliveries, and its
+// deliveries waiting for a retry end exhausted when their turn comes.
+func (d *DB) SetSubscriptionActive(ctx context.Context, orgID, id uuid.UUID, active bool) (Subscription, error) {
 	s, err := scanSubscription(d.pool.QueryRow(ctx, `
-		UPDATE webhook_subscriptions SET active = $2, updated_at = now() WHERE id = $1 RETURNING `+subscriptionColumns, id, active))
+		UPDATE webhook_subscriptions SET active = $3, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING `+subscriptionColumns,
+		orgID, id, active))
 	return s, notFound(err, "subscription")
 }
 
@@ -359,10 +360,10 @@ func (d *DB) ListWebhookDeliveries(ctx context.Context, f WebhookDeliveryFilter)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDelivery, error) { return scanWebhookDelivery(r) })
 }
 
-// GetWebhookDelivery returns a delivery with its attempt log, oldest attempt
-// first.
-func (d *DB) GetWebhookDelivery(ctx context.Context, id uuid.UUID) (WebhookDelivery, error) {
-	x, err := scanWebhookDelivery(d.pool.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE w.id = $1`, id))
+// GetWebhookDelivery returns one of the organisation's deliveries with its
+// attempt log, oldest attempt first.
+func (d *DB) GetWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) (WebhookDelivery, error) {
+	x, err := scanWebhookDelivery(d.pool.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE w.org_id = $1 AND w.id = $2`, orgID, id))
 	if err != nil {
 		return x, notFound(err, "delivery")
 	}

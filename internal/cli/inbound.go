@@ -115,6 +115,7 @@ func endpointCreateCmd() *cobra.Command {
 
 func endpointStateCmd(use string, to domain.EndpointState, short string) *cobra.Command {
 	cfg := config.Load()
+	var org string
 	cmd := &cobra.Command{
 		Use:   use + " ENDPOINT_ID",
 		Short: short,
@@ -125,7 +126,11 @@ func endpointStateCmd(use string, to domain.EndpointState, short string) *cobra.
 				return err
 			}
 			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				e, err := d.SetEndpointState(ctx, id, to)
+				orgID, err := recordOrg(ctx, d, org, (*db.DB).EndpointOrg, id)
+				if err != nil {
+					return err
+				}
+				e, err := d.SetEndpointState(ctx, orgID, id, to)
 				if err != nil {
 					return err
 				}
@@ -135,6 +140,7 @@ func endpointStateCmd(use string, to domain.EndpointState, short string) *cobra.
 			})
 		},
 	}
+	orgFlag(cmd, &org)
 	jsonFlag(cmd)
 	dbFlags(cmd, &cfg)
 	return cmd
