@@ -275,19 +275,25 @@ func TestSupplierInvoiceWithALongRefStartsItsMatchUnderABoundedID(t *testing.T) 
 
 // failChildStarts is a worker interceptor under which every child workflow
 // fails to start, as when the server refuses the start.
-type failChildStarts struct{ interceptor.WorkerInterceptorBase }
+type failChildStarts struct {
+	interceptor.WorkerInterceptorBase
+}
 
 func (*failChildStarts) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
 	return &failChildInbound{interceptor.WorkflowInboundInterceptorBase{Next: next}}
 }
 
-type failChildInbound struct{ interceptor.WorkflowInboundInterceptorBase }
+type failChildInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+}
 
 func (i *failChildInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
 	return i.Next.Init(&failChildOutbound{interceptor.WorkflowOutboundInterceptorBase{Next: out}})
 }
 
-type failChildOutbound struct{ interceptor.WorkflowOutboundInterceptorBase }
+type failChildOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+}
 
 func (*failChildOutbound) ExecuteChildWorkflow(ctx workflow.Context, _ string, _ ...any) workflow.ChildWorkflowFuture {
 	f, set := workflow.NewFuture(ctx)
@@ -299,7 +305,9 @@ type failedChild struct{ workflow.Future }
 
 func (c failedChild) GetChildWorkflowExecution() workflow.Future { return c.Future }
 
-func (c failedChild) SignalChildWorkflow(workflow.Context, string, any) workflow.Future { return c.Future }
+func (c failedChild) SignalChildWorkflow(workflow.Context, string, any) workflow.Future {
+	return c.Future
+}
 
 // When the match workflow of an invoice waiting for goods cannot be
 // started, the post does not end applied with the invoice waiting for a
