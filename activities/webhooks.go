@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -95,7 +94,8 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.Del
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
-		return domain.DeliverResult{Error: "the subscription URL is not valid: " + err.Error()}, nil
+		// The parser's error quotes the whole URL, credentials and all.
+		return domain.DeliverResult{Error: "the subscription URL is not valid"}, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
@@ -106,7 +106,7 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.Del
 	req.Header.Set(signature.Header, signature.Sign(secret, at, body))
 	resp, err := a.Webhooks.Do(req)
 	if err != nil {
-		return domain.DeliverResult{Error: describeSendError(err)}, nil
+		return domain.DeliverResult{Error: outbound.Describe(err)}, nil
 	}
 	defer resp.Body.Close()
 	// The status decides; the body is kept for support as far as it came.
@@ -118,26 +118,6 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.Del
 		res.Error = fmt.Sprintf("the receiver answered %d", resp.StatusCode)
 	}
 	return res, &excerpt
-}
-
-// describeSendError says, without Go's wrapping, why a request failed.
-func describeSendError(err error) string {
-	switch {
-	case errors.Is(err, outbound.ErrRefusedTarget):
-		msg := err.Error()
-		if i := strings.Index(msg, outbound.ErrRefusedTarget.Error()); i >= 0 {
-			msg = msg[i:]
-		}
-		return msg
-	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
-		return "no answer within 10 s"
-	}
-	return err.Error()
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }
 
 // validUTF8 keeps the valid UTF-8 of b (an answer cut at 1 KB may end

@@ -151,7 +151,7 @@ func TestAuthenticationAndScopes(t *testing.T) {
 	keys, _ := f.db.ListAPIKeys(context.Background(), f.org.ID)
 	for _, k := range keys {
 		if strings.HasPrefix(revoked, k.Prefix) {
-			_, _ = f.db.RevokeAPIKey(context.Background(), k.ID)
+			_, _ = f.db.RevokeAPIKey(context.Background(), f.org.ID, k.ID)
 		}
 	}
 	cases := []struct {

@@ -211,7 +211,7 @@ func TestEveryReadRouteAnswersItsDocumentedShape(t *testing.T) {
 	keys, _ := d.db.ListAPIKeys(context.Background(), d.org.ID)
 	for _, k := range keys {
 		if strings.HasPrefix(revoked, k.Prefix) {
-			_, _ = d.db.RevokeAPIKey(context.Background(), k.ID)
+			_, _ = d.db.RevokeAPIKey(context.Background(), d.org.ID, k.ID)
 		}
 	}
 	for _, r := range d.routes() {

@@ -23,7 +23,7 @@ func (f *fixture) runner() *api.InboundRunner {
 
 func (f *fixture) setEndpointState(t *testing.T, id uuid.UUID, to domain.EndpointState) {
 	t.Helper()
-	if _, err := f.db.SetEndpointState(context.Background(), id, to); err != nil {
+	if _, err := f.db.SetEndpointState(context.Background(), f.org.ID, id, to); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -54,7 +54,7 @@ func (s *Server) registerRequests() {
 	}, domain.ScopeRequestsRead, "", http.StatusBadRequest), s.listRequests)
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "get-request", Method: http.MethodGet, Path: "/api/v1/requests/{id}", Tags: []string{"Requests"},
-		Summary: "Read a request", Description: "A request thread with its messages, oldest first; message blocks are " +
+		Summary: "Read a request", Description: "A request thread with its first 500 messages, oldest first; message blocks are " +
 			"returned as they were stored.",
 	}, domain.ScopeRequestsRead, "", http.StatusNotFound), s.getRequest)
 	huma.Register(s.api, access(huma.Operation{

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -38,7 +39,7 @@ func scanContact(r pgx.Row) (domain.Contact, error) {
 }
 
 // Customer returns one of the organisation's customers with its contacts,
-// the primary one first.
+// the primary one first, then oldest first, at most domain.ContactsPerRecord.
 func (d *DB) Customer(ctx context.Context, orgID, id uuid.UUID) (domain.CustomerDetail, error) {
 	var c domain.CustomerDetail
 	err := d.detail(ctx, "customer",
@@ -48,7 +49,7 @@ func (d *DB) Customer(ctx context.Context, orgID, id uuid.UUID) (domain.Customer
 		[]string{
 			`SELECT ` + customerColumns + ` FROM customers c WHERE c.org_id = $1 AND c.id = $2`,
 			`SELECT id, name, email, phone, is_primary FROM customer_contacts
-			 WHERE org_id = $1 AND customer_id = $2 ORDER BY is_primary DESC, created_at, id`,
+			 WHERE org_id = $1 AND customer_id = $2 ORDER BY is_primary DESC, created_at, id LIMIT ` + strconv.Itoa(domain.ContactsPerRecord),
 		}, []any{orgID, id},
 		collect(&c.Contacts, scanContact))
 	return c, err

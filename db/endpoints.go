@@ -75,27 +75,29 @@ func (d *DB) CreateEndpoint(ctx context.Context, sealer *secrets.Sealer, in NewE
 		return out, domain.Errorf(domain.EFORBIDDEN, "%s is a %s; creating an inbound endpoint needs the admin or owner role", in.AsEmail, role)
 	}
 	out.Token = secrets.NewInboundToken()
+	id := NewID()
 	var sealed []byte
 	if in.RequireSignature {
 		s := secrets.NewSigningSecret()
 		out.Secret = &s
-		sealed = sealer.Seal(s)
+		sealed = sealer.Seal(s, sealedAt(endpointSecrets, id))
 	}
 	out.Endpoint, err = scanEndpoint(d.pool.QueryRow(ctx, `
 		INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, secret_sealed, require_signature, created_by)
 		SELECT $1, $2, $3, $4, $5, $6, $7, id FROM users WHERE org_id = $2 AND email = lower($8)
-		RETURNING `+endpointColumns, NewID(), in.OrgID, in.Name, in.Action, secrets.Hash(out.Token), sealed,
+		RETURNING `+endpointColumns, id, in.OrgID, in.Name, in.Action, secrets.Hash(out.Token), sealed,
 		in.RequireSignature, strings.TrimSpace(in.AsEmail)))
 	return out, err
 }
 
-// SetEndpointState pauses, resumes or deletes an endpoint, by the endpoint
-// state machine. Deleting destroys the token: later posts answer 404.
-func (d *DB) SetEndpointState(ctx context.Context, id uuid.UUID, to domain.EndpointState) (Endpoint, error) {
+// SetEndpointState pauses, resumes or deletes one of the organisation's
+// endpoints, by the endpoint state machine. Deleting destroys the token:
+// later posts answer 404.
+func (d *DB) SetEndpointState(ctx context.Context, orgID, id uuid.UUID, to domain.EndpointState) (Endpoint, error) {
 	var e Endpoint
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		var from domain.EndpointState
-		if err := tx.QueryRow(ctx, `SELECT state FROM inbound_endpoints WHERE id = $1 FOR UPDATE`, id).Scan(&from); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT state FROM inbound_endpoints WHERE org_id = $1 AND id = $2 FOR UPDATE`, orgID, id).Scan(&from); err != nil {
 			return notFound(err, "endpoint")
 		}
 		if _, err := domain.EndpointMachine.Move(from, to); err != nil {
@@ -109,7 +111,7 @@ func (d *DB) SetEndpointState(ctx context.Context, id uuid.UUID, to domain.Endpo
 			    secret_sealed = CASE WHEN $2 = 'deleted' THEN NULL ELSE secret_sealed END,
 			    require_signature = CASE WHEN $2 = 'deleted' THEN false ELSE require_signature END,
 			    deleted_at = CASE WHEN $2 = 'deleted' THEN now() END
-			WHERE id = $1 RETURNING `+endpointColumns, id, to))
+			WHERE org_id = $3 AND id = $1 RETURNING `+endpointColumns, id, to, orgID))
 		return err
 	})
 	return e, err
@@ -127,20 +129,6 @@ func (d *DB) EndpointByToken(ctx context.Context, tokenHash []byte) (Endpoint, e
 func (d *DB) Endpoint(ctx context.Context, orgID, id uuid.UUID) (Endpoint, error) {
 	e, err := scanEndpoint(d.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM inbound_endpoints WHERE org_id = $1 AND id = $2`, orgID, id))
 	return e, notFound(err, "endpoint")
-}
-
-// EndpointOrganisation finds the organisation an endpoint belongs to, for
-// the administration commands, which are given an endpoint id alone; every
-// read after it is scoped by that organisation.
-func (d *DB) EndpointOrganisation(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	var orgID uuid.UUID
-	err := d.pool.QueryRow(ctx, `SELECT org_id FROM inbound_endpoints WHERE id = $1`, id).Scan(&orgID)
-	return orgID, notFound(err, "endpoint")
-}
-
-// Secret opens the endpoint's signing secret.
-func (e Endpoint) Secret(sealer *secrets.Sealer) (string, error) {
-	return EndpointPost{Endpoint: e}.Secret(sealer)
 }
 
 // ListEndpoints lists the organisation's endpoints, newest first (deleted
@@ -164,10 +152,15 @@ type EndpointPost struct {
 
 // Secret opens the endpoint's signing secret.
 func (p EndpointPost) Secret(sealer *secrets.Sealer) (string, error) {
-	if p.Endpoint.secretSealed == nil {
+	return p.Endpoint.Secret(sealer)
+}
+
+// Secret opens the endpoint's signing secret, sealed to this endpoint.
+func (e Endpoint) Secret(sealer *secrets.Sealer) (string, error) {
+	if e.secretSealed == nil {
 		return "", errors.New("endpoint has no secret")
 	}
-	return sealer.Open(p.Endpoint.secretSealed)
+	return sealer.Open(e.secretSealed, sealedAt(endpointSecrets, e.ID))
 }
 
 // The statement behind PostToEndpoint: find the live endpoint by token

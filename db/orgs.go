@@ -221,11 +221,11 @@ func (d *DB) ListAPIKeys(ctx context.Context, orgID uuid.UUID) ([]domain.APIKey,
 	return keys, rows.Err()
 }
 
-// RevokeAPIKey revokes a key; later calls with it answer 401. Revoking a
-// revoked key keeps its first revocation time.
-func (d *DB) RevokeAPIKey(ctx context.Context, keyID uuid.UUID) (domain.APIKey, error) {
+// RevokeAPIKey revokes one of the organisation's keys; later calls with it
+// answer 401. Revoking a revoked key keeps its first revocation time.
+func (d *DB) RevokeAPIKey(ctx context.Context, orgID, keyID uuid.UUID) (domain.APIKey, error) {
 	k, err := scanKey(d.pool.QueryRow(ctx, `
-		UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING `+keyColumns, keyID))
+		UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE org_id = $1 AND id = $2 RETURNING `+keyColumns, orgID, keyID))
 	return k, notFound(err, "API key")
 }
 

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/commerce-integration/commerce/db"
@@ -38,6 +39,47 @@ func TestCreateOrganisationWithOwner(t *testing.T) {
 	for _, bad := range []db.NewOrganisation{{Name: ""}, {Name: "X", Currency: "eur"}} {
 		if _, _, err := d.CreateOrganisation(ctx, bad); domain.ErrorCode(err) != domain.EINVALID {
 			t.Errorf("CreateOrganisation(%+v) = %v, want EINVALID", bad, err)
+		}
+	}
+}
+
+// The default location takes the code MAIN, or the first free one of
+// MAIN-2, MAIN-3, ... when locations the organisation made hold it; those
+// stay as they were.
+func TestDefaultLocationTakesAFreeCodeWhenMAINIsTaken(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	for _, c := range []struct {
+		taken []string
+		want  string
+	}{
+		{nil, "MAIN"},
+		{[]string{"MAIN"}, "MAIN-2"},
+		{[]string{"MAIN", "MAIN-2"}, "MAIN-3"},
+		{[]string{"MAIN", "MAIN-3"}, "MAIN-2"},
+		{[]string{"MAIN-2", "main"}, "MAIN"},
+	} {
+		org, _, _ := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme " + c.want + strings.Join(c.taken, ",")})
+		for _, code := range c.taken {
+			if _, err := d.Pool().Exec(ctx, `INSERT INTO stock_locations (id, org_id, code, name) VALUES ($1, $2, $3, 'Elsewhere')`,
+				db.NewID(), org.ID, code); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := d.SetAddon(ctx, org.ID, domain.AddonStock, true); err != nil {
+			t.Fatalf("taken %v: %v", c.taken, err)
+		}
+		locations, err := d.StockLocations(ctx, org.ID)
+		if err != nil || len(locations) != len(c.taken)+1 {
+			t.Fatalf("taken %v: %+v, %v", c.taken, locations, err)
+		}
+		if l := locations[0]; !l.IsDefault || l.Code != c.want || l.Name != "Main warehouse" {
+			t.Errorf("taken %v: default %+v, want code %s", c.taken, l, c.want)
+		}
+		for _, l := range locations[1:] {
+			if l.IsDefault || l.Name != "Elsewhere" {
+				t.Errorf("taken %v: location %+v changed", c.taken, l)
+			}
 		}
 	}
 }
@@ -85,14 +127,14 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain+"x"), ""); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("unknown key: %v, want EUNAUTHORIZED", err)
 	}
-	revoked, err := d.RevokeAPIKey(ctx, key.ID)
+	revoked, err := d.RevokeAPIKey(ctx, org.ID, key.ID)
 	if err != nil || revoked.RevokedAt == nil {
 		t.Fatalf("revoke = %+v, %v", revoked, err)
 	}
 	if _, err := d.AuthenticateKey(ctx, secrets.Hash(plain), ""); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("revoked key: %v, want EUNAUTHORIZED", err)
 	}
-	if _, err := d.RevokeAPIKey(ctx, db.NewID()); domain.ErrorCode(err) != domain.ENOTFOUND {
+	if _, err := d.RevokeAPIKey(ctx, org.ID, db.NewID()); domain.ErrorCode(err) != domain.ENOTFOUND {
 		t.Fatalf("revoke unknown key: %v, want ENOTFOUND", err)
 	}
 }

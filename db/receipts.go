@@ -282,15 +282,6 @@ func (d *DB) GetReceipt(ctx context.Context, orgID, id uuid.UUID) (Receipt, erro
 	return r, nil
 }
 
-// ReceiptOrganisation finds the organisation a receipt belongs to, for the
-// administration commands, which are given a receipt id alone; every read
-// and write of the receipt after it is scoped by that organisation.
-func (d *DB) ReceiptOrganisation(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	var orgID uuid.UUID
-	err := d.pool.QueryRow(ctx, `SELECT org_id FROM inbound_receipts WHERE id = $1`, id).Scan(&orgID)
-	return orgID, notFound(err, "receipt")
-}
-
 // ReceiptFilter narrows a receipt list.
 type ReceiptFilter struct {
 	OrgID      uuid.UUID

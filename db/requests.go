@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -27,7 +28,7 @@ func (d *DB) ListRequests(ctx context.Context, orgID uuid.UUID, p Page) ([]domai
 }
 
 // Request returns one of the organisation's request threads with its
-// messages, oldest first.
+// messages, oldest first, at most domain.MessagesPerRequest.
 func (d *DB) Request(ctx context.Context, orgID, id uuid.UUID) (domain.RequestDetail, error) {
 	var t domain.RequestDetail
 	err := d.detail(ctx, "request",
@@ -35,7 +36,7 @@ func (d *DB) Request(ctx context.Context, orgID, id uuid.UUID) (domain.RequestDe
 		[]string{
 			`SELECT ` + requestColumns + ` FROM request_threads r WHERE r.org_id = $1 AND r.id = $2`,
 			`SELECT id, role, blocks, created_at FROM request_messages
-			 WHERE org_id = $1 AND thread_id = $2 ORDER BY created_at, id`,
+			 WHERE org_id = $1 AND thread_id = $2 ORDER BY created_at, id LIMIT ` + strconv.Itoa(domain.MessagesPerRequest),
 		}, []any{orgID, id},
 		collect(&t.Messages, func(r pgx.Row) (domain.RequestMessage, error) {
 			var m domain.RequestMessage

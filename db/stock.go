@@ -31,21 +31,39 @@ func (d *DB) StockLocations(ctx context.Context, orgID uuid.UUID) ([]domain.Stoc
 }
 
 // ensureDefaultLocation returns the organisation's default stock location,
-// creating it ("MAIN") when there is none.
+// creating it ("Main warehouse") when there is none, with the code MAIN, or
+// the first of MAIN-2, MAIN-3, ... that no location of the organisation
+// holds (one of the first count+1 is always free).
 func ensureDefaultLocation(ctx context.Context, q querier, orgID uuid.UUID) (uuid.UUID, error) {
 	var id uuid.UUID
-	err := q.QueryRow(ctx, `
-		WITH created AS (
-			INSERT INTO stock_locations (id, org_id, code, name, is_default)
-			SELECT $2, $1, 'MAIN', 'Main warehouse', true
-			WHERE NOT EXISTS (SELECT 1 FROM stock_locations WHERE org_id = $1 AND is_default)
-			ON CONFLICT DO NOTHING
-			RETURNING id
-		)
-		SELECT id FROM created
-		UNION ALL
-		SELECT id FROM stock_locations WHERE org_id = $1 AND is_default
-		LIMIT 1`, orgID, NewID()).Scan(&id)
+	var err error
+	// A default, or a location with the chosen code, made at the same time
+	// by another transaction makes the insert do nothing and leaves this
+	// statement's snapshot without a default; the next try sees it.
+	for range 3 {
+		err = q.QueryRow(ctx, `
+			WITH free AS (
+				SELECT x.code FROM (
+					SELECT n, CASE WHEN n = 1 THEN 'MAIN' ELSE 'MAIN-' || n END AS code
+					FROM generate_series(1, (SELECT count(*) + 1 FROM stock_locations WHERE org_id = $1)) n
+				) x
+				WHERE NOT EXISTS (SELECT 1 FROM stock_locations WHERE org_id = $1 AND code = x.code)
+				ORDER BY x.n LIMIT 1
+			), created AS (
+				INSERT INTO stock_locations (id, org_id, code, name, is_default)
+				SELECT $2, $1, free.code, 'Main warehouse', true FROM free
+				WHERE NOT EXISTS (SELECT 1 FROM stock_locations WHERE org_id = $1 AND is_default)
+				ON CONFLICT DO NOTHING
+				RETURNING id
+			)
+			SELECT id FROM created
+			UNION ALL
+			SELECT id FROM stock_locations WHERE org_id = $1 AND is_default
+			LIMIT 1`, orgID, NewID()).Scan(&id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
 	return id, err
 }
 

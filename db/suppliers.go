@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -29,7 +30,8 @@ func (d *DB) ListSuppliers(ctx context.Context, orgID uuid.UUID, f SupplierFilte
 	return listNewest(ctx, d.pool, `SELECT `+supplierColumns+` FROM suppliers s`, "s", c, p, scanSupplier)
 }
 
-// Supplier returns one of the organisation's suppliers with its contacts.
+// Supplier returns one of the organisation's suppliers with its contacts,
+// the primary one first, then oldest first, at most domain.ContactsPerRecord.
 func (d *DB) Supplier(ctx context.Context, orgID, id uuid.UUID) (domain.SupplierDetail, error) {
 	var s domain.SupplierDetail
 	err := d.detail(ctx, "supplier",
@@ -39,7 +41,7 @@ func (d *DB) Supplier(ctx context.Context, orgID, id uuid.UUID) (domain.Supplier
 		[]string{
 			`SELECT ` + supplierColumns + ` FROM suppliers s WHERE s.org_id = $1 AND s.id = $2`,
 			`SELECT id, name, email, phone, is_primary FROM supplier_contacts
-			 WHERE org_id = $1 AND supplier_id = $2 ORDER BY is_primary DESC, created_at, id`,
+			 WHERE org_id = $1 AND supplier_id = $2 ORDER BY is_primary DESC, created_at, id LIMIT ` + strconv.Itoa(domain.ContactsPerRecord),
 		}, []any{orgID, id},
 		collect(&s.Contacts, scanContact))
 	return s, err

@@ -64,20 +64,21 @@ func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in 
 	if in.EventTypes == nil {
 		in.EventTypes = []string{}
 	}
-	secret := secrets.NewSigningSecret()
+	secret, id := secrets.NewSigningSecret(), NewID()
 	s, err := scanSubscription(d.pool.QueryRow(ctx, `
 		INSERT INTO webhook_subscriptions (id, org_id, url, event_types, secret_sealed)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+subscriptionColumns,
-		NewID(), in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret)))
+		id, in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret, sealedAt(subscriptionSecrets, id))))
 	return CreatedSubscription{Subscription: s, Secret: secret}, err
 }
 
-// SetSubscriptionActive disables or enables a subscription. A disabled
-// subscription gets no new deliveries, and its deliveries waiting for a
-// retry end exhausted when their turn comes.
-func (d *DB) SetSubscriptionActive(ctx context.Context, id uuid.UUID, active bool) (Subscription, error) {
+// SetSubscriptionActive disables or enables one of the organisation's
+// subscriptions. A disabled subscription gets no new deliveries, and its
+// deliveries waiting for a retry end exhausted when their turn comes.
+func (d *DB) SetSubscriptionActive(ctx context.Context, orgID, id uuid.UUID, active bool) (Subscription, error) {
 	s, err := scanSubscription(d.pool.QueryRow(ctx, `
-		UPDATE webhook_subscriptions SET active = $2, updated_at = now() WHERE id = $1 RETURNING `+subscriptionColumns, id, active))
+		UPDATE webhook_subscriptions SET active = $3, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING `+subscriptionColumns,
+		orgID, id, active))
 	return s, notFound(err, "subscription")
 }
 
@@ -203,9 +204,10 @@ type WebhookTarget struct {
 	secretSealed   []byte
 }
 
-// Secret opens the subscription's signing secret.
+// Secret opens the subscription's signing secret, sealed to the
+// subscription.
 func (t WebhookTarget) Secret(sealer *secrets.Sealer) (string, error) {
-	return sealer.Open(t.secretSealed)
+	return sealer.Open(t.secretSealed, sealedAt(subscriptionSecrets, t.SubscriptionID))
 }
 
 // WebhookTarget loads a delivery's subscription and event.
@@ -358,10 +360,10 @@ func (d *DB) ListWebhookDeliveries(ctx context.Context, f WebhookDeliveryFilter)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDelivery, error) { return scanWebhookDelivery(r) })
 }
 
-// GetWebhookDelivery returns a delivery with its attempt log, oldest attempt
-// first.
-func (d *DB) GetWebhookDelivery(ctx context.Context, id uuid.UUID) (WebhookDelivery, error) {
-	x, err := scanWebhookDelivery(d.pool.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE w.id = $1`, id))
+// GetWebhookDelivery returns one of the organisation's deliveries with its
+// attempt log, oldest attempt first.
+func (d *DB) GetWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) (WebhookDelivery, error) {
+	x, err := scanWebhookDelivery(d.pool.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE w.org_id = $1 AND w.id = $2`, orgID, id))
 	if err != nil {
 		return x, notFound(err, "delivery")
 	}

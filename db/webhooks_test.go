@@ -33,7 +33,7 @@ func TestRelayMakesOneDeliveryPerMatchingActiveSubscription(t *testing.T) {
 	customers := sub(org, domain.EventCustomerCreated)
 	orders := sub(org, domain.EventOrderStatusChanged)
 	disabled := sub(org)
-	if _, err := d.SetSubscriptionActive(ctx, disabled.ID, false); err != nil {
+	if _, err := d.SetSubscriptionActive(ctx, org.ID, disabled.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	sub(other) // another organisation's subscription hears nothing of Acme
@@ -99,7 +99,7 @@ func TestRelayMakesOneDeliveryPerMatchingActiveSubscription(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	x, err := d.GetWebhookDelivery(ctx, refs[0].ID)
+	x, err := d.GetWebhookDelivery(ctx, org.ID, refs[0].ID)
 	if err != nil || x.Attempts != 1 || len(x.AttemptLog) != 1 || x.Status != domain.WebhookFailed || *x.LastStatusCode != 500 {
 		t.Fatalf("delivery %+v, %v", x, err)
 	}

@@ -1,7 +1,10 @@
 package domain
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -17,9 +20,35 @@ import (
 // InboundWorkflowID is the ID of the workflow that carries out a receipt.
 func InboundWorkflowID(receiptID uuid.UUID) string { return "inbound/" + receiptID.String() }
 
-// MatchWorkflowID is the ID of a supplier invoice's three-way match.
+// MaxWorkflowIDLength bounds every workflow ID the service makes, well
+// under Temporal's limit (1000 bytes by default, lower on some servers).
+const MaxWorkflowIDLength = 255
+
+// matchRefKept is the longest invoice reference a match workflow ID carries
+// as it is. A longer one is cut to its first matchRefPrefix bytes (at a
+// character boundary), then "~" and the SHA-256 of the whole reference:
+// between 126 and 129 bytes, longer than any reference kept whole, so two
+// references never share an ID unless their hashes collide.
+const (
+	matchRefKept   = 120
+	matchRefPrefix = 64
+)
+
+// MatchWorkflowID is the ID of a supplier invoice's three-way match:
+// match/<po_id>/<invoice_ref>, with a long reference shortened (see
+// matchRefKept), so that the ID stays within MaxWorkflowIDLength whatever
+// the reference.
 func MatchWorkflowID(poID uuid.UUID, invoiceRef string) string {
-	return "match/" + poID.String() + "/" + invoiceRef
+	ref := invoiceRef
+	if len(ref) > matchRefKept {
+		cut := matchRefPrefix
+		for cut > 0 && !utf8.RuneStart(ref[cut]) {
+			cut--
+		}
+		sum := sha256.Sum256([]byte(invoiceRef))
+		ref = ref[:cut] + "~" + hex.EncodeToString(sum[:])
+	}
+	return "match/" + poID.String() + "/" + ref
 }
 
 // WebhookWorkflowID is the ID of the workflow of a webhook delivery.

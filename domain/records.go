@@ -114,10 +114,19 @@ type Customer struct {
 	CreatedAt    Timestamp  `json:"created_at"`
 }
 
+// Reads of one record bound the records they carry, so that a read costs
+// the same however many were loaded: a customer's or supplier's contacts
+// (the primary one first, then oldest first) and a request thread's
+// messages (its first ones). The doc tags below state them.
+const (
+	ContactsPerRecord  = 100
+	MessagesPerRequest = 500
+)
+
 // CustomerDetail is a customer with its contacts.
 type CustomerDetail struct {
 	Customer
-	Contacts []Contact `json:"contacts"`
+	Contacts []Contact `json:"contacts" doc:"At most 100 contacts: the primary one first, then oldest first."`
 }
 
 // Contact is a person at a customer or supplier.
@@ -141,7 +150,7 @@ type RequestThread struct {
 // RequestDetail is a request thread with its messages.
 type RequestDetail struct {
 	RequestThread
-	Messages []RequestMessage `json:"messages"`
+	Messages []RequestMessage `json:"messages" doc:"The thread's first 500 messages, oldest first."`
 }
 
 // RequestMessage is one message of a request thread; blocks are stored and
@@ -266,7 +275,7 @@ type Supplier struct {
 // SupplierDetail is a supplier with its contacts.
 type SupplierDetail struct {
 	Supplier
-	Contacts []Contact `json:"contacts"`
+	Contacts []Contact `json:"contacts" doc:"At most 100 contacts: the primary one first, then oldest first."`
 }
 
 // PurchaseOrder is an order placed with a supplier.

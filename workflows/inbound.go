@@ -113,7 +113,9 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 		}
 	}
 	if out.Result.InvoiceID != nil {
-		out.Match = w.match(ctx, *out.Result.InvoiceID, *out.Result.POID, out.Result.InvoiceRef)
+		if out.Match, err = w.match(ctx, *out.Result.InvoiceID, *out.Result.POID, out.Result.InvoiceRef); err != nil {
+			return w.finish(ctx, out, err)
+		}
 		if out.Match == nil || out.Match.Status == domain.MatchAwaitingReceipt {
 			out.Result.Status = 202 // the match goes on in its own workflow
 		}
@@ -123,6 +125,12 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 
 // errUnmatched ends a post parked for too long.
 var errUnmatched = errors.New("unmatched")
+
+// errMatchNotStarted ends a supplier invoice post whose three-way match
+// could not be started: the receipt is recorded as an error (a replay
+// starts the match), rather than the invoice waiting for a match that
+// never runs.
+var errMatchNotStarted = errors.New("the three-way match of the invoice could not be started; replay the receipt to start it")
 
 // apply runs the action once.
 func (w *inbound) apply(ctx workflow.Context) (domain.InboundOutcome, error) {
@@ -146,15 +154,16 @@ func waitForSignal(ctx workflow.Context, signals workflow.ReceiveChannel, d time
 
 // match runs the supplier invoice's three-way match once, so that the
 // answer can carry its result. When nothing has been received yet, or that
-// first attempt failed, the match goes on in a workflow of its own,
-// match/<po_id>/<invoice_ref>, which outlives this one; the result is then
-// nil or awaiting_receipt.
-func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoiceRef string) *domain.MatchResult {
+// first attempt failed, the match goes on in a workflow of its own
+// (domain.MatchWorkflowID), which outlives this one; the result is then nil
+// or awaiting_receipt. If that workflow cannot be started (and is not
+// running already), match returns errMatchNotStarted.
+func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoiceRef string) (*domain.MatchResult, error) {
 	in := domain.MatchInput{OrgID: w.in.OrgID, InvoiceID: invoiceID, POID: poID, InvoiceRef: invoiceRef}
 	var first domain.MatchResult
 	matchErr := workflow.ExecuteLocalActivity(ctx, matchSupplierInvoice, in).Get(ctx, &first)
 	if matchErr == nil && first.Status != domain.MatchAwaitingReceipt {
-		return &first
+		return &first, nil
 	}
 	if matchErr != nil {
 		workflow.GetLogger(ctx).Warn("three-way match failed; its own workflow carries on", "error", matchErr)
@@ -164,12 +173,13 @@ func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoice
 	err := workflow.ExecuteChildWorkflow(cctx, ThreeWayMatch, in).GetChildWorkflowExecution().Get(ctx, &started)
 	var already *temporal.ChildWorkflowExecutionAlreadyStartedError
 	if err != nil && !errors.As(err, &already) {
-		workflow.GetLogger(ctx).Warn("three-way match did not start", "error", err)
+		workflow.GetLogger(ctx).Error("three-way match did not start", "error", err, "invoice_id", invoiceID.String())
+		return nil, errMatchNotStarted
 	}
 	if matchErr != nil {
-		return nil
+		return nil, nil
 	}
-	return &first
+	return &first, nil
 }
 
 // finish records the post's final outcome, then answers (if it had not yet:

@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/commerce-integration/commerce/activities"
@@ -236,6 +239,101 @@ func TestSupplierInvoiceWhoseFirstMatchFailsLeavesItToTheMatchWorkflow(t *testin
 	}
 	if got := e.last().Outcome; got != domain.OutcomeApplied {
 		t.Fatalf("outcome %s, want applied (the invoice was recorded)", got)
+	}
+}
+
+// An invoice reference at its 500-character limit still names a match
+// workflow Temporal accepts: the ID is bounded, and is the one the signal
+// of a goods receipt looks for.
+func TestSupplierInvoiceWithALongRefStartsItsMatchUnderABoundedID(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	in := inboundIn
+	in.Action = domain.ActionSupplierInvoice
+	invoice, po := uuid.New(), uuid.New()
+	ref := strings.Repeat("INV/2026/ÉTÉ/", 50)[:500]
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: ref}, nil)
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
+		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: ref, Status: domain.MatchAwaitingReceipt}, nil)
+	e.OnWorkflow(ThreeWayMatch, mock.Anything, mock.Anything).Return(domain.MatchResult{Status: domain.MatchMatched}, nil)
+	var childID string
+	e.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		childID = info.WorkflowExecution.ID
+	})
+	e.ExecuteWorkflow(InboundAction, in)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if childID != domain.MatchWorkflowID(po, ref) || len(childID) > domain.MaxWorkflowIDLength {
+		t.Fatalf("match workflow %q (%d bytes), want %q within %d bytes", childID, len(childID), domain.MatchWorkflowID(po, ref), domain.MaxWorkflowIDLength)
+	}
+	if e.answer == nil || e.answer.Result == nil || e.answer.Result.Status != 202 || e.last().Outcome != domain.OutcomeApplied {
+		t.Fatalf("answer %+v, recorded %+v", e.answer, e.outcomes)
+	}
+}
+
+// failChildStarts is a worker interceptor under which every child workflow
+// fails to start, as when the server refuses the start.
+type failChildStarts struct {
+	interceptor.WorkerInterceptorBase
+}
+
+func (*failChildStarts) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &failChildInbound{interceptor.WorkflowInboundInterceptorBase{Next: next}}
+}
+
+type failChildInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+}
+
+func (i *failChildInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&failChildOutbound{interceptor.WorkflowOutboundInterceptorBase{Next: out}})
+}
+
+type failChildOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+}
+
+func (*failChildOutbound) ExecuteChildWorkflow(ctx workflow.Context, _ string, _ ...any) workflow.ChildWorkflowFuture {
+	f, set := workflow.NewFuture(ctx)
+	set.SetError(errors.New("namespace default not found"))
+	return failedChild{f}
+}
+
+type failedChild struct{ workflow.Future }
+
+func (c failedChild) GetChildWorkflowExecution() workflow.Future { return c.Future }
+
+func (c failedChild) SignalChildWorkflow(workflow.Context, string, any) workflow.Future {
+	return c.Future
+}
+
+// When the match workflow of an invoice waiting for goods cannot be
+// started, the post does not end applied with the invoice waiting for a
+// match that never runs: its receipt records an error (which a replay
+// retries) and the sender is answered 500, so it tries again.
+func TestSupplierInvoiceWhoseMatchCannotStartIsRecordedAsAnError(t *testing.T) {
+	e := newInboundEnv(t)
+	e.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&failChildStarts{}}})
+	var a *activities.Activities
+	in := inboundIn
+	in.Action = domain.ActionSupplierInvoice
+	invoice, po := uuid.New(), uuid.New()
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: "INV-4"}, nil)
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
+		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: "INV-4", Status: domain.MatchAwaitingReceipt}, nil)
+	e.ExecuteWorkflow(InboundAction, in)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.last(); got.Outcome != domain.OutcomeError || !strings.Contains(got.Error, "three-way match") || strings.Contains(got.Error, "namespace") {
+		t.Fatalf("recorded %+v, want an error naming the match and no internal detail", e.outcomes)
+	}
+	if e.answer == nil || e.answer.Code != domain.EINTERNAL || e.answer.Result != nil {
+		b, _ := json.Marshal(e.answer)
+		t.Fatalf("answer %s, want an internal error", b)
 	}
 }
 

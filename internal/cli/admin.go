@@ -306,7 +306,7 @@ func keyListCmd() *cobra.Command {
 }
 
 func keyRevokeCmd() *cobra.Command {
-	return recordCmd("revoke KEY_ID", "Revoke an API key; calls with it answer 401 from then on", (*db.DB).RevokeAPIKey,
+	return orgRecordCmd("revoke KEY_ID", "Revoke an API key; calls with it answer 401 from then on", (*db.DB).APIKeyOrg, (*db.DB).RevokeAPIKey,
 		func(w io.Writer, k domain.APIKey) {
 			fmt.Fprintf(w, "revoked\t%s (%s)\nat\t%s\n", k.ID, k.Name, tsOrDash(k.RevokedAt))
 		})

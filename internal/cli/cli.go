@@ -200,6 +200,41 @@ func recordCmd[T any](use, short string, run func(*db.DB, context.Context, uuid.
 	return cmd
 }
 
+// ownerLookup finds the organisation of a record named by id alone (a
+// method of db.DB such as EndpointOrg).
+type ownerLookup func(*db.DB, context.Context, uuid.UUID) (uuid.UUID, error)
+
+// orgFlag adds --org to a command that names a record by its id.
+func orgFlag(cmd *cobra.Command, org *string) {
+	cmd.Flags().StringVar(org, "org", "", "the record's organisation id (looked up from the record when not given)")
+}
+
+// recordOrg is the organisation a record-id command acts within: --org when
+// given, else the record's own, as owner finds it. Either way the command's
+// query is then scoped by it, as every query is.
+func recordOrg(ctx context.Context, d *db.DB, org string, owner ownerLookup, id uuid.UUID) (uuid.UUID, error) {
+	if org != "" {
+		return parseID("--org", org)
+	}
+	return owner(d, ctx, id)
+}
+
+// orgRecordCmd is recordCmd for a record whose query is scoped by its
+// organisation (see recordOrg).
+func orgRecordCmd[T any](use, short string, owner ownerLookup, run func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (T, error), table func(io.Writer, T)) *cobra.Command {
+	var org string
+	cmd := recordCmd(use, short, func(d *db.DB, ctx context.Context, id uuid.UUID) (T, error) {
+		orgID, err := recordOrg(ctx, d, org, owner, id)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return run(d, ctx, orgID, id)
+	}, table)
+	orgFlag(cmd, &org)
+	return cmd
+}
+
 // dbFlags adds --database-url to a command that only talks to Postgres.
 func dbFlags(cmd *cobra.Command, cfg *config.Config) {
 	cfg.Flags(cmd.Flags(), "DATABASE_URL")

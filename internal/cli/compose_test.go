@@ -90,6 +90,18 @@ func TestComposeFileMatchesTheBinary(t *testing.T) {
 	if listen := cf.Services["api"].Environment["COMMERCE_LISTEN"]; !slices.Contains(cf.Services["api"].Ports, "8080"+listen) {
 		t.Errorf("api listens on %s but publishes %v", listen, cf.Services["api"].Ports)
 	}
+	// Only the API is published; Temporal (no authentication) stays inside
+	// the compose network and its UI on the host's loopback.
+	for name, svc := range cf.Services {
+		for _, p := range svc.Ports {
+			if name != "api" && !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("%s: publishes %s beyond the host's loopback", name, p)
+			}
+		}
+	}
+	if ports := cf.Services["temporal"].Ports; len(ports) != 0 {
+		t.Errorf("temporal publishes %v; its frontend must be reachable inside the compose network only", ports)
+	}
 	if ui := cf.Services["temporal-ui"].Environment["TEMPORAL_ADDRESS"]; ui != "temporal:7233" {
 		t.Errorf("temporal-ui points at %s", ui)
 	}

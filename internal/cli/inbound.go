@@ -108,11 +108,11 @@ func endpointCreateCmd() *cobra.Command {
 }
 
 func endpointStateCmd(use string, to domain.EndpointState, short string) *cobra.Command {
-	set := func(d *db.DB, ctx context.Context, id uuid.UUID) (endpointJSON, error) {
-		e, err := d.SetEndpointState(ctx, id, to)
+	set := func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (endpointJSON, error) {
+		e, err := d.SetEndpointState(ctx, orgID, id, to)
 		return newEndpointJSON(e), err
 	}
-	return recordCmd(use+" ENDPOINT_ID", short, set, func(w io.Writer, e endpointJSON) {
+	return orgRecordCmd(use+" ENDPOINT_ID", short, (*db.DB).EndpointOrg, set, func(w io.Writer, e endpointJSON) {
 		fmt.Fprintf(w, "endpoint\t%s (%s)\nstate\t%s\n", e.Name, e.ID, e.State)
 	})
 }
@@ -220,7 +220,7 @@ func receiptsListCmd() *cobra.Command {
 				return usagef("--status: %s", domain.ErrorMessage(err))
 			}
 			list := func(ctx context.Context, d *db.DB) ([]receiptJSON, error) {
-				orgID, err := d.EndpointOrganisation(ctx, id)
+				orgID, err := d.EndpointOrg(ctx, id)
 				if err != nil {
 					return nil, err
 				}
@@ -293,7 +293,7 @@ func receiptsReplayCmd() *cobra.Command {
 				}
 			}
 			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				orgID, err := d.ReceiptOrganisation(ctx, id)
+				orgID, err := d.ReceiptOrg(ctx, id)
 				if err != nil {
 					return err
 				}
@@ -336,7 +336,7 @@ func configSealer(cfg config.Config) (*secrets.Sealer, error) {
 // administration commands are: it finds the owning organisation first and
 // reads the receipt scoped by it.
 func receiptOfAnyOrganisation(ctx context.Context, d *db.DB, id uuid.UUID) (db.Receipt, error) {
-	orgID, err := d.ReceiptOrganisation(ctx, id)
+	orgID, err := d.ReceiptOrg(ctx, id)
 	if err != nil {
 		return db.Receipt{}, err
 	}

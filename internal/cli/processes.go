@@ -52,6 +52,7 @@ func runProcess(ctx context.Context, cfg config.Config, check func() error,
 	}
 	rt := &Runtime{Cfg: cfg, Log: log, DB: d, Temporal: tc, ServiceKey: key}
 	defer rt.Close()
+	rt.ResealSecrets(ctx)
 	return run(rt, ctx)
 }
 

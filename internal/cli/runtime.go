@@ -102,6 +102,29 @@ func (rt *Runtime) keys() ([]byte, *secrets.Sealer, error) {
 	return key, sealer, err
 }
 
+// ResealSecrets seals again, bound to their rows, the signing secrets still
+// in the format sealed without associated data, so that a copy of one in
+// another row stops opening: each process that holds the key does it as it
+// starts. A failure is logged, not fatal: such secrets keep working, and
+// the next start tries again.
+func (rt *Runtime) ResealSecrets(ctx context.Context) {
+	_, sealer, err := rt.keys()
+	if err != nil {
+		rt.Log.Warn("signing secrets not resealed", zap.Error(err))
+		return
+	}
+	r, err := rt.DB.ResealSecrets(ctx, sealer)
+	switch {
+	case err != nil:
+		rt.Log.Warn("signing secrets not resealed", zap.Error(err))
+	case r.Unreadable > 0:
+		rt.Log.Warn("signing secrets that COMMERCE_SECRET_KEY does not open were left as they are",
+			zap.Int("unreadable", r.Unreadable), zap.Int("resealed", r.Resealed))
+	case r.Resealed > 0:
+		rt.Log.Info("signing secrets resealed, bound to their rows", zap.Int("resealed", r.Resealed))
+	}
+}
+
 // APIHandler builds the HTTP handler.
 func (rt *Runtime) APIHandler() (http.Handler, error) {
 	key, sealer, err := rt.keys()

@@ -112,10 +112,10 @@ func webhookListCmd() *cobra.Command {
 }
 
 func webhookActiveCmd(use string, active bool, short string) *cobra.Command {
-	set := func(d *db.DB, ctx context.Context, id uuid.UUID) (db.Subscription, error) {
-		return d.SetSubscriptionActive(ctx, id, active)
+	set := func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (db.Subscription, error) {
+		return d.SetSubscriptionActive(ctx, orgID, id, active)
 	}
-	return recordCmd(use+" SUBSCRIPTION_ID", short, set, printSubscription)
+	return orgRecordCmd(use+" SUBSCRIPTION_ID", short, (*db.DB).SubscriptionOrg, set, printSubscription)
 }
 
 func printDelivery(w io.Writer, x db.WebhookDelivery) {
@@ -206,13 +206,14 @@ func webhookDeliveriesCmd() *cobra.Command {
 }
 
 func webhookShowCmd() *cobra.Command {
-	return recordCmd("show DELIVERY_ID", "Show a delivery and every attempt: status code, duration, error, the start of the answer",
-		(*db.DB).GetWebhookDelivery, printDelivery)
+	return orgRecordCmd("show DELIVERY_ID", "Show a delivery and every attempt: status code, duration, error, the start of the answer",
+		(*db.DB).WebhookDeliveryOrg, (*db.DB).GetWebhookDelivery, printDelivery)
 }
 
 func webhookResendCmd() *cobra.Command {
 	cfg := config.Load()
 	var wait time.Duration
+	var org string
 	cmd := &cobra.Command{
 		Use:   "resend DELIVERY_ID",
 		Short: "Send a delivery again now (it counts as an attempt) and show how it went",
@@ -226,7 +227,11 @@ func webhookResendCmd() *cobra.Command {
 				return err
 			}
 			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				x, err := d.GetWebhookDelivery(ctx, id)
+				orgID, err := recordOrg(ctx, d, org, (*db.DB).WebhookDeliveryOrg, id)
+				if err != nil {
+					return err
+				}
+				x, err := d.GetWebhookDelivery(ctx, orgID, id)
 				if err != nil {
 					return err
 				}
@@ -248,7 +253,7 @@ func webhookResendCmd() *cobra.Command {
 				// Wait for the attempt to be logged (a request takes at most 10 s).
 				deadline := time.Now().Add(wait)
 				for {
-					if x, err = d.GetWebhookDelivery(ctx, id); err != nil {
+					if x, err = d.GetWebhookDelivery(ctx, orgID, id); err != nil {
 						return err
 					}
 					if len(x.AttemptLog) > 0 && x.AttemptLog[len(x.AttemptLog)-1].Attempt > ref.Attempts || time.Now().After(deadline) {
@@ -261,6 +266,7 @@ func webhookResendCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 20*time.Second, "how long to wait for the attempt before printing the delivery")
+	orgFlag(cmd, &org)
 	jsonFlag(cmd)
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
 	return cmd

@@ -198,6 +198,7 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		return err
 	}
 	defer rt.Temporal.Close()
+	rt.ResealSecrets(ctx)
 	handler, err := rt.APIHandler()
 	if err != nil {
 		return err

@@ -62,11 +62,11 @@ func TestEveryActionAnswersEachPipelineStatus(t *testing.T) {
 		expect("over 1 MB", f.signedPost(url, secret, `{"x": "`+strings.Repeat("x", 1<<20)+`"}`, now), 413)
 
 		id := mustID(t, epID)
-		if _, err := f.DB.SetEndpointState(ctx, id, domain.EndpointPaused); err != nil {
+		if _, err := f.DB.SetEndpointState(ctx, f.org.ID, id, domain.EndpointPaused); err != nil {
 			t.Fatal(err)
 		}
 		expect("paused", f.signedPost(url, secret, c.good, now), 409)
-		if _, err := f.DB.SetEndpointState(ctx, id, domain.EndpointActive); err != nil {
+		if _, err := f.DB.SetEndpointState(ctx, f.org.ID, id, domain.EndpointActive); err != nil {
 			t.Fatal(err)
 		}
 		// Spend the endpoint's whole burst at once.
@@ -77,7 +77,7 @@ func TestEveryActionAnswersEachPipelineStatus(t *testing.T) {
 		if _, err := f.DB.Pool().Exec(ctx, `UPDATE rate_limits SET tat = now() WHERE org_id = $1 AND subject_id = $2`, f.org.ID, id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.DB.SetEndpointState(ctx, id, domain.EndpointDeleted); err != nil {
+		if _, err := f.DB.SetEndpointState(ctx, f.org.ID, id, domain.EndpointDeleted); err != nil {
 			t.Fatal(err)
 		}
 		expect("deleted", f.signedPost(url, secret, c.good, now), 404)

@@ -43,20 +43,20 @@ func TestInboundPipelineRefusesInOrder(t *testing.T) {
 		t.Fatalf("413 receipt: %+v", r)
 	}
 	// 409: a paused endpoint refuses, and keeps a receipt.
-	if _, err := f.DB.SetEndpointState(context.Background(), mustID(t, epID), domain.EndpointPaused); err != nil {
+	if _, err := f.DB.SetEndpointState(context.Background(), f.org.ID, mustID(t, epID), domain.EndpointPaused); err != nil {
 		t.Fatal(err)
 	}
 	if a := f.post(url, good); a.status != 409 || a.receipt == "" {
 		t.Fatalf("paused: %d %s", a.status, a.raw)
 	}
-	if _, err := f.DB.SetEndpointState(context.Background(), mustID(t, epID), domain.EndpointActive); err != nil {
+	if _, err := f.DB.SetEndpointState(context.Background(), f.org.ID, mustID(t, epID), domain.EndpointActive); err != nil {
 		t.Fatal(err)
 	}
 	if a := f.post(url, good); a.status != 200 || a.str("outcome") != "applied" {
 		t.Fatalf("resumed: %d %s", a.status, a.raw)
 	}
 	// Deleted: the token is destroyed, later posts answer 404.
-	if _, err := f.DB.SetEndpointState(context.Background(), mustID(t, epID), domain.EndpointDeleted); err != nil {
+	if _, err := f.DB.SetEndpointState(context.Background(), f.org.ID, mustID(t, epID), domain.EndpointDeleted); err != nil {
 		t.Fatal(err)
 	}
 	if a := f.post(url, good); a.status != 404 {

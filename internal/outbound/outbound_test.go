@@ -28,6 +28,85 @@ func TestCheckAddrRefusesWhatIsNotPublic(t *testing.T) {
 	}
 }
 
+// NAT64 and 6to4 addresses are judged by the IPv4 address they carry;
+// Teredo addresses are refused whatever they carry.
+func TestCheckAddrJudgesTranslatedAddressesByTheirIPv4AndRefusesTeredo(t *testing.T) {
+	for _, c := range []struct {
+		addr    string
+		refused bool
+		kind    string
+	}{
+		{"64:ff9b::7f00:1", true, "loopback address (127.0.0.1, translated)"},
+		{"64:ff9b::10.1.2.3", true, "private address (10.1.2.3, translated)"},
+		{"64:ff9b::169.254.169.254", true, "link-local address (169.254.169.254, translated)"},
+		{"64:ff9b::100.64.0.1", true, "reserved address (100.64.0.1, translated)"},
+		{"64:ff9b::8.8.8.8", false, ""},
+		{"2002:7f00:1::1", true, "loopback address (127.0.0.1, translated)"},
+		{"2002:c0a8:101::1", true, "private address (192.168.1.1, translated)"},
+		{"2002:a9fe:a9fe::", true, "link-local address (169.254.169.254, translated)"},
+		{"2002:808:808::1", false, ""},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", true, "reserved address"},
+		{"2001::1", true, "reserved address"},
+		{"2001:4860:4860::8888", false, ""}, // next to Teredo, but public
+		{"::ffff:64.255.155.0", false, ""},
+	} {
+		err := checkAddr(netip.MustParseAddr(c.addr))
+		if (err != nil) != c.refused {
+			t.Errorf("%s: %v, refused should be %v", c.addr, err, c.refused)
+			continue
+		}
+		if err != nil && (!errors.Is(err, ErrRefusedTarget) || !strings.Contains(err.Error(), c.kind)) {
+			t.Errorf("%s: %q, want ErrRefusedTarget naming %q", c.addr, err, c.kind)
+		}
+	}
+}
+
+// Whatever way a request fails, the text kept of it names the target by
+// scheme://host[:port] only: never the path or query, which may carry the
+// receiver's credentials.
+func TestDescribeNamesOnlyTheOriginOfTheTarget(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedAddr := closed.Listener.Addr().String()
+	closed.Close()
+	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(300 * time.Millisecond) }))
+	defer slow.Close()
+	short := Client(true)
+	short.Timeout = 50 * time.Millisecond
+	for _, c := range []struct {
+		name   string
+		client *http.Client
+		url    string
+		want   string
+	}{
+		{"refused address", Client(false), "https://127.0.0.1/hook?token=SECRET", "target address refused: 127.0.0.1 is a loopback address"},
+		{"connection refused", Client(true), "http://" + closedAddr + "/hooks/SECRET/x?token=SECRET", `Post "http://` + closedAddr + `": dial tcp`},
+		{"no answer", short, slow.URL + "/hook?token=SECRET", "no answer within 10 s"},
+		{"unknown host", Client(true), "https://h.invalid/hook?token=SECRET", `Post "https://h.invalid": `},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader("{}"))
+		resp, err := c.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: no error", c.name)
+		}
+		got := Describe(err)
+		if strings.Contains(got, "SECRET") || strings.Contains(got, "/hook") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want it to contain %q and nothing of the path or query", c.name, got, c.want)
+		}
+	}
+	for raw, want := range map[string]string{
+		"https://h.example/hook?token=SECRET":      "https://h.example",
+		"https://h.example:8443/a/SECRET":          "https://h.example:8443",
+		"http://[2606:4700::1]:81/x?k=SECRET":      "http://[2606:4700::1]:81",
+		"https://u:SECRET@h.example/x":             "https://h.example",
+		"https://h.example/hook?token=SECRET\x7f%": "(the URL is not valid)",
+	} {
+		if got := Origin(raw); got != want {
+			t.Errorf("Origin(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
 func TestCheckURL(t *testing.T) {
 	ctx := context.Background()
 	for raw, want := range map[string]string{

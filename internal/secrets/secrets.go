@@ -4,6 +4,7 @@
 package secrets
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -12,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -107,24 +109,59 @@ func NewSealer(key []byte) (*Sealer, error) {
 	return &Sealer{aead: aead}, nil
 }
 
-// Seal encrypts plaintext; the result is nonce || ciphertext || tag.
-func (s *Sealer) Seal(plaintext string) []byte {
+// Binding names where a sealed value is kept: the table and the row. It is
+// the value's associated data, so a sealed secret copied to another row,
+// or to another table, does not open there.
+type Binding struct{ Table, Row string }
+
+// boundV1 starts a value sealed to its Binding. Values sealed before
+// bindings existed are nonce || ciphertext || tag, with no associated data;
+// a random nonce starts with these bytes once in 2^32, and Open still opens
+// such a value as the older format.
+var boundV1 = []byte("cs1\x00")
+
+// BoundPrefix is how every value sealed to a Binding starts (a copy, for
+// finding older values in storage).
+func BoundPrefix() []byte { return slices.Clone(boundV1) }
+
+// associatedData ties a value to the format and the place it is sealed for.
+func (b Binding) associatedData() []byte {
+	return []byte(string(boundV1) + b.Table + "\x00" + b.Row)
+}
+
+// Seal encrypts plaintext for the place at: boundV1 || nonce || ciphertext || tag.
+func (s *Sealer) Seal(plaintext string, at Binding) []byte {
 	nonce := make([]byte, s.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		panic(fmt.Sprintf("crypto/rand: %v", err))
 	}
-	return s.aead.Seal(nonce, nonce, []byte(plaintext), nil)
+	out := append(BoundPrefix(), nonce...)
+	return s.aead.Seal(out, nonce, []byte(plaintext), at.associatedData())
 }
 
-// Open decrypts what Seal produced.
-func (s *Sealer) Open(sealed []byte) (string, error) {
+// Open decrypts a value Seal sealed for the place at; one sealed for
+// another place does not open. A value of the older, unbound format opens
+// wherever it is (Bound reports it, so it can be sealed again).
+func (s *Sealer) Open(sealed []byte, at Binding) (string, error) {
+	if Bound(sealed) {
+		if plain, err := s.open(sealed[len(boundV1):], at.associatedData()); err == nil {
+			return plain, nil
+		}
+	}
+	return s.open(sealed, nil)
+}
+
+// Bound reports whether sealed is in the format bound to a place.
+func Bound(sealed []byte) bool { return bytes.HasPrefix(sealed, boundV1) }
+
+func (s *Sealer) open(sealed, associated []byte) (string, error) {
 	n := s.aead.NonceSize()
 	if len(sealed) < n {
 		return "", errors.New("sealed secret is too short")
 	}
-	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], nil)
+	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], associated)
 	if err != nil {
-		return "", errors.New("sealed secret cannot be opened with this service key")
+		return "", errors.New("sealed secret cannot be opened here with this service key")
 	}
 	return string(plain), nil
 }

@@ -39,23 +39,61 @@ func TestSealerRoundTripAndTamper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	at := Binding{Table: "webhook_subscriptions", Row: "0193e3c0-0000-7000-8000-000000000001"}
 	secret := NewSigningSecret()
-	sealed := s.Seal(secret)
+	sealed := s.Seal(secret, at)
 	if bytes.Contains(sealed, []byte(secret)) {
 		t.Fatal("sealed secret contains the plaintext")
 	}
-	got, err := s.Open(sealed)
+	got, err := s.Open(sealed, at)
 	if err != nil || got != secret {
 		t.Fatalf("Open = %q, %v; want the secret", got, err)
 	}
 	sealed[len(sealed)-1] ^= 1
-	if _, err := s.Open(sealed); err == nil {
+	if _, err := s.Open(sealed, at); err == nil {
 		t.Fatal("a tampered secret opened")
 	}
 	otherKey, _ := ParseServiceKey(NewServiceKey())
 	other, _ := NewSealer(otherKey)
-	if _, err := other.Open(s.Seal(secret)); err == nil {
+	if _, err := other.Open(s.Seal(secret, at), at); err == nil {
 		t.Fatal("a secret opened under another key")
+	}
+}
+
+// A sealed value opens only in the row and table it was sealed for; one
+// sealed before bindings existed (no associated data) still opens anywhere
+// until it is sealed again, and Bound tells the two apart.
+func TestSealedSecretOpensOnlyInItsOwnRow(t *testing.T) {
+	s, _ := NewSealer(make([]byte, KeySize))
+	secret := NewSigningSecret()
+	row := Binding{Table: "inbound_endpoints", Row: "0193e3c0-0000-7000-8000-000000000001"}
+	sealed := s.Seal(secret, row)
+	if !Bound(sealed) {
+		t.Fatal("a new sealed value is not in the bound format")
+	}
+	for _, elsewhere := range []Binding{
+		{Table: "inbound_endpoints", Row: "0193e3c0-0000-7000-8000-000000000002"},
+		{Table: "webhook_subscriptions", Row: row.Row},
+		{Table: "inbound_endpoints", Row: ""},
+	} {
+		if got, err := s.Open(sealed, elsewhere); err == nil {
+			t.Errorf("sealed for %v, opened at %v: %q", row, elsewhere, got)
+		}
+	}
+	// Stripping the version prefix does not turn it into an unbound value.
+	if _, err := s.Open(sealed[len(BoundPrefix()):], row); err == nil {
+		t.Error("a bound value without its prefix opened")
+	}
+
+	nonce := make([]byte, s.aead.NonceSize())
+	legacy := s.aead.Seal(nonce, nonce, []byte(secret), nil)
+	if Bound(legacy) {
+		t.Fatal("an unbound value is reported bound")
+	}
+	for _, at := range []Binding{row, {Table: "webhook_subscriptions", Row: "x"}} {
+		if got, err := s.Open(legacy, at); err != nil || got != secret {
+			t.Errorf("unbound value at %v: %q, %v; want the secret", at, got, err)
+		}
 	}
 }
 
