@@ -33,13 +33,26 @@ type DB struct {
 	rate *pgxpool.Pool
 }
 
-// Connect opens the pools on url and checks that the database answers.
-func Connect(ctx context.Context, url string) (*DB, error) {
+// DefaultMaxConns is the size of a process's main pool when none is
+// configured (COMMERCE_DB_MAX_CONNS).
+const DefaultMaxConns = 20
+
+// Connect opens the pools on url and checks that the database answers. The
+// main pool opens at most maxConns connections (DefaultMaxConns when 0): the
+// worker keeps two of them for LISTEN, and the rest serve requests,
+// activities and sweeps (pgx's own default, four on two cores, starved
+// them). The rate-limit pool opens a quarter as many, at least four.
+func Connect(ctx context.Context, url string, maxConns int32) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	cfg.MaxConns = maxConns
 	rateCfg := cfg.Copy()
+	rateCfg.MaxConns = max(4, maxConns/4)
 	rateCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	rateCfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

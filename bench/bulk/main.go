@@ -77,7 +77,7 @@ func run(rounds int) error {
 	if _, err := db.Migrate(ctx, u.String()); err != nil {
 		return err
 	}
-	d, err := db.Connect(ctx, u.String())
+	d, err := db.Connect(ctx, u.String(), 0)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func run(posts, clients int) error {
 		return err
 	}
 	defer drop()
-	d, err := db.Connect(ctx, dbURL)
+	d, err := db.Connect(ctx, dbURL, 0)
 	if err != nil {
 		return err
 	}

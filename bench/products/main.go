@@ -86,7 +86,7 @@ func run(n int, duration time.Duration, clients int, keep bool) error {
 	if _, err := db.Migrate(ctx, dbURL); err != nil {
 		return err
 	}
-	d, err := db.Connect(ctx, dbURL)
+	d, err := db.Connect(ctx, dbURL, 0)
 	if err != nil {
 		return err
 	}

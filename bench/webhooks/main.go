@@ -96,7 +96,7 @@ func run(events, rounds int) error {
 		return err
 	}
 	defer drop()
-	d, err := db.Connect(ctx, dbURL)
+	d, err := db.Connect(ctx, dbURL, 0)
 	if err != nil {
 		return err
 	}

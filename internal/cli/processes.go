@@ -38,7 +38,7 @@ func serveCmd() *cobra.Command {
 			if err := Migrate(ctx, cfg, log); err != nil {
 				return err
 			}
-			d, err := db.Connect(ctx, cfg.DatabaseURL)
+			d, err := ConnectDB(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -63,8 +63,8 @@ func serveCmd() *cobra.Command {
 			return ServeHTTP(ctx, l, h, log)
 		},
 	}
-	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN", "COMMERCE_BASE_URL",
-		"COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN",
+		"COMMERCE_BASE_URL", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
 
@@ -101,8 +101,8 @@ func workerCmd() *cobra.Command {
 			return rt.RunWorker(ctx)
 		},
 	}
-	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_NIGHTLY_AT",
-		"COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE",
+		"COMMERCE_NIGHTLY_AT", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
 
