@@ -36,6 +36,24 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
+// Metric labels come from closed sets, so that no request can add a series:
+// the route is the router's pattern (every path that matches none shares
+// unmatchedRoute), and a method outside the standard ones is otherMethod.
+const (
+	unmatchedRoute = "unmatched"
+	otherMethod    = "OTHER"
+)
+
+// methodLabel is the method label of a request.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return otherMethod
+}
+
 // observe logs every request with its request id, records its metrics, and
 // puts a logger carrying the request id into the request's context so every
 // line logged while serving it carries the id too.
@@ -50,17 +68,18 @@ func (s *Server) observe(next http.Handler) http.Handler {
 
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
-			route = "unmatched"
+			route = unmatchedRoute
 		}
+		method := methodLabel(r.Method)
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK
 		}
 		elapsed := time.Since(start)
-		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-		s.metrics.duration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+		s.metrics.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		s.metrics.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 		log.Info("request",
-			zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
+			zap.String("method", method), zap.String("route", route), zap.Int("status", status),
 			zap.Duration("duration", elapsed), zap.Int("bytes", ww.BytesWritten()))
 	})
 }
