@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,16 +86,45 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	})
 }
 
-// refuseNUL answers 400 to a query string holding a NUL character: no
-// filter can match one, and Postgres cannot take one as text.
-func refuseNUL(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.RawQuery, "%00") || strings.ContainsRune(r.URL.RawQuery, 0) {
-			writeError(w, http.StatusBadRequest, "the query string contains a NUL character")
-			return
+// refuseUnreadableQuery answers 400 to a query string holding a value (or
+// name) that is not valid UTF-8 or holds a NUL character, on an operation
+// that reads a query: no filter can match one, and Postgres cannot take one
+// as text. It runs after authenticate, so a bad key still answers 401
+// first. Operations without query parameters never read one, and a path id
+// that is not UTF-8 is not a UUID either: it answers 404 as any such id.
+func (s *Server) refuseUnreadableQuery(ctx huma.Context, next func(huma.Context)) {
+	if u := ctx.URL(); readsQuery(ctx.Operation()) {
+		for name, values := range u.Query() {
+			for _, v := range append(values, name) {
+				if problem := unreadable(v); problem != "" {
+					_ = huma.WriteErr(s.api, ctx, http.StatusBadRequest, "the query string "+problem)
+					return
+				}
+			}
 		}
-		next.ServeHTTP(w, r)
-	})
+	}
+	next(ctx)
+}
+
+// readsQuery reports whether op has query parameters.
+func readsQuery(op *huma.Operation) bool {
+	for _, p := range op.Parameters {
+		if p.In == "query" {
+			return true
+		}
+	}
+	return false
+}
+
+// unreadable says what makes s unusable as text, or "" when nothing does.
+func unreadable(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL character"
+	}
+	return ""
 }
 
 // recoverPanics answers a panic with a bare 500 and logs it with the stack.

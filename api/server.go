@@ -86,7 +86,7 @@ func New(d Deps) *Server {
 	s.metrics = newHTTPMetrics(s.registry)
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.observe, s.recoverPanics, refuseNUL)
+	r.Use(middleware.RequestID, s.observe, s.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, "Not found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
@@ -97,7 +97,7 @@ func New(d Deps) *Server {
 	r.Post("/api/in/{token}", s.inbound)
 
 	s.api = humachi.New(r, s.humaConfig())
-	s.api.UseMiddleware(s.authenticate)
+	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery)
 	s.registerProducts()
 	s.registerQuotes()
 	s.registerOrders()
