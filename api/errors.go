@@ -63,6 +63,11 @@ func (s *Server) fail(ctx context.Context, err error) huma.StatusError {
 		logging.From(ctx, s.log).Error("request failed", zap.Error(err))
 		return &ErrorBody{status: status, Message: internalMessage}
 	}
+	// A rejection with a cause (a value the storage refused) answers its
+	// generic message; the cause is for the log.
+	if cause := domain.ErrorCause(err); cause != nil {
+		logging.From(ctx, s.log).Warn("request rejected by the storage", zap.String("reason", domain.ErrorMessage(err)), zap.Error(cause))
+	}
 	return &ErrorBody{status: status, Message: domain.ErrorMessage(err)}
 }
 

@@ -82,11 +82,12 @@ func (s *Server) registerProducts() {
 		OperationID: "bulk-upsert-products", Method: http.MethodPost, Path: "/api/v1/products/bulk", Tags: []string{"Products"},
 		Summary: "Upsert products in bulk",
 		Description: "Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and " +
-			"title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty " +
-			">= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an " +
-			"object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 " +
-			"(and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 " +
-			"above 10000 products or for a body over 32 MB. Emits one products.upserted event.",
+			"title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days " +
+			"whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, " +
+			"draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones " +
+			"reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's " +
+			"new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one " +
+			"products.upserted event.",
 		MaxBodyBytes:     maxBulkBody,
 		SkipValidateBody: true,
 		RequestBody: &huma.RequestBody{

@@ -27,9 +27,15 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// Cause is what the service met underneath (a database error, say): it
+	// is for the log only and never shown to a caller.
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause, so that errors.As still finds it.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // Errorf returns an *Error of the given kind.
 func Errorf(code Code, format string, args ...any) *Error {
@@ -57,4 +63,14 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "Internal server error"
+}
+
+// ErrorCause returns what lies under the *Error in err (for the log), or
+// nil when there is none.
+func ErrorCause(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Cause
+	}
+	return nil
 }
