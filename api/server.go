@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"reflect"
 	"slices"
@@ -238,4 +239,21 @@ func documentRateHeaders(doc *huma.OpenAPI) {
 			}
 		}
 	}
+}
+
+// registerRawJSON registers an operation whose handler reads its JSON body
+// itself (input field RawBody), documented as body: the handler counts an
+// array's items as it decodes them and refuses the item past the limit
+// before the rest of the body is decoded, which Huma's validation, decoding
+// the whole body first, cannot do.
+func registerRawJSON[I, O any](s *Server, op huma.Operation, body reflect.Type, handler func(context.Context, *I) (*O, error)) {
+	op.SkipValidateBody = true
+	op.RequestBody = &huma.RequestBody{
+		Required: true,
+		Content:  map[string]*huma.MediaType{"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(body, true, "")}},
+	}
+	huma.Register(s.api, op, handler)
+	// A raw body makes Huma document application/octet-stream as well; the
+	// route takes JSON only.
+	delete(s.api.OpenAPI().Paths[op.Path].Post.RequestBody.Content, "application/octet-stream")
 }

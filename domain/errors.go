@@ -37,9 +37,15 @@ func (e *Error) Error() string { return e.Message }
 // Unwrap returns the cause, so that errors.As still finds it.
 func (e *Error) Unwrap() error { return e.Cause }
 
-// Errorf returns an *Error of the given kind.
+// MaxMessage bounds an error message, in characters: a message quoting a
+// caller's value can never grow an answer, a receipt or an event with the
+// size of the value.
+const MaxMessage = 1000
+
+// Errorf returns an *Error of the given kind, its message cut to MaxMessage
+// characters.
 func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, Message: Abbreviate(fmt.Sprintf(format, args...), MaxMessage)}
 }
 
 // ErrorCode returns the kind of err: its own when err wraps an *Error,

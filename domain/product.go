@@ -52,7 +52,7 @@ func (p *ProductInput) Normalize(orgCurrency string) error {
 		return Errorf(EINVALID, "attrs contains a NUL character")
 	}
 	if n := jsonNumberOutOfRange(p.Attrs); n != "" {
-		return Errorf(EINVALID, "attrs holds the number %s, which is out of range", abbreviate(n, 40))
+		return Errorf(EINVALID, "attrs holds the number %s, which is out of range", Abbreviate(n, 40))
 	}
 	p.SKU = strings.TrimSpace(p.SKU)
 	p.Title = strings.TrimSpace(p.Title)
@@ -90,13 +90,13 @@ func (p *ProductInput) Normalize(orgCurrency string) error {
 		p.Currency = orgCurrency
 	}
 	if !ValidCurrency(p.Currency) {
-		return Errorf(EINVALID, "currency %q is not a three-letter ISO 4217 code", p.Currency)
+		return Errorf(EINVALID, "currency %s is not a three-letter ISO 4217 code", quoted(p.Currency))
 	}
 	if p.Status == "" {
 		p.Status = ProductActive
 	}
 	if !slices.Contains(ProductStatuses, p.Status) {
-		return Errorf(EINVALID, "status %q is not active, draft or archived", p.Status)
+		return Errorf(EINVALID, "status %s is not active, draft or archived", quoted(string(p.Status)))
 	}
 	if len(p.Attrs) == 0 {
 		p.Attrs = JSONObject("{}")
