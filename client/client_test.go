@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/client"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/client"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
