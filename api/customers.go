@@ -94,7 +94,7 @@ func (s *Server) upsertCustomers(ctx context.Context, in *CustomersInput) (*Cust
 	body, err := domain.DecodeCustomersBody(in.RawBody, domain.MaxCustomersPerCall)
 	if domain.ErrorCode(err) == domain.ETOOLARGE {
 		// Too many customers is a 400 on this route (413 is for the bytes).
-		err = domain.Errorf(domain.EINVALID, "at most %d customers per call: %s", domain.MaxCustomersPerCall, domain.ErrorMessage(err))
+		err = domain.Errorf(domain.EINVALID, "%s", domain.ErrorMessage(err))
 	}
 	if err != nil {
 		return nil, s.fail(ctx, err)
