@@ -54,3 +54,12 @@ func businessError(err error) error {
 	}
 	return temporal.NewNonRetryableApplicationError(domain.ErrorMessage(err), string(code), nil)
 }
+
+// logCause logs what lies under a rejection that carries a cause (a value
+// the storage refused): the sender, the receipt and the event get only the
+// rejection's generic message, so the detail is kept here.
+func (a *Activities) logCause(err error, fields ...zap.Field) {
+	if cause := domain.ErrorCause(err); cause != nil && a.Log != nil {
+		a.Log.Warn("rejected by the storage", append(fields, zap.String("reason", domain.ErrorMessage(err)), zap.Error(cause))...)
+	}
+}

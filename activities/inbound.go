@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
@@ -33,6 +34,7 @@ func (a *Activities) ApplyInbound(ctx context.Context, in domain.InboundInput) (
 		return domain.InboundResult{}, businessError(err)
 	}
 	res, err := a.DB.ApplyInbound(ctx, in.OrgID, in.Source, in.Action, parsed, a.BaseURL)
+	a.logCause(err, zap.Stringer("org_id", in.OrgID), zap.Stringer("receipt_id", in.ReceiptID), zap.String("action", string(in.Action)))
 	return res, businessError(err)
 }
 

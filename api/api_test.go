@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
@@ -18,13 +22,14 @@ import (
 )
 
 // fixture is a running API server over its own database with one
-// organisation and an all-scopes key.
+// organisation and an all-scopes key; what the server logs is kept in logs.
 type fixture struct {
-	t   testing.TB
-	db  *testdb.DB
-	srv *httptest.Server
-	org domain.Organisation
-	key string
+	t    testing.TB
+	db   *testdb.DB
+	srv  *httptest.Server
+	org  domain.Organisation
+	key  string
+	logs *observer.ObservedLogs
 	// sealer seals the signing secrets of the server's inbound endpoints.
 	sealer *secrets.Sealer
 }
@@ -36,14 +41,16 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")), Sealer: sealer, BaseURL: "http://localhost"})
+	core, logs := observer.New(zapcore.InfoLevel)
+	s := api.New(api.Deps{DB: d.DB, Logger: zap.New(core), Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")),
+		Sealer: sealer, BaseURL: "http://localhost"})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	org, _, err := d.CreateOrganisation(context.Background(), db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: d, srv: srv, org: org, sealer: sealer}
+	f := &fixture{t: t, db: d, srv: srv, org: org, logs: logs, sealer: sealer}
 	f.key = f.newKey(domain.AllScopes...)
 	return f
 }

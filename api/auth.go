@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
@@ -26,7 +27,8 @@ const (
 
 // access declares what an operation requires: a scope and, for add-on
 // routes, the add-on. It fills in the OpenAPI security requirement, the
-// x-required-scope extension and the error answers every such route has.
+// x-required-scope extension and the error answers every such route has,
+// and gives a write the time its largest body needs to arrive.
 func access(op huma.Operation, scope domain.Scope, addon domain.Addon, errs ...int) huma.Operation {
 	op.Security = []map[string][]string{{bearerScheme: {string(scope)}}}
 	if op.Metadata == nil {
@@ -49,9 +51,32 @@ func access(op huma.Operation, scope domain.Scope, addon domain.Addon, errs ...i
 		desc = op.Description + "\n\n" + desc
 	}
 	op.Description = desc
+	if op.Method != http.MethodGet {
+		op.BodyReadTimeout = bodyReadTimeout(op.MaxBodyBytes)
+	}
 	op.Errors = append([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests}, errs...)
 	op.Metadata[metaDeclared] = slices.Clone(op.Errors)
 	return op
+}
+
+// Body read time: a write's body may take a second per MB of its route's
+// limit, plus slack for the connection to get going, so a full-size body
+// from a link of 1 MB/s still arrives (Huma's default is 5 s whatever the
+// limit, too short for a 32 MB import).
+const (
+	bodyReadRate  = 1 << 20 // bytes a second
+	bodyReadSlack = 10 * time.Second
+	// defaultMaxBody is Huma's body limit for a route that sets none.
+	defaultMaxBody = 1 << 20
+)
+
+// bodyReadTimeout is how long a write with body limit maxBytes (Huma's
+// default when 0) may take to receive its body.
+func bodyReadTimeout(maxBytes int64) time.Duration {
+	if maxBytes <= 0 {
+		maxBytes = defaultMaxBody
+	}
+	return time.Duration(maxBytes/bodyReadRate)*time.Second + bodyReadSlack
 }
 
 type authKey struct{}

@@ -63,6 +63,11 @@ func (s *Server) fail(ctx context.Context, err error) huma.StatusError {
 		logging.From(ctx, s.log).Error("request failed", zap.Error(err))
 		return &ErrorBody{status: status, Message: internalMessage}
 	}
+	// A rejection with a cause (a value the storage refused) answers its
+	// generic message; the cause is for the log.
+	if cause := domain.ErrorCause(err); cause != nil {
+		logging.From(ctx, s.log).Warn("request rejected by the storage", zap.String("reason", domain.ErrorMessage(err)), zap.Error(cause))
+	}
 	return &ErrorBody{status: status, Message: domain.ErrorMessage(err)}
 }
 
@@ -77,27 +82,34 @@ func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 	if status >= http.StatusInternalServerError {
 		return &ErrorBody{status: status, Message: internalMessage}
 	}
-	var details []string
+	details := domain.Problems{Max: maxDetails}
 	for _, e := range errs {
 		if e == nil {
 			continue
 		}
+		detail := e.Error()
 		if d, ok := e.(huma.ErrorDetailer); ok {
 			ed := d.ErrorDetail()
+			detail = ed.Message
 			if ed.Location != "" {
-				details = append(details, ed.Location+": "+ed.Message)
-				continue
+				detail = ed.Location + ": " + ed.Message
 			}
-			details = append(details, ed.Message)
-			continue
 		}
-		details = append(details, e.Error())
+		details.Add(domain.Abbreviate(detail, maxDetail))
 	}
-	if len(details) > 0 {
-		msg = strings.TrimSuffix(msg, ".") + ": " + strings.Join(details, "; ")
+	if details.Len() > 0 {
+		msg = strings.TrimSuffix(msg, ".") + ": " + details.String()
 	}
 	return &ErrorBody{status: status, Message: msg}
 }
+
+// A validation answer names at most maxDetails problems, each cut to
+// maxDetail characters (a location can hold a caller's field name), and
+// counts the rest: however broken a body is, its answer stays small.
+const (
+	maxDetails = 20
+	maxDetail  = 200
+)
 
 // writeError writes the spec's error body outside Huma (unknown routes,
 // wrong methods, panics, inbound posts).

@@ -26,7 +26,7 @@ func TestFaultsAreLoggedWithTheRequestIDAndAnsweredWithoutDetail(t *testing.T) {
 	_, key, _ := d.CreateAPIKey(ctx, org.ID, "k", domain.AllScopes)
 
 	// A pool of its own, closed before the call: the database is "down".
-	broken, err := db.Connect(ctx, d.URL)
+	broken, err := db.Connect(ctx, d.URL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +38,24 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
+// Metric labels come from closed sets, so that no request can add a series:
+// the route is the router's pattern (every path that matches none shares
+// unmatchedRoute), and a method outside the standard ones is otherMethod.
+const (
+	unmatchedRoute = "unmatched"
+	otherMethod    = "OTHER"
+)
+
+// methodLabel is the method label of a request.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return otherMethod
+}
+
 // observe logs every request with its request id, records its metrics, and
 // puts a logger carrying the request id into the request's context so every
 // line logged while serving it carries the id too.
@@ -50,31 +70,61 @@ func (s *Server) observe(next http.Handler) http.Handler {
 
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
-			route = "unmatched"
+			route = unmatchedRoute
 		}
+		method := methodLabel(r.Method)
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK
 		}
 		elapsed := time.Since(start)
-		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-		s.metrics.duration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+		s.metrics.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		s.metrics.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 		log.Info("request",
-			zap.String("method", r.Method), zap.String("route", route), zap.Int("status", status),
+			zap.String("method", method), zap.String("route", route), zap.Int("status", status),
 			zap.Duration("duration", elapsed), zap.Int("bytes", ww.BytesWritten()))
 	})
 }
 
-// refuseNUL answers 400 to a query string holding a NUL character: no
-// filter can match one, and Postgres cannot take one as text.
-func refuseNUL(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.RawQuery, "%00") || strings.ContainsRune(r.URL.RawQuery, 0) {
-			writeError(w, http.StatusBadRequest, "the query string contains a NUL character")
-			return
+// refuseUnreadableQuery answers 400 to a query string holding a value (or
+// name) that is not valid UTF-8 or holds a NUL character, on an operation
+// that reads a query: no filter can match one, and Postgres cannot take one
+// as text. It runs after authenticate, so a bad key still answers 401
+// first. Operations without query parameters never read one, and a path id
+// that is not UTF-8 is not a UUID either: it answers 404 as any such id.
+func (s *Server) refuseUnreadableQuery(ctx huma.Context, next func(huma.Context)) {
+	if u := ctx.URL(); readsQuery(ctx.Operation()) {
+		for name, values := range u.Query() {
+			for _, v := range append(values, name) {
+				if problem := unreadable(v); problem != "" {
+					_ = huma.WriteErr(s.api, ctx, http.StatusBadRequest, "the query string "+problem)
+					return
+				}
+			}
 		}
-		next.ServeHTTP(w, r)
-	})
+	}
+	next(ctx)
+}
+
+// readsQuery reports whether op has query parameters.
+func readsQuery(op *huma.Operation) bool {
+	for _, p := range op.Parameters {
+		if p.In == "query" {
+			return true
+		}
+	}
+	return false
+}
+
+// unreadable says what makes s unusable as text, or "" when nothing does.
+func unreadable(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL character"
+	}
+	return ""
 }
 
 // recoverPanics answers a panic with a bare 500 and logs it with the stack.

@@ -38,9 +38,10 @@ type ListProductsOutput struct {
 
 // BulkProductsBody documents the body of POST /api/v1/products/bulk. The
 // handler reads the raw body itself, so that a malformed product is that
-// row's error and not the whole call's.
+// row's error and not the whole call's, and the row past the limit is
+// refused before the rest is decoded.
 type BulkProductsBody struct {
-	Products []domain.ProductInput `json:"products" doc:"At most 10000 products, upserted by SKU. Rows that break a rule are reported by index and the others are still written; when a SKU repeats, its last row is kept and the earlier ones are reported."`
+	Products []domain.ProductInput `json:"products" maxItems:"10000" doc:"At most 10000 products, upserted by SKU. Rows that break a rule are reported by index and the others are still written; when a SKU repeats, its last row is kept and the earlier ones are reported."`
 	SchemaID *string               `json:"schema_id,omitempty" format:"uuid" doc:"A catalogue schema of the organisation: each product's attrs are coerced to its declared types (\"12\" to 12, \"yes\" to true, enum values checked)."`
 }
 
@@ -70,33 +71,19 @@ func (s *Server) registerProducts() {
 		Tags:        []string{"Products"},
 	}, domain.ScopeProductsRead, "", http.StatusBadRequest), s.listProducts)
 
-	bulkBody := s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[BulkProductsBody](), true, "")
-	// The handler enforces the limit (413, not a validation error); the
-	// schema states it.
-	if named := s.api.OpenAPI().Components.Schemas.SchemaFromRef(bulkBody.Ref); named != nil {
-		if p := named.Properties["products"]; p != nil {
-			p.MaxItems = new(MaxBulkProducts)
-		}
-	}
-	huma.Register(s.api, access(huma.Operation{
+	registerRawJSON(s, access(huma.Operation{
 		OperationID: "bulk-upsert-products", Method: http.MethodPost, Path: "/api/v1/products/bulk", Tags: []string{"Products"},
 		Summary: "Upsert products in bulk",
 		Description: "Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and " +
-			"title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty " +
-			">= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an " +
-			"object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 " +
-			"(and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 " +
-			"above 10000 products or for a body over 32 MB. Emits one products.upserted event.",
-		MaxBodyBytes:     maxBulkBody,
-		SkipValidateBody: true,
-		RequestBody: &huma.RequestBody{
-			Required: true,
-			Content:  map[string]*huma.MediaType{"application/json": {Schema: bulkBody}},
-		},
-	}, domain.ScopeProductsWrite, "", http.StatusBadRequest, http.StatusPaymentRequired, http.StatusRequestEntityTooLarge), s.bulkProducts)
-	// A raw body makes Huma document application/octet-stream as well; the
-	// route takes JSON only.
-	delete(s.api.OpenAPI().Paths["/api/v1/products/bulk"].Post.RequestBody.Content, "application/octet-stream")
+			"title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days " +
+			"whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, " +
+			"draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones " +
+			"reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's " +
+			"new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one " +
+			"products.upserted event.",
+		MaxBodyBytes: maxBulkBody,
+	}, domain.ScopeProductsWrite, "", http.StatusBadRequest, http.StatusPaymentRequired, http.StatusRequestEntityTooLarge),
+		reflect.TypeFor[BulkProductsBody](), s.bulkProducts)
 }
 
 func (s *Server) listProducts(ctx context.Context, in *ListProductsInput) (*ListProductsOutput, error) {

@@ -71,7 +71,7 @@ func burst(t *testing.T, servers []string, key string, n int) (ok, limited int, 
 func TestRateLimitIs600AMinutePerKeyWithEvenRefill(t *testing.T) {
 	f := newFixture(t)
 	// A second API server with a pool of its own, as a second process would be.
-	d2, err := db.Connect(context.Background(), f.db.URL)
+	d2, err := db.Connect(context.Background(), f.db.URL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"reflect"
 	"slices"
@@ -86,7 +87,7 @@ func New(d Deps) *Server {
 	s.metrics = newHTTPMetrics(s.registry)
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.observe, s.recoverPanics, refuseNUL)
+	r.Use(middleware.RequestID, s.observe, s.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, "Not found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
@@ -97,7 +98,7 @@ func New(d Deps) *Server {
 	r.Post("/api/in/{token}", s.inbound)
 
 	s.api = humachi.New(r, s.humaConfig())
-	s.api.UseMiddleware(s.authenticate)
+	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery)
 	s.registerProducts()
 	s.registerQuotes()
 	s.registerOrders()
@@ -238,4 +239,21 @@ func documentRateHeaders(doc *huma.OpenAPI) {
 			}
 		}
 	}
+}
+
+// registerRawJSON registers an operation whose handler reads its JSON body
+// itself (input field RawBody), documented as body: the handler counts an
+// array's items as it decodes them and refuses the item past the limit
+// before the rest of the body is decoded, which Huma's validation, decoding
+// the whole body first, cannot do.
+func registerRawJSON[I, O any](s *Server, op huma.Operation, body reflect.Type, handler func(context.Context, *I) (*O, error)) {
+	op.SkipValidateBody = true
+	op.RequestBody = &huma.RequestBody{
+		Required: true,
+		Content:  map[string]*huma.MediaType{"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(body, true, "")}},
+	}
+	huma.Register(s.api, op, handler)
+	// A raw body makes Huma document application/octet-stream as well; the
+	// route takes JSON only.
+	delete(s.api.OpenAPI().Paths[op.Path].Post.RequestBody.Content, "application/octet-stream")
 }

@@ -33,13 +33,26 @@ type DB struct {
 	rate *pgxpool.Pool
 }
 
-// Connect opens the pools on url and checks that the database answers.
-func Connect(ctx context.Context, url string) (*DB, error) {
+// DefaultMaxConns is the size of a process's main pool when none is
+// configured (COMMERCE_DB_MAX_CONNS).
+const DefaultMaxConns = 20
+
+// Connect opens the pools on url and checks that the database answers. The
+// main pool opens at most maxConns connections (DefaultMaxConns when 0): the
+// worker keeps two of them for LISTEN, and the rest serve requests,
+// activities and sweeps (pgx's own default, four on two cores, starved
+// them). The rate-limit pool opens a quarter as many, at least four.
+func Connect(ctx context.Context, url string, maxConns int32) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	cfg.MaxConns = maxConns
 	rateCfg := cfg.Copy()
+	rateCfg.MaxConns = max(4, maxConns/4)
 	rateCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	rateCfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -79,9 +92,10 @@ type querier interface {
 	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
 }
 
-// inTx runs fn in a transaction, committing when it returns nil.
+// inTx runs fn in a transaction, committing when it returns nil. A value
+// the storage refuses for good is the caller's error (see refused).
 func (d *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, d.pool, fn)
+	return refused(pgx.BeginFunc(ctx, d.pool, fn))
 }
 
 // notFound maps pgx.ErrNoRows to a domain not-found error naming what.
@@ -108,6 +122,38 @@ const (
 	codeForeignKey      = "23503"
 	codeInvalidText     = "22P02"
 )
+
+// refusedValues are the Postgres errors that say a value can never be
+// stored, however often it is tried: retrying cannot help, and the fault is
+// in the value sent.
+var refusedValues = map[string]string{
+	"22001":            "a value is too long to be stored",                // string_data_right_truncation
+	"22021":            "a value holds bytes that are not valid UTF-8",    // character_not_in_repertoire
+	"22P05":            "a value holds a character that cannot be stored", // untranslatable_character
+	codeCheckViolation: "a value breaks a rule of the storage",            // check_violation
+	"54000":            "a value is too long to be stored",                // program_limit_exceeded (an index row too large)
+}
+
+// refused turns a Postgres error that refuses a value for good into an
+// EINVALID error with a generic message; the database's own text, which
+// may name tables and constraints, stays in the cause for the log. Other
+// errors (and errors that already have a domain kind) are returned as they
+// are.
+func refused(err error) error {
+	var de *domain.Error
+	if err == nil || errors.As(err, &de) {
+		return err
+	}
+	pe := pgError(err)
+	if pe == nil {
+		return err
+	}
+	msg, ok := refusedValues[pe.Code]
+	if !ok {
+		return err
+	}
+	return &domain.Error{Code: domain.EINVALID, Message: msg, Cause: err}
+}
 
 // isUniqueViolation reports whether err is a unique violation on constraint
 // (any constraint when constraint is "").

@@ -43,7 +43,7 @@ func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 			t.Fatalf("run %d: %v", i, err)
 		}
 	}
-	d, err := db.Connect(ctx, u)
+	d, err := db.Connect(ctx, u, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

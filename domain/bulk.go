@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -50,49 +51,61 @@ type ProductsBody struct {
 func DecodeProductsBody(body []byte, max int) (ProductsBody, error) {
 	// The usual case, every row a well-formed product, is one typed pass.
 	fast := struct {
-		Products limitedRows `json:"products"`
-		SchemaID *string     `json:"schema_id"`
-	}{Products: limitedRows{max: max}}
+		Products limitedArray[ProductInput] `json:"products"`
+		SchemaID *string                    `json:"schema_id"`
+	}{Products: limitedArray[ProductInput]{max: max, minBytes: minProductBytes}}
 	err := jsonv2.Unmarshal(body, &fast, jsonv2.RejectUnknownMembers(true))
 	switch {
-	case errors.Is(err, errTooManyRows):
-		return ProductsBody{}, tooManyProducts(max)
+	case errors.Is(err, errTooManyItems):
+		return ProductsBody{}, tooMany(max, "products")
 	case err == nil && fast.Products.read:
-		return ProductsBody{Rows: fast.Products.rows, RowErrs: make([]error, len(fast.Products.rows)), SchemaID: fast.SchemaID}, nil
+		return ProductsBody{Rows: fast.Products.items, RowErrs: make([]error, len(fast.Products.items)), SchemaID: fast.SchemaID}, nil
 	}
 	return decodeProductsByRow(body, max)
 }
 
-func tooManyProducts(max int) error {
-	return Errorf(ETOOLARGE, "the body carries more than %d products", max)
+// tooMany is the error of a body carrying more than max items.
+func tooMany(max int, what string) error {
+	return Errorf(ETOOLARGE, "the body carries more than %d %s", max, what)
 }
 
-var errTooManyRows = errors.New("too many rows")
+var (
+	errTooManyItems = errors.New("too many items")
+	errNotArray     = errors.New("not an array")
+)
 
-// limitedRows decodes a products array in the same pass as the body around
-// it, and stops at the row after max.
-type limitedRows struct {
-	max  int
-	rows []ProductInput
-	read bool
+// minProductBytes is the size of the smallest product row,
+// {"sku":"A","title":"T"},
+const minProductBytes = 27
+
+// limitedArray decodes a JSON array in the same pass as the body around it,
+// one item at a time, and stops at the item after max before decoding it:
+// a body of millions of tiny items costs no more than max of them.
+type limitedArray[T any] struct {
+	max int
+	// minBytes is the size of the smallest valid item, which bounds the
+	// items the rest of the body can hold.
+	minBytes int
+	items    []T
+	read     bool
 }
 
 // UnmarshalJSONFrom implements the JSON v2 UnmarshalerFrom interface.
-func (r *limitedRows) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+func (r *limitedArray[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if dec.PeekKind() != '[' {
-		return errors.New("not an array")
+		return errNotArray
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return err
 	}
-	// A product takes at least 27 bytes ({"sku":"A","title":"T"},).
-	r.rows = make([]ProductInput, 0, min(r.max, len(dec.UnreadBuffer())/27+1))
+	r.items = make([]T, 0, min(r.max, len(dec.UnreadBuffer())/r.minBytes+1))
 	for dec.PeekKind() != ']' {
-		if len(r.rows) == r.max {
-			return errTooManyRows
+		if len(r.items) == r.max {
+			return errTooManyItems
 		}
-		r.rows = append(r.rows, ProductInput{})
-		if err := jsonv2.UnmarshalDecode(dec, &r.rows[len(r.rows)-1]); err != nil {
+		var zero T
+		r.items = append(r.items, zero)
+		if err := jsonv2.UnmarshalDecode(dec, &r.items[len(r.items)-1]); err != nil {
 			return err
 		}
 	}
@@ -175,7 +188,7 @@ func (b *ProductsBody) readRows(dec *jsontext.Decoder, max int) error {
 	b.Rows, b.RowErrs = []ProductInput{}, []error{}
 	for dec.PeekKind() != ']' {
 		if len(b.Rows) == max {
-			return tooManyProducts(max)
+			return tooMany(max, "products")
 		}
 		raw, err := dec.ReadValue()
 		if err != nil {
@@ -251,35 +264,68 @@ func decodeProduct(raw jsontext.Value) (ProductInput, error) {
 		return p, Errorf(EINVALID, "a product must be a JSON object, not %s", kindName(raw.Kind()))
 	}
 	if err := jsonv2.Unmarshal(raw, &p, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return p, Errorf(EINVALID, "%s", rowProblem(err))
+		return p, invalidJSON(err, "product", productFieldNames)
 	}
 	return p, nil
 }
 
-// rowProblem names what is wrong with a row, from a JSON v2 decoding error.
-func rowProblem(err error) string {
+// invalidJSON is the EINVALID error of a value of the named kind that did
+// not decode (see decodeProblem).
+func invalidJSON(err error, what string, fields []string) error {
+	return Errorf(EINVALID, "%s", decodeProblem(err, what, fields))
+}
+
+// decodeProblem names what is wrong with a value of the named kind, from a
+// JSON v2 decoding error: the field (as a path such as customers[3].email)
+// and the problem.
+func decodeProblem(err error, what string, fields []string) string {
 	var se *jsonv2.SemanticError
 	if errors.As(err, &se) {
-		field := strings.TrimPrefix(string(se.JSONPointer), "/")
 		switch {
 		case errors.Is(se.Err, jsonv2.ErrUnknownName):
-			return fmt.Sprintf("unknown field %q (product fields: %s)", field, strings.Join(productFieldNames, ", "))
+			return prefixed(fieldPath(se.JSONPointer.Parent()), fmt.Sprintf("unknown field %s (%s fields: %s)",
+				quoted(se.JSONPointer.LastToken()), what, strings.Join(fields, ", ")))
 		case se.GoType != nil:
 			got := kindName(se.JSONKind)
 			if se.JSONKind == '0' && se.Err != nil {
 				got = "a number that does not fit"
 			}
-			return fmt.Sprintf("%s: expected %s, got %s", field, goTypeName(se.GoType), got)
+			return prefixed(fieldPath(se.JSONPointer), fmt.Sprintf("expected %s, got %s", goTypeName(se.GoType), got))
 		}
 	}
 	var de *jsontext.SyntacticError
 	if errors.As(err, &de) {
 		if errors.Is(de.Err, jsontext.ErrDuplicateName) {
-			return fmt.Sprintf("field %s is given twice", strings.TrimPrefix(string(de.JSONPointer), "/"))
+			return fmt.Sprintf("field %s is given twice", fieldPath(de.JSONPointer))
 		}
 		return "not valid JSON: " + de.Err.Error()
 	}
-	return "not a valid product"
+	return "not a valid " + what
+}
+
+// fieldPath writes a JSON pointer as a path: /customers/3/email is
+// customers[3].email. Names are cut short, as they are the caller's.
+func fieldPath(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if _, err := strconv.Atoi(tok); err == nil {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(Abbreviate(tok, 60))
+	}
+	return b.String()
+}
+
+// prefixed puts a path before a problem, when there is one.
+func prefixed(path, problem string) string {
+	if path == "" {
+		return problem
+	}
+	return path + ": " + problem
 }
 
 var productFieldNames = []string{"sku", "title", "category", "uom", "price_minor", "currency", "stock_qty",

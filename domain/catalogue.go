@@ -102,7 +102,7 @@ func coerce(f CatalogueField, v any) (any, error) {
 		}
 		x, err := n.Float64()
 		if err != nil || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%s is out of range", n)
+			return nil, fmt.Errorf("%s is out of range", Abbreviate(n.String(), 40))
 		}
 		v = x
 	}
@@ -124,7 +124,7 @@ func coerce(f CatalogueField, v any) (any, error) {
 			if n, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && !math.IsInf(n, 0) && !math.IsNaN(n) {
 				return n, nil
 			}
-			return nil, fmt.Errorf("%q is not a number", x)
+			return nil, fmt.Errorf("%s is not a number", quoted(x))
 		}
 	case AttrInteger:
 		switch x := v.(type) {
@@ -137,7 +137,7 @@ func coerce(f CatalogueField, v any) (any, error) {
 			if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
 				return n, nil
 			}
-			return nil, fmt.Errorf("%q is not an integer", x)
+			return nil, fmt.Errorf("%s is not an integer", quoted(x))
 		}
 	case AttrBoolean:
 		switch x := v.(type) {
@@ -154,7 +154,7 @@ func coerce(f CatalogueField, v any) (any, error) {
 			case "false", "no", "n", "0", "off":
 				return false, nil
 			}
-			return nil, fmt.Errorf("%q is not yes or no", x)
+			return nil, fmt.Errorf("%s is not yes or no", quoted(x))
 		}
 	case AttrEnum:
 		var s string
@@ -171,7 +171,7 @@ func coerce(f CatalogueField, v any) (any, error) {
 				return o, nil
 			}
 		}
-		return nil, fmt.Errorf("%q is not one of %s", s, strings.Join(f.Options, ", "))
+		return nil, fmt.Errorf("%s is not one of %s", quoted(s), strings.Join(f.Options, ", "))
 	}
 	return nil, fmt.Errorf("expected %s, got %s", f.Type, jsonTypeName(v))
 }

@@ -1,8 +1,12 @@
 package domain
 
 import (
+	"errors"
 	"strings"
 	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // MaxCustomersPerCall is the most customers one POST /customers (or one
@@ -33,8 +37,8 @@ func (c *CustomerInput) Normalize() error {
 	if c.Email != nil {
 		e := strings.ToLower(*c.Email)
 		if _, d, ok := strings.Cut(e, "@"); !ok || strings.HasPrefix(e, "@") || !strings.Contains(d, ".") ||
-			strings.ContainsAny(e, " \t\r\n,;<>") || strings.Count(e, "@") != 1 || len(e) > 320 {
-			return Errorf(EINVALID, "email %q is not an email address", *c.Email)
+			strings.ContainsAny(e, " \t\r\n,;<>") || strings.Count(e, "@") != 1 || utf8.RuneCountInString(e) > 320 {
+			return Errorf(EINVALID, "email %s is not an email address", quoted(*c.Email))
 		}
 		c.Email = &e
 	}
@@ -93,6 +97,45 @@ func NormalizeCustomers(entries []CustomerInput) error {
 		}
 	}
 	return nil
+}
+
+// UpsertCustomersBody is the body of a customers upsert (POST /customers
+// and the upsert_customers action).
+type UpsertCustomersBody struct {
+	Customers []CustomerInput `json:"customers"`
+}
+
+// minCustomerBytes is the size of the smallest customer, {"company":"A"},
+const minCustomerBytes = 16
+
+var customerFieldNames = []string{"company", "email", "phone", "external_id"}
+
+// DecodeCustomersBody reads {"customers": [...]} carrying at most max
+// customers: the array is read one customer at a time, and the one after
+// max is ETOOLARGE before the rest of the body is looked at. An unknown
+// field, a value of the wrong type, a repeated name or invalid UTF-8 is
+// EINVALID naming the field. The entries are not normalized.
+func DecodeCustomersBody(body []byte, max int) (UpsertCustomersBody, error) {
+	b := struct {
+		Customers limitedArray[CustomerInput] `json:"customers"`
+	}{Customers: limitedArray[CustomerInput]{max: max, minBytes: minCustomerBytes}}
+	err := jsonv2.Unmarshal(body, &b, jsonv2.RejectUnknownMembers(true))
+	var se *jsonv2.SemanticError
+	switch {
+	case err == nil && !b.Customers.read, errors.Is(err, errNotArray):
+		return UpsertCustomersBody{}, Errorf(EINVALID, "customers is required and must be an array")
+	case errors.Is(err, errTooManyItems):
+		return UpsertCustomersBody{}, tooMany(max, "customers")
+	case errors.As(err, &se) && se.JSONPointer == "":
+		return UpsertCustomersBody{}, Errorf(EINVALID, "the body must be a JSON object with a customers array")
+	case errors.As(err, &se) && se.JSONPointer.Parent() == "":
+		return UpsertCustomersBody{}, Errorf(EINVALID, "unknown field %s: the body has only customers", quoted(se.JSONPointer.LastToken()))
+	case err != nil && !errors.Is(err, jsontext.ErrDuplicateName):
+		return UpsertCustomersBody{}, syntaxError(err, invalidJSON(err, "customer", customerFieldNames))
+	case err != nil:
+		return UpsertCustomersBody{}, invalidJSON(err, "customer", customerFieldNames)
+	}
+	return UpsertCustomersBody{Customers: b.Customers.items}, nil
 }
 
 // Request text limits, in characters.

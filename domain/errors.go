@@ -27,13 +27,25 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// Cause is what the service met underneath (a database error, say): it
+	// is for the log only and never shown to a caller.
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Message }
 
-// Errorf returns an *Error of the given kind.
+// Unwrap returns the cause, so that errors.As still finds it.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// MaxMessage bounds an error message, in characters: a message quoting a
+// caller's value can never grow an answer, a receipt or an event with the
+// size of the value.
+const MaxMessage = 1000
+
+// Errorf returns an *Error of the given kind, its message cut to MaxMessage
+// characters.
 func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, Message: Abbreviate(fmt.Sprintf(format, args...), MaxMessage)}
 }
 
 // ErrorCode returns the kind of err: its own when err wraps an *Error,
@@ -57,4 +69,14 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "Internal server error"
+}
+
+// ErrorCause returns what lies under the *Error in err (for the log), or
+// nil when there is none.
+func ErrorCause(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Cause
+	}
+	return nil
 }

@@ -85,11 +85,6 @@ type CreateRequestBody struct {
 	ExternalRef *string `json:"external_ref,omitempty"`
 }
 
-// UpsertCustomersBody is the body of upsert_customers.
-type UpsertCustomersBody struct {
-	Customers []CustomerInput `json:"customers"`
-}
-
 // ERPOrderStatusBody is the body of erp_order_status.
 type ERPOrderStatusBody struct {
 	QuoteRef    *string `json:"quote_ref,omitempty"`
@@ -178,21 +173,15 @@ func ParseInbound(action Action, body []byte) (any, error) {
 				return nil, err
 			}
 			if b.Customer.Email != nil && !strings.Contains(*b.Customer.Email, "@") {
-				return nil, Errorf(EINVALID, "customer.email %q is not an email address", *b.Customer.Email)
+				return nil, Errorf(EINVALID, "customer.email %s is not an email address", quoted(*b.Customer.Email))
 			}
 		}
 		b.ExternalRef = trimmedOrNil(b.ExternalRef)
 		return b, refs(b.ExternalRef)
 	case ActionUpsertCustomers:
-		var b UpsertCustomersBody
-		if err := strictJSON(body, &b); err != nil {
+		b, err := DecodeCustomersBody(body, MaxInboundCustomers)
+		if err != nil {
 			return nil, err
-		}
-		if b.Customers == nil {
-			return nil, Errorf(EINVALID, "customers is required")
-		}
-		if len(b.Customers) > MaxInboundCustomers {
-			return nil, Errorf(ETOOLARGE, "at most %d customers per post (got %d)", MaxInboundCustomers, len(b.Customers))
 		}
 		return b, NormalizeCustomers(b.Customers)
 	case ActionERPOrderStatus:

@@ -12,7 +12,7 @@ import (
 type ProductInput struct {
 	SKU          string        `json:"sku" doc:"Stock-keeping unit, 1 to 64 characters (trimmed); the upsert key."`
 	Title        string        `json:"title" doc:"1 to 500 characters."`
-	Category     *string       `json:"category,omitempty"`
+	Category     *string       `json:"category,omitempty" doc:"At most 200 characters (trimmed)."`
 	UOM          string        `json:"uom,omitempty" doc:"Unit of measure; default each."`
 	PriceMinor   *int64        `json:"price_minor,omitempty" doc:"Whole minor units >= 0, or null."`
 	Currency     string        `json:"currency,omitempty" doc:"ISO 4217 code; default the organisation's."`
@@ -23,8 +23,17 @@ type ProductInput struct {
 	ExternalID   *string       `json:"external_id,omitempty"`
 }
 
+// Text limits of a product, in characters. sku and category are keys of
+// indexes, which cannot hold a value of more than about 2,700 bytes.
+const (
+	MaxSKU      = 64
+	MaxTitle    = 500
+	MaxCategory = 200
+)
+
 // Normalize trims and defaults the product and checks the import rules:
-// sku 1-64 characters, title 1-500, uom defaulting to "each", price_minor
+// sku 1-64 characters, title 1-500, category at most 200, uom defaulting
+// to "each", price_minor
 // and lead_time_days integers >= 0 or null, stock_qty >= 0 or null,
 // currency defaulting to the organisation's, status active|draft|archived
 // (default active), attrs an object. The first broken rule is returned as
@@ -43,23 +52,26 @@ func (p *ProductInput) Normalize(orgCurrency string) error {
 		return Errorf(EINVALID, "attrs contains a NUL character")
 	}
 	if n := jsonNumberOutOfRange(p.Attrs); n != "" {
-		return Errorf(EINVALID, "attrs holds the number %s, which is out of range", abbreviate(n, 40))
+		return Errorf(EINVALID, "attrs holds the number %s, which is out of range", Abbreviate(n, 40))
 	}
 	p.SKU = strings.TrimSpace(p.SKU)
 	p.Title = strings.TrimSpace(p.Title)
 	switch n := utf8.RuneCountInString(p.SKU); {
 	case n == 0:
 		return Errorf(EINVALID, "sku is required")
-	case n > 64:
-		return Errorf(EINVALID, "sku is longer than 64 characters")
+	case n > MaxSKU:
+		return Errorf(EINVALID, "sku is longer than %d characters", MaxSKU)
 	}
 	switch n := utf8.RuneCountInString(p.Title); {
 	case n == 0:
 		return Errorf(EINVALID, "title is required")
-	case n > 500:
-		return Errorf(EINVALID, "title is longer than 500 characters")
+	case n > MaxTitle:
+		return Errorf(EINVALID, "title is longer than %d characters", MaxTitle)
 	}
 	p.Category = trimmedOrNil(p.Category)
+	if p.Category != nil && utf8.RuneCountInString(*p.Category) > MaxCategory {
+		return Errorf(EINVALID, "category is longer than %d characters", MaxCategory)
+	}
 	p.ExternalID = trimmedOrNil(p.ExternalID)
 	p.UOM = strings.TrimSpace(p.UOM)
 	if p.UOM == "" {
@@ -78,13 +90,13 @@ func (p *ProductInput) Normalize(orgCurrency string) error {
 		p.Currency = orgCurrency
 	}
 	if !ValidCurrency(p.Currency) {
-		return Errorf(EINVALID, "currency %q is not a three-letter ISO 4217 code", p.Currency)
+		return Errorf(EINVALID, "currency %s is not a three-letter ISO 4217 code", quoted(p.Currency))
 	}
 	if p.Status == "" {
 		p.Status = ProductActive
 	}
 	if !slices.Contains(ProductStatuses, p.Status) {
-		return Errorf(EINVALID, "status %q is not active, draft or archived", p.Status)
+		return Errorf(EINVALID, "status %s is not active, draft or archived", quoted(string(p.Status)))
 	}
 	if len(p.Attrs) == 0 {
 		p.Attrs = JSONObject("{}")

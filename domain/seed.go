@@ -205,25 +205,29 @@ type SeedStock struct {
 
 // SeedProblems collects what is wrong with a seed file, each named by its
 // section and index. It is an EINVALID error.
-type SeedProblems struct{ list []string }
+type SeedProblems struct{ p Problems }
 
 // maxSeedProblems bounds the report; a file this broken needs no more.
 const maxSeedProblems = 50
 
 func (p *SeedProblems) add(section string, index int, format string, args ...any) {
-	if len(p.list) < maxSeedProblems {
-		p.list = append(p.list, fmt.Sprintf("%s[%d]: %s", section, index, fmt.Sprintf(format, args...)))
-	}
+	p.note(fmt.Sprintf("%s[%d]: %s", section, index, fmt.Sprintf(format, args...)))
+}
+
+// note records a problem of the file or of a whole section.
+func (p *SeedProblems) note(problem string) {
+	p.p.Max = maxSeedProblems
+	p.p.Add(problem)
 }
 
 // Problems returns the problems found, in file order.
-func (p *SeedProblems) Problems() []string { return slices.Clone(p.list) }
+func (p *SeedProblems) Problems() []string { return slices.Clone(p.p.List()) }
 
 func (p *SeedProblems) err() error {
-	if len(p.list) == 0 {
+	if p.p.Len() == 0 {
 		return nil
 	}
-	return &Error{Code: EINVALID, Message: "seed file rejected: " + strings.Join(p.list, "; ")}
+	return &Error{Code: EINVALID, Message: "seed file rejected: " + p.p.String()}
 }
 
 var seedSections = []string{"locations", "customers", "products", "quotes", "orders", "suppliers",
@@ -240,7 +244,7 @@ func ParseSeed(data []byte) (*SeedFile, error) {
 	var probs SeedProblems
 	for name := range sections {
 		if !slices.Contains(seedSections, name) {
-			probs.list = append(probs.list, fmt.Sprintf("unknown section %q (known: %s)", name, strings.Join(seedSections, ", ")))
+			probs.note(fmt.Sprintf("unknown section %s (known: %s)", quoted(name), strings.Join(seedSections, ", ")))
 		}
 	}
 	decodeSection(sections, "locations", &f.Locations, &probs)
@@ -268,7 +272,7 @@ func decodeSection[T any](sections map[string]json.RawMessage, name string, out 
 	}
 	var records []json.RawMessage
 	if err := json.Unmarshal(raw, &records); err != nil {
-		probs.list = append(probs.list, fmt.Sprintf("%s: must be an array of objects", name))
+		probs.note(name + ": must be an array of objects")
 		return
 	}
 	*out = make([]T, len(records))

@@ -2,9 +2,9 @@ package domain
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // noNUL refuses a text value holding a NUL character: no text or JSON column
@@ -79,10 +79,55 @@ func jsonNumberOutOfRange(raw []byte) string {
 	return ""
 }
 
-// abbreviate shortens s to at most n characters, marking the cut.
-func abbreviate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
+// Abbreviate shortens s to at most n characters, marking the cut.
+func Abbreviate(s string, n int) string {
+	count, cut := 0, 0
+	for at := range s { // only as far as the cut, however long s is
+		if count == n-1 {
+			cut = at
+		}
+		if count == n {
+			return s[:cut] + "…"
+		}
+		count++
 	}
-	return string([]rune(s)[:n-1]) + "…"
+	return s
+}
+
+// quoted quotes a caller's value for a message, cut to 60 characters:
+// enough to recognise it, and no more.
+func quoted(s string) string { return strconv.Quote(Abbreviate(s, 60)) }
+
+// Problems collects what is wrong with one input for one message: the first
+// Max problems are kept and the others only counted, so the message stays
+// short however broken the input is.
+type Problems struct {
+	Max  int
+	list []string
+	more int
+}
+
+// Add records a problem.
+func (p *Problems) Add(problem string) {
+	if len(p.list) < p.Max {
+		p.list = append(p.list, problem)
+		return
+	}
+	p.more++
+}
+
+// List returns the problems kept, in the order they were added.
+func (p *Problems) List() []string { return p.list }
+
+// Len is how many problems were added.
+func (p *Problems) Len() int { return len(p.list) + p.more }
+
+// String joins the problems kept, with a count of the others
+// ("...; and 1234 more").
+func (p *Problems) String() string {
+	s := strings.Join(p.list, "; ")
+	if p.more > 0 {
+		s += fmt.Sprintf("; and %d more", p.more)
+	}
+	return s
 }

@@ -61,7 +61,7 @@ type Date struct{ time.Time }
 func ParseDate(s string) (Date, error) {
 	v, err := time.Parse(DateLayout, s)
 	if err != nil {
-		return Date{}, Errorf(EINVALID, "date %q is not YYYY-MM-DD", s)
+		return Date{}, Errorf(EINVALID, "date %s is not YYYY-MM-DD", quoted(s))
 	}
 	return Date{v}, nil
 }

@@ -112,10 +112,20 @@ func jsonFlag(cmd *cobra.Command) {
 	cmd.Flags().Bool("json", false, "print JSON instead of a table")
 }
 
+// ConnectDB opens the pools on the configured database, the main one sized
+// by COMMERCE_DB_MAX_CONNS.
+func ConnectDB(ctx context.Context, cfg config.Config) (*db.DB, error) {
+	n, err := cfg.MaxConns()
+	if err != nil {
+		return nil, err
+	}
+	return db.Connect(ctx, cfg.DatabaseURL, n)
+}
+
 // openDB connects to the configured database and checks that its schema is
 // the one this binary expects.
 func openDB(ctx context.Context, cfg config.Config) (*db.DB, error) {
-	d, err := db.Connect(ctx, cfg.DatabaseURL)
+	d, err := ConnectDB(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func serveCmd() *cobra.Command {
 				if err := Migrate(ctx, cfg, log); err != nil {
 					return nil, err
 				}
-				return db.Connect(ctx, cfg.DatabaseURL)
+				return ConnectDB(ctx, cfg)
 			}
 			// A lazy client: the API starts while Temporal is still coming up,
 			// and /readyz says so until it answers.
@@ -89,8 +89,8 @@ func serveCmd() *cobra.Command {
 			return runProcess(cmd.Context(), cfg, nil, migrated, lazy, serve)
 		},
 	}
-	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN", "COMMERCE_BASE_URL",
-		"COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN",
+		"COMMERCE_BASE_URL", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
 
@@ -109,8 +109,8 @@ func workerCmd() *cobra.Command {
 			return runProcess(cmd.Context(), cfg, nightly, open, DialTemporal, (*Runtime).RunWorker)
 		},
 	}
-	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_NIGHTLY_AT",
-		"COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE",
+		"COMMERCE_NIGHTLY_AT", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
 

@@ -17,6 +17,7 @@ import (
 // Config is everything the processes need to know about their surroundings.
 type Config struct {
 	DatabaseURL       string
+	DBMaxConns        string
 	TemporalAddress   string
 	TemporalNamespace string
 	Listen            string
@@ -43,6 +44,9 @@ type Var struct {
 var Vars = []Var{
 	{Name: "DATABASE_URL", Default: "postgres://postgres@127.0.0.1:5432/commerce?sslmode=disable",
 		Usage: "Postgres connection URL", flag: "database-url", field: func(c *Config) *string { return &c.DatabaseURL }},
+	{Name: "COMMERCE_DB_MAX_CONNS", Default: "20",
+		Usage: "most connections a process's main Postgres pool opens (rate limiting adds a quarter, at least 4)", flag: "db-max-conns",
+		field: func(c *Config) *string { return &c.DBMaxConns }},
 	{Name: "TEMPORAL_ADDRESS", Default: "127.0.0.1:7233",
 		Usage: "Temporal frontend host:port", flag: "temporal-address", field: func(c *Config) *string { return &c.TemporalAddress }},
 	{Name: "TEMPORAL_NAMESPACE", Default: "default",
@@ -126,6 +130,16 @@ func (c Config) ServiceKey() ([]byte, error) {
 		return nil, fmt.Errorf("COMMERCE_SECRET_KEY: %w", err)
 	}
 	return k, nil
+}
+
+// MaxConns parses DBMaxConns: the most connections the main Postgres pool
+// opens, 1 to 1000.
+func (c Config) MaxConns() (int32, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(c.DBMaxConns), 10, 32)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, fmt.Errorf("COMMERCE_DB_MAX_CONNS %q is not a number from 1 to 1000", c.DBMaxConns)
+	}
+	return int32(n), nil
 }
 
 // Nightly parses NightlyAt ("HH:MM", UTC) into an offset from midnight.

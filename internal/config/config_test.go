@@ -56,3 +56,19 @@ func TestServiceKeyRequired(t *testing.T) {
 		t.Fatal("empty key accepted")
 	}
 }
+
+func TestMaxConnsDefaultsTo20AndIsChecked(t *testing.T) {
+	t.Setenv("COMMERCE_DB_MAX_CONNS", "")
+	if n, err := Load().MaxConns(); err != nil || n != 20 {
+		t.Fatalf("default MaxConns = %d, %v", n, err)
+	}
+	t.Setenv("COMMERCE_DB_MAX_CONNS", "50")
+	if n, err := Load().MaxConns(); err != nil || n != 50 {
+		t.Fatalf("MaxConns = %d, %v", n, err)
+	}
+	for _, bad := range []string{"0", "-1", "1001", "many", "2147483648"} {
+		if _, err := (Config{DBMaxConns: bad}).MaxConns(); err == nil {
+			t.Errorf("MaxConns(%q) accepted", bad)
+		}
+	}
+}

@@ -148,7 +148,7 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	}); err != nil {
 		return err
 	}
-	d, err := db.Connect(ctx, cfg.DatabaseURL)
+	d, err := cli.ConnectDB(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func New(t testing.TB) *DB {
 	if _, err := db.Migrate(ctx, u); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	d, err := db.Connect(ctx, u)
+	d, err := db.Connect(ctx, u, 0)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -85,7 +85,7 @@ func database(ctx context.Context, schema string, reuse, keep bool) (*db.DB, fun
 		release()
 		return nil, nil, err
 	}
-	d, err := db.Connect(ctx, u.String())
+	d, err := db.Connect(ctx, u.String(), 0)
 	if err != nil {
 		release()
 		return nil, nil, err
