@@ -52,7 +52,13 @@ func access(op huma.Operation, scope domain.Scope, addon domain.Addon, errs ...i
 	}
 	op.Description = desc
 	if op.Method != http.MethodGet {
+		if op.MaxBodyBytes == 0 {
+			op.MaxBodyBytes = 1 << 20 // Huma's default, made explicit
+		}
 		op.BodyReadTimeout = bodyReadTimeout(op.MaxBodyBytes)
+		// Huma refuses a body that fills MaxBodyBytes, and a body of exactly
+		// the route's limit is allowed: only one over it answers 413.
+		op.MaxBodyBytes++
 	}
 	op.Errors = append([]int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests}, errs...)
 	op.Metadata[metaDeclared] = slices.Clone(op.Errors)

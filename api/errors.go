@@ -87,13 +87,21 @@ func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 		if e == nil {
 			continue
 		}
-		detail := e.Error()
+		// Only the problems the answer names are put into words: formatting
+		// one can cost as much as the body (its value may be the whole object).
+		if details.Len() >= maxDetails {
+			details.Add("")
+			continue
+		}
+		var detail string
 		if d, ok := e.(huma.ErrorDetailer); ok {
 			ed := d.ErrorDetail()
 			detail = ed.Message
 			if ed.Location != "" {
 				detail = ed.Location + ": " + ed.Message
 			}
+		} else {
+			detail = e.Error()
 		}
 		details.Add(domain.Abbreviate(detail, maxDetail))
 	}

@@ -143,3 +143,28 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// largeBody is the body limit from which a write counts as large: the
+// products bulk import (32 MB) and customers (8 MB).
+const largeBody = 4 << 20
+
+// largeWrites is how many large writes are read and processed at once.
+// Each can hold several times its body in memory while it is decoded, so
+// the server's memory stays bounded however many clients send them; the
+// others wait their turn (within their body read time).
+const largeWrites = 2
+
+// boundLargeWrites admits at most largeWrites large writes at once; a
+// request whose client gives up while it waits is dropped.
+func (s *Server) boundLargeWrites(ctx huma.Context, next func(huma.Context)) {
+	if ctx.Operation().MaxBodyBytes <= largeBody {
+		next(ctx)
+		return
+	}
+	select {
+	case s.large <- struct{}{}:
+		defer func() { <-s.large }()
+		next(ctx)
+	case <-ctx.Context().Done():
+	}
+}

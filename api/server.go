@@ -57,6 +57,7 @@ type Server struct {
 	db       *db.DB
 	temporal client.Client
 	inbounds *InboundRunner
+	large    chan struct{} // see boundLargeWrites
 	log      *zap.Logger
 	cursors  *cursor.Codec
 	sealer   *secrets.Sealer
@@ -75,6 +76,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		db: d.DB, temporal: d.Temporal, log: d.Logger, cursors: d.Cursors, sealer: d.Sealer, baseURL: d.BaseURL,
 		registry: prometheus.NewRegistry(),
+		large:    make(chan struct{}, largeWrites),
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -98,7 +100,7 @@ func New(d Deps) *Server {
 	r.Post("/api/in/{token}", s.inbound)
 
 	s.api = humachi.New(r, s.humaConfig())
-	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery)
+	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery, s.boundLargeWrites)
 	s.registerProducts()
 	s.registerQuotes()
 	s.registerOrders()
