@@ -202,8 +202,15 @@ func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err er
 			out.Code, out.Message = domain.Code(appErr.Type()), appErr.Message()
 			outcome, message = domain.OutcomeFailed, appErr.Message()
 		} else {
+			// A fault on the service side: the receipt, the answer and the
+			// inbound.receipt.failed event say so in general terms; the
+			// detail goes to the worker's log with the receipt id.
+			workflow.GetLogger(ctx).Error("inbound post failed", "receipt_id", w.in.ReceiptID.String(), "error", err)
 			out.Code, out.Message = domain.EINTERNAL, "Internal server error"
-			outcome, message = domain.OutcomeError, err.Error()
+			outcome, message = domain.OutcomeError, "Internal server error"
+			if errors.Is(err, errMatchNotStarted) { // fixed text, and what support should do
+				message = err.Error()
+			}
 		}
 		out.Result = nil
 	default:
