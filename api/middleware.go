@@ -152,10 +152,10 @@ const largeBody = 4 << 20
 // Each can hold several times its body in memory while it is decoded, so
 // the server's memory stays bounded however many clients send them; the
 // others wait their turn (within their body read time).
-const largeWrites = 2
+const largeWrites = 1
 
-// boundLargeWrites admits at most largeWrites large writes at once; a
-// request whose client gives up while it waits is dropped.
+// boundLargeWrites admits largeWrites large writes at a time; a request
+// whose client gives up while it waits is dropped.
 func (s *Server) boundLargeWrites(ctx huma.Context, next func(huma.Context)) {
 	if ctx.Operation().MaxBodyBytes <= largeBody {
 		next(ctx)
