@@ -126,6 +126,17 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 // errUnmatched ends a post parked for too long.
 var errUnmatched = errors.New("unmatched")
 
+// boundedMatchStart marks the change that bounded the match's workflow ID
+// (domain.MatchWorkflowID) and ended a post whose match could not start in
+// error.
+const boundedMatchStart = "bounded-match-start"
+
+// unboundedMatchWorkflowID is the match ID runs recorded before
+// boundedMatchStart used; only their replay needs it.
+func unboundedMatchWorkflowID(poID uuid.UUID, invoiceRef string) string {
+	return "match/" + poID.String() + "/" + invoiceRef
+}
+
 // errMatchNotStarted ends a supplier invoice post whose three-way match
 // could not be started: the receipt is recorded as an error (a replay
 // starts the match), rather than the invoice waiting for a match that
@@ -168,13 +179,22 @@ func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoice
 	if matchErr != nil {
 		workflow.GetLogger(ctx).Warn("three-way match failed; its own workflow carries on", "error", matchErr)
 	}
-	cctx := workflow.WithChildOptions(ctx, matchOptions(w.in, in))
+	// Runs recorded before the bounded match ID started their match under
+	// the ID they recorded, and only logged a failed start.
+	version := workflow.GetVersion(ctx, boundedMatchStart, workflow.DefaultVersion, 1)
+	opts := matchOptions(w.in, in)
+	if version == workflow.DefaultVersion {
+		opts.WorkflowID = unboundedMatchWorkflowID(poID, invoiceRef)
+	}
+	cctx := workflow.WithChildOptions(ctx, opts)
 	var started workflow.Execution
 	err := workflow.ExecuteChildWorkflow(cctx, ThreeWayMatch, in).GetChildWorkflowExecution().Get(ctx, &started)
 	var already *temporal.ChildWorkflowExecutionAlreadyStartedError
 	if err != nil && !errors.As(err, &already) {
 		workflow.GetLogger(ctx).Error("three-way match did not start", "error", err, "invoice_id", invoiceID.String())
-		return nil, errMatchNotStarted
+		if version != workflow.DefaultVersion {
+			return nil, errMatchNotStarted
+		}
 	}
 	if matchErr != nil {
 		return nil, nil

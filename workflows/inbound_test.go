@@ -273,6 +273,34 @@ func TestSupplierInvoiceWithALongRefStartsItsMatchUnderABoundedID(t *testing.T) 
 	}
 }
 
+// A run recorded before boundedMatchStart replays with the match ID it
+// recorded: under the default version the long ref is kept whole.
+func TestRunsBeforeTheBoundedMatchIDKeepTheirMatchID(t *testing.T) {
+	e := newInboundEnv(t)
+	e.OnGetVersion(boundedMatchStart, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	var a *activities.Activities
+	in := inboundIn
+	in.Action = domain.ActionSupplierInvoice
+	invoice, po := uuid.New(), uuid.New()
+	ref := strings.Repeat("INV-2026-", 20)
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: ref}, nil)
+	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
+		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: ref, Status: domain.MatchAwaitingReceipt}, nil)
+	e.OnWorkflow(ThreeWayMatch, mock.Anything, mock.Anything).Return(domain.MatchResult{Status: domain.MatchMatched}, nil)
+	var childID string
+	e.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		childID = info.WorkflowExecution.ID
+	})
+	e.ExecuteWorkflow(InboundAction, in)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "match/" + po.String() + "/" + ref; childID != want || childID == domain.MatchWorkflowID(po, ref) {
+		t.Fatalf("match workflow %q, want the recorded form %q", childID, want)
+	}
+}
+
 // failChildStarts is a worker interceptor under which every child workflow
 // fails to start, as when the server refuses the start.
 type failChildStarts struct {
