@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -73,6 +74,41 @@ func TestItemLimitsAnswerBeforeTheRestOfTheBodyIsRead(t *testing.T) {
 		if status != c.status || !strings.Contains(errorBody(t, b), c.limit) {
 			t.Errorf("%s: %d %s, want %d naming %s", c.name, status, b, c.status, c.limit)
 		}
+	}
+}
+
+// The write routes read their bodies as they arrive, yet a body over the
+// route's limit answers 413 whatever decoding it found first (here, more
+// customers than a call may carry, which alone is a 400), with a declared
+// length or without one (chunked), as before the body was streamed.
+func TestBodyOverTheLimitAnswers413WhateverItHolds(t *testing.T) {
+	f := newFixture(t)
+	const limit = 8 << 20
+	over := `{"customers": [` + strings.Repeat(`{"company": "A"},`, 600)
+	over += strings.Repeat(" ", limit+1-len(over)-2) + "]}"
+	exact := `{"customers": [{"company": "A"}]}`
+	exact += strings.Repeat(" ", limit-len(exact))
+	chunked := func(s string) io.Reader { return io.MultiReader(strings.NewReader(s)) }
+	cases := []struct {
+		name   string
+		body   io.Reader
+		status int
+	}{
+		{"one byte over, declared", strings.NewReader(over), http.StatusRequestEntityTooLarge},
+		{"one byte over, chunked", chunked(over), http.StatusRequestEntityTooLarge},
+		{"exactly the limit, chunked", chunked(exact), http.StatusOK},
+	}
+	for _, c := range cases {
+		status, _, b := f.do(http.MethodPost, "/api/v1/customers", f.key, c.body)
+		if status != c.status {
+			t.Errorf("%s: %d %.200s, want %d", c.name, status, b, c.status)
+		}
+		if status == http.StatusRequestEntityTooLarge && !strings.Contains(errorBody(t, b), "8388608") {
+			t.Errorf("%s: %s does not name the limit", c.name, b)
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM customers WHERE org_id = $1`); n != 1 {
+		t.Fatalf("%d customers written, want the one of the body at the limit", n)
 	}
 }
 

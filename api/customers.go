@@ -43,9 +43,7 @@ type CustomersInputBody struct {
 }
 
 // CustomersInput is the request of POST /api/v1/customers.
-type CustomersInput struct {
-	RawBody []byte
-}
+type CustomersInput struct{}
 
 // CustomersOutput counts what a customers upsert did.
 type CustomersOutput struct{ Body db.CustomerUpsert }
@@ -91,7 +89,11 @@ func (s *Server) getCustomer(ctx context.Context, in *IDPath) (*CustomerOutput, 
 }
 
 func (s *Server) upsertCustomers(ctx context.Context, in *CustomersInput) (*CustomersOutput, error) {
-	body, err := domain.DecodeCustomersBody(in.RawBody, domain.MaxCustomersPerCall)
+	raw := requestBody(ctx)
+	body, err := domain.ReadCustomersBody(raw, domain.MaxCustomersPerCall)
+	if refused := raw.Settle(err); refused != nil {
+		return nil, refused
+	}
 	if domain.ErrorCode(err) == domain.ETOOLARGE {
 		// Too many customers is a 400 on this route (413 is for the bytes).
 		err = domain.Errorf(domain.EINVALID, "%s", domain.ErrorMessage(err))

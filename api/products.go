@@ -45,10 +45,9 @@ type BulkProductsBody struct {
 	SchemaID *string               `json:"schema_id,omitempty" format:"uuid" doc:"A catalogue schema of the organisation: each product's attrs are coerced to its declared types (\"12\" to 12, \"yes\" to true, enum values checked)."`
 }
 
-// BulkProductsInput is the request of POST /api/v1/products/bulk.
-type BulkProductsInput struct {
-	RawBody []byte
-}
+// BulkProductsInput is the request of POST /api/v1/products/bulk; its body
+// is read as it arrives (requestBody).
+type BulkProductsInput struct{}
 
 // BulkProductsOutput is the answer of a bulk import.
 type BulkProductsOutput struct {
@@ -107,7 +106,11 @@ func (s *Server) listProducts(ctx context.Context, in *ListProductsInput) (*List
 }
 
 func (s *Server) bulkProducts(ctx context.Context, in *BulkProductsInput) (*BulkProductsOutput, error) {
-	body, err := domain.DecodeProductsBody(in.RawBody, MaxBulkProducts)
+	raw := requestBody(ctx)
+	body, err := domain.ReadProductsBody(raw, MaxBulkProducts)
+	if refused := raw.Settle(err); refused != nil {
+		return nil, refused
+	}
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

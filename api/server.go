@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -244,18 +245,28 @@ func documentRateHeaders(doc *huma.OpenAPI) {
 }
 
 // registerRawJSON registers an operation whose handler reads its JSON body
-// itself (input field RawBody), documented as body: the handler counts an
-// array's items as it decodes them and refuses the item past the limit
-// before the rest of the body is decoded, which Huma's validation, decoding
-// the whole body first, cannot do.
+// itself, as it arrives (requestBody), documented as body: the handler
+// counts an array's items as it decodes them and refuses the item past the
+// limit before the rest of the body is read, which Huma's validation,
+// decoding the whole body first, cannot do. The body is never held whole:
+// a 32 MB import costs its decoded rows, not its bytes besides.
 func registerRawJSON[I, O any](s *Server, op huma.Operation, body reflect.Type, handler func(context.Context, *I) (*O, error)) {
-	op.SkipValidateBody = true
-	op.RequestBody = &huma.RequestBody{
+	// access() added the byte Huma's own body reading needs; the limit is
+	// one less.
+	limit, timeout := op.MaxBodyBytes-1, op.BodyReadTimeout
+	op.Middlewares = append(op.Middlewares, func(ctx huma.Context, next func(huma.Context)) {
+		if n, err := strconv.ParseInt(ctx.Header("Content-Length"), 10, 64); err == nil && n > limit {
+			huma.WriteErr(s.api, ctx, http.StatusRequestEntityTooLarge, tooLarge(limit))
+			return
+		}
+		ctx.SetReadDeadline(time.Now().Add(timeout))
+		next(huma.WithValue(ctx, bodyKey{}, &streamedBody{r: ctx.BodyReader(), limit: limit}))
+	})
+	huma.Register(s.api, op, handler)
+	// Documented after registering: an operation with a request body in its
+	// description is one whose body Huma reads whole before the handler.
+	s.api.OpenAPI().Paths[op.Path].Post.RequestBody = &huma.RequestBody{
 		Required: true,
 		Content:  map[string]*huma.MediaType{"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(body, true, "")}},
 	}
-	huma.Register(s.api, op, handler)
-	// A raw body makes Huma document application/octet-stream as well; the
-	// route takes JSON only.
-	delete(s.api.OpenAPI().Paths[op.Path].Post.RequestBody.Content, "application/octet-stream")
 }

@@ -61,7 +61,14 @@ func DecodeProductsBody(body []byte, max int) (ProductsBody, error) {
 	case err == nil && fast.Products.read:
 		return ProductsBody{Rows: fast.Products.items, RowErrs: make([]error, len(fast.Products.items)), SchemaID: fast.SchemaID}, nil
 	}
-	return decodeProductsByRow(body, max)
+	return decodeProductsByRow(bytes.NewReader(body), max)
+}
+
+// ReadProductsBody is DecodeProductsBody for a body read as it arrives: one
+// pass, a row at a time, so that the body is never held whole and the row
+// past max is refused before the rest is read.
+func ReadProductsBody(r io.Reader, max int) (ProductsBody, error) {
+	return decodeProductsByRow(r, max)
 }
 
 // tooMany is the error of a body carrying more than max items.
@@ -114,13 +121,13 @@ func (r *limitedArray[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return err
 }
 
-// decodeProductsByRow reads a body whose rows are not all well-formed, a row
-// at a time, so that each malformed row gets its own error.
-func decodeProductsByRow(body []byte, max int) (ProductsBody, error) {
+// decodeProductsByRow reads a body a row at a time, so that each malformed
+// row gets its own error.
+func decodeProductsByRow(body io.Reader, max int) (ProductsBody, error) {
 	notBatch := Errorf(EINVALID, "the body must be a JSON object with a products array")
 	// Duplicate names inside a row are left for the row's own decoding to
 	// report; the body's own members are checked here.
-	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true))
+	dec := jsontext.NewDecoder(body, jsontext.AllowDuplicateNames(true))
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return ProductsBody{}, syntaxError(err, notBatch)

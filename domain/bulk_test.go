@@ -1,7 +1,9 @@
 package domain
 
 import (
+	"bytes"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -208,6 +210,22 @@ func BenchmarkDecodeAndPrepare10000Products(b *testing.B) {
 	}
 }
 
+// The REST import reads its body as it arrives, a row at a time: compare
+// with BenchmarkDecodeAndPrepare10000Products, which has the body whole.
+func BenchmarkReadAndPrepare10000Products(b *testing.B) {
+	body := benchBody(10000)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		pb, err := ReadProductsBody(bytes.NewReader(body), 10000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if batch := pb.PrepareProducts(nil, "GBP"); len(batch.Products) != 10000 {
+			b.Fatal(len(batch.Products))
+		}
+	}
+}
+
 // What the storage cannot hold is the row's own error, not a failed batch.
 func TestProductValuesBeyondStorageAreRowErrors(t *testing.T) {
 	body := `{"products": [
@@ -260,4 +278,30 @@ func TestDecodeProductsBodyRefusesASecondValueAfterTheObject(t *testing.T) {
 			t.Errorf("%q: %v, want EINVALID", bad, err)
 		}
 	}
+}
+
+// Read as it arrives or whole, a products body decodes to the same rows,
+// the same row errors and the same refusal.
+func FuzzProductsBodyReadMatchesDecode(f *testing.F) {
+	for _, seed := range []string{
+		`{"products": [{"sku": "A", "title": "Washer", "price_minor": 12, "attrs": {"m": 8}}], "schema_id": "x"}`,
+		`{"products": [{"sku": "A"}, {"sku": "A", "title": "x"}, "x", 1, null, [], {}, {"sku": "B", "sku": "C"}]}`,
+		`{"products": [{"sku": 1e30, "title": true, "price_minor": 1.5, "lead_time_days": 2147483648}], "other": 1}`,
+		`{"products": [{"sku": "A", "title": "t", "colour": "red"}]} {}`,
+		`{"products": [{}, {}, {}]}`,
+		`{"products": null}`, `[]`, `{`, `{"products": [`, "",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		whole, wholeErr := DecodeProductsBody(body, 2)
+		read, readErr := ReadProductsBody(bytes.NewReader(body), 2)
+		if fmt.Sprint(wholeErr) != fmt.Sprint(readErr) {
+			t.Fatalf("whole: %v; read: %v", wholeErr, readErr)
+		}
+		if !reflect.DeepEqual(whole.Rows, read.Rows) || !reflect.DeepEqual(whole.SchemaID, read.SchemaID) ||
+			fmt.Sprint(whole.RowErrs) != fmt.Sprint(read.RowErrs) {
+			t.Fatalf("whole: %+v %v; read: %+v %v", whole.Rows, whole.RowErrs, read.Rows, read.RowErrs)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -116,10 +117,20 @@ var customerFieldNames = []string{"company", "email", "phone", "external_id"}
 // field, a value of the wrong type, a repeated name or invalid UTF-8 is
 // EINVALID naming the field. The entries are not normalized.
 func DecodeCustomersBody(body []byte, max int) (UpsertCustomersBody, error) {
+	return decodeCustomersBody(max, func(out any) error { return jsonv2.Unmarshal(body, out, jsonv2.RejectUnknownMembers(true)) })
+}
+
+// ReadCustomersBody is DecodeCustomersBody for a body read as it arrives,
+// never held whole.
+func ReadCustomersBody(r io.Reader, max int) (UpsertCustomersBody, error) {
+	return decodeCustomersBody(max, func(out any) error { return jsonv2.UnmarshalRead(r, out, jsonv2.RejectUnknownMembers(true)) })
+}
+
+func decodeCustomersBody(max int, unmarshal func(any) error) (UpsertCustomersBody, error) {
 	b := struct {
 		Customers limitedArray[CustomerInput] `json:"customers"`
 	}{Customers: limitedArray[CustomerInput]{max: max, minBytes: minCustomerBytes}}
-	err := jsonv2.Unmarshal(body, &b, jsonv2.RejectUnknownMembers(true))
+	err := unmarshal(&b)
 	var se *jsonv2.SemanticError
 	switch {
 	case err == nil && !b.Customers.read, errors.Is(err, errNotArray):
