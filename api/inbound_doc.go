@@ -37,10 +37,10 @@ var inboundBodies = map[domain.Action]reflect.Type{
 	domain.ActionDeliveryStatus:   reflect.TypeFor[domain.DeliveryStatusBody](),
 }
 
-// InboundExamples are a body for each action, as the documented examples of
-// POST /api/in/{token}; the first of delivery_status is the one
+// inboundExamples are a body for each action, the documented examples of
+// POST /api/in/{token}; the erp_order_status one is the body
 // docs/webhooks.md signs.
-var InboundExamples = []struct {
+var inboundExamples = []struct {
 	Action  domain.Action
 	Summary string
 	Body    map[string]any
@@ -111,7 +111,7 @@ func (s *Server) documentInbound() {
 		},
 	}
 	examples := map[string]*huma.Example{}
-	for _, e := range InboundExamples {
+	for _, e := range inboundExamples {
 		examples[string(e.Action)] = &huma.Example{Summary: e.Summary, Value: e.Body}
 	}
 	answer := reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, "")

@@ -10,9 +10,9 @@ import (
 	"github.com/danielgtaylor/huma/v2/yaml"
 )
 
-// Tags groups the operations of the OpenAPI document; every tag an
+// apiTags groups the operations of the OpenAPI document; every tag an
 // operation or webhook uses is declared here, in this order.
-var Tags = []*huma.Tag{
+var apiTags = []*huma.Tag{
 	{Name: "Products", Description: "The organisation's catalogue: paged reads and bulk upserts by SKU."},
 	{Name: "Quotes", Description: "Quotes to customers, with their lines and totals (read only)."},
 	{Name: "Orders", Description: "Orders, with their lines, deliveries and the invoices an ERP recorded (read only)."},
@@ -171,8 +171,8 @@ func pruneSchemas(doc map[string]any) {
 	}
 }
 
-// declareTags sets the document's top-level tags: those of Tags that an
-// operation or webhook uses, in Tags' order.
+// declareTags sets the document's top-level tags: those of apiTags that an
+// operation or webhook uses, in apiTags' order.
 func declareTags(doc *huma.OpenAPI) {
 	used := map[string]bool{}
 	for _, items := range []map[string]*huma.PathItem{doc.Paths, doc.Webhooks} {
@@ -185,7 +185,7 @@ func declareTags(doc *huma.OpenAPI) {
 		}
 	}
 	doc.Tags = nil
-	for _, t := range Tags {
+	for _, t := range apiTags {
 		if used[t.Name] {
 			doc.Tags = append(doc.Tags, t)
 		}

@@ -83,9 +83,9 @@ type (
 	}
 )
 
-// EventData is the data type and a description of each event type of
+// eventData is the data type and a description of each event type of
 // domain.EventTypes.
-var EventData = map[string]struct {
+var eventData = map[string]struct {
 	Data reflect.Type
 	When string
 }{
@@ -122,7 +122,7 @@ func (s *Server) documentWebhooks() {
 	}
 	doc.Webhooks = map[string]*huma.PathItem{}
 	for _, eventType := range domain.EventTypes {
-		d := EventData[eventType]
+		d := eventData[eventType]
 		envelope := &huma.Schema{
 			Type:                 huma.TypeObject,
 			Description:          "The event: its id, type, when it happened, and its data.",
