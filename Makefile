@@ -7,7 +7,7 @@
 
 GO ?= go
 
-.PHONY: run test vet build race fmt
+.PHONY: run test vet build race fmt lint-openapi
 
 run:
 	$(GO) run ./cmd/commerce dev
@@ -36,3 +36,9 @@ race:
 
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')
+
+# Lints the served OpenAPI documents (Redocly, recommended rules) and checks
+# that a TypeScript client generated from them compiles; installs what it
+# uses under .cache/ on first use (needs npm; see .ci/lint-openapi).
+lint-openapi:
+	.ci/lint-openapi

@@ -8,12 +8,10 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -283,81 +281,4 @@ func mustJSON(v any) []byte {
 		return []byte(`{"error":"Internal server error"}`)
 	}
 	return b
-}
-
-// documentInbound adds POST /api/in/{token} to the OpenAPI document. It is
-// served outside Huma, because its checks run in a fixed order before the
-// body is read whole.
-func (s *Server) documentInbound() {
-	reg := s.api.OpenAPI().Components.Schemas
-	var bodies []*huma.Schema
-	for _, t := range []reflect.Type{
-		reflect.TypeFor[domain.CreateRequestBody](), reflect.TypeFor[domain.UpsertCustomersBody](),
-		reflect.TypeFor[BulkProductsBody](), reflect.TypeFor[domain.ERPOrderStatusBody](),
-		reflect.TypeFor[domain.OrderInvoiceBody](), reflect.TypeFor[domain.POAckBody](),
-		reflect.TypeFor[domain.SupplierInvoiceBody](), reflect.TypeFor[domain.DeliveryStatusBody](),
-	} {
-		bodies = append(bodies, reg.Schema(t, true, ""))
-	}
-	answer := reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, "")
-	errRef := reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
-	errResp := func(desc string) *huma.Response {
-		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}}
-	}
-	s.api.OpenAPI().AddOperation(&huma.Operation{
-		OperationID: "post-inbound",
-		Method:      http.MethodPost,
-		Path:        "/api/in/{token}",
-		Tags:        []string{"Inbound"},
-		Summary:     "Post to an inbound endpoint",
-		Description: "The token in the URL is the credential: treat the URL as a password. Each endpoint performs one " +
-			"action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at " +
-			"most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the " +
-			"body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once " +
-			"(refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header " +
-			"X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>, within five minutes), 400 " +
-			"Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the " +
-			"field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), " +
-			"repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header " +
-			"(1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint " +
-			"within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with " +
-			"the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies " +
-			"nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet " +
-			"answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the " +
-			"body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and " +
-			"the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 " +
-			"understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a " +
-			"request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx " +
-			"unchanged.",
-		Metadata: map[string]any{metaDeclared: []int{400, 401, 402, 404, 409, 413, 422, 429, 500}},
-		Parameters: []*huma.Param{{Name: "token", In: "path", Required: true, Description: "The endpoint's token.",
-			Schema: &huma.Schema{Type: huma.TypeString}}},
-		RequestBody: &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
-			"application/json": {Schema: &huma.Schema{OneOf: bodies}},
-		}},
-		Responses: map[string]*huma.Response{
-			"200": {Description: "Done: what changed.", Content: map[string]*huma.MediaType{"application/json": {Schema: answer}}},
-			"202": {Description: "Accepted: a request was opened, the named record does not exist yet (outcome parked), or the post is still running (outcome pending).",
-				Content: map[string]*huma.MediaType{"application/json": {Schema: answer}}},
-			"400": errResp("The body is not valid JSON or not the action's shape, or the Idempotency-Key is malformed."),
-			"401": errResp("Signature required and missing or wrong."),
-			"402": errResp("A products upsert would pass the plan's product cap."),
-			"404": errResp("No endpoint has that token."),
-			"409": errResp("The endpoint is paused, the record cannot move that way, or the first post with this Idempotency-Key or signature has no answer yet."),
-			"413": errResp("Body over 1 MB, or more than 500 customers or 1000 products."),
-			"422": errResp("Understood but not applicable, or the Idempotency-Key was used with another body."),
-			"429": errResp("Too many posts at once: Rate limited."),
-			"500": errResp("Fault on the service side; retry later."),
-		},
-	})
-}
-
-// inboundAnswerDoc documents the answer of an inbound post: these fields,
-// plus the action's own (counts, the request opened, the match result).
-type inboundAnswerDoc struct {
-	ReceiptID  uuid.UUID       `json:"receipt_id"`
-	Action     domain.Action   `json:"action" enum:"create_request,upsert_customers,upsert_products,erp_order_status,order_invoice,purchase_order_ack,supplier_invoice,delivery_status"`
-	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending"`
-	Changes    []domain.Change `json:"changes"`
-	WaitingFor string          `json:"waiting_for,omitempty" doc:"The record a parked post waits for."`
 }

@@ -100,7 +100,8 @@ func New(d Deps) *Server {
 	r.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Post("/api/in/{token}", s.inbound)
 
-	s.api = humachi.New(r, s.humaConfig())
+	cfg := s.humaConfig()
+	s.api = huma.NewAPI(cfg, specAdapter{Adapter: humachi.NewAdapter(r), openAPIPath: cfg.OpenAPIPath, server: s})
 	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery, s.boundLargeWrites)
 	s.registerProducts()
 	s.registerQuotes()
@@ -112,9 +113,11 @@ func New(d Deps) *Server {
 	s.registerCustomers()
 	s.registerRequests()
 	s.documentInbound()
+	s.documentWebhooks()
 	markPointersNullable(s.api.OpenAPI().Components.Schemas)
 	dropUndeclaredValidationStatus(s.api.OpenAPI())
 	documentRateHeaders(s.api.OpenAPI())
+	declareTags(s.api.OpenAPI())
 	s.router = r
 	return s
 }
@@ -139,6 +142,7 @@ func (s *Server) humaConfig() huma.Config {
 		"deliveries, suppliers, purchase orders, customers and request threads, and the tokenised inbound " +
 		"endpoints. Money is integer minor units with an ISO 4217 currency code; timestamps are RFC 3339 UTC " +
 		"with milliseconds. Every error answer is {\"error\": \"...\"}."
+	cfg.Info.License, cfg.Info.Contact = docLicense, docContact
 	cfg.Servers = []*huma.Server{{URL: s.baseURL}}
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		bearerScheme: {

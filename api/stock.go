@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
@@ -91,9 +92,15 @@ func (s *Server) registerStock() {
 			"The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to " +
 			"a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 " +
 			"when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first " +
-			"result, and 409 when its body differs. Emits stock.movement.created.",
-		Responses: map[string]*huma.Response{"200": {Description: "The idempotency key was applied before: its first result."}},
-	}, domain.ScopeStockWrite, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict), s.createMovement)
+			"result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.",
+		Responses: map[string]*huma.Response{"200": {
+			Description: "The idempotency key was applied before: its first result, unchanged.",
+			Content: map[string]*huma.MediaType{"application/json": {
+				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[db.MovementResult](), true, ""),
+			}},
+		}},
+	}, domain.ScopeStockWrite, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict,
+		http.StatusRequestEntityTooLarge), s.createMovement)
 }
 
 func (s *Server) listStockLines(ctx context.Context, in *ListStockLinesInput) (*ListStockLinesOutput, error) {

@@ -17,7 +17,7 @@ func TestWritesGiveTheirLargestBodyTimeToArrive(t *testing.T) {
 	s := api.New(api.Deps{BaseURL: "http://localhost"})
 	writes := 0
 	for path, item := range s.OpenAPI().Paths {
-		if op := item.Post; op != nil && op.Security != nil {
+		if op := item.Post; op != nil && len(op.Security) > 0 {
 			writes++
 			atOneMBps := time.Duration(op.MaxBodyBytes>>20) * time.Second
 			if op.MaxBodyBytes == 0 || op.BodyReadTimeout < atOneMBps+5*time.Second {

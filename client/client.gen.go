@@ -847,7 +847,9 @@ type Customer struct {
 
 // CustomerDetail defines model for CustomerDetail.
 type CustomerDetail struct {
-	Company   string    `json:"company"`
+	Company string `json:"company"`
+
+	// Contacts At most 100 contacts: the primary one first, then oldest first.
 	Contacts  []Contact `json:"contacts"`
 	CreatedAt time.Time `json:"created_at"`
 	Currency  string    `json:"currency"`
@@ -985,6 +987,21 @@ type InboundAnswerDocAction string
 
 // InboundAnswerDocOutcome defines model for InboundAnswerDoc.Outcome.
 type InboundAnswerDocOutcome string
+
+// InboundCustomersBody defines model for InboundCustomersBody.
+type InboundCustomersBody struct {
+	// Customers At most 500 customers (413 above), matched and upserted as by POST /api/v1/customers.
+	Customers []CustomerInput `json:"customers"`
+}
+
+// InboundProductsBody defines model for InboundProductsBody.
+type InboundProductsBody struct {
+	// Products At most 1000 products (413 above), upserted by SKU with the rules of POST /api/v1/products/bulk.
+	Products []ProductInput `json:"products"`
+
+	// SchemaId A catalogue schema of the organisation: each product's attrs are coerced to its declared types.
+	SchemaId *openapi_types.UUID `json:"schema_id,omitempty"`
+}
 
 // ListCustomersOutputBody defines model for ListCustomersOutputBody.
 type ListCustomersOutputBody struct {
@@ -1270,8 +1287,10 @@ type ProductStatus string
 // ProductInput defines model for ProductInput.
 type ProductInput struct {
 	// Attrs Free-form attributes (coerced through schema_id when given).
-	Attrs    *map[string]interface{} `json:"attrs,omitempty"`
-	Category *string                 `json:"category,omitempty"`
+	Attrs *map[string]interface{} `json:"attrs,omitempty"`
+
+	// Category At most 200 characters (trimmed).
+	Category *string `json:"category,omitempty"`
 
 	// Currency ISO 4217 code; default the organisation's.
 	Currency   *string `json:"currency,omitempty"`
@@ -1438,12 +1457,14 @@ type QuoteLineLineType string
 
 // RequestDetail defines model for RequestDetail.
 type RequestDetail struct {
-	CreatedAt     time.Time           `json:"created_at"`
-	Id            openapi_types.UUID  `json:"id"`
-	LastMessageAt time.Time           `json:"last_message_at"`
-	Messages      []RequestMessage    `json:"messages"`
-	Status        RequestDetailStatus `json:"status"`
-	Title         string              `json:"title"`
+	CreatedAt     time.Time          `json:"created_at"`
+	Id            openapi_types.UUID `json:"id"`
+	LastMessageAt time.Time          `json:"last_message_at"`
+
+	// Messages The thread's first 500 messages, oldest first.
+	Messages []RequestMessage    `json:"messages"`
+	Status   RequestDetailStatus `json:"status"`
+	Title    string              `json:"title"`
 }
 
 // RequestDetailStatus defines model for RequestDetail.Status.
@@ -1572,6 +1593,7 @@ type Supplier struct {
 
 // SupplierDetail defines model for SupplierDetail.
 type SupplierDetail struct {
+	// Contacts At most 100 contacts: the primary one first, then oldest first.
 	Contacts     []Contact              `json:"contacts"`
 	CreatedAt    time.Time              `json:"created_at"`
 	Currency     string                 `json:"currency"`
@@ -1599,16 +1621,27 @@ type SupplierInvoiceMatchStatus string
 
 // SupplierInvoiceBody defines model for SupplierInvoiceBody.
 type SupplierInvoiceBody struct {
-	AmountMinor *int64      `json:"amount_minor,omitempty"`
-	Currency    *string     `json:"currency,omitempty"`
-	InvoiceRef  string      `json:"invoice_ref"`
-	InvoicedQty interface{} `json:"invoiced_qty,omitempty"`
-	PoNumber    string      `json:"po_number"`
+	AmountMinor *int64  `json:"amount_minor,omitempty"`
+	Currency    *string `json:"currency,omitempty"`
+	InvoiceRef  string  `json:"invoice_ref"`
+
+	// InvoicedQty What the supplier invoices: the total quantity across lines, or a quantity per line position.
+	InvoicedQty *SupplierInvoiceBody_InvoicedQty `json:"invoiced_qty,omitempty"`
+	PoNumber    string                           `json:"po_number"`
 }
 
-// UpsertCustomersBody defines model for UpsertCustomersBody.
-type UpsertCustomersBody struct {
-	Customers []CustomerInput `json:"customers"`
+// SupplierInvoiceBodyInvoicedQty0 defines model for SupplierInvoiceBody.InvoicedQty.0.
+type SupplierInvoiceBodyInvoicedQty0 = float32
+
+// SupplierInvoiceBodyInvoicedQty1 defines model for SupplierInvoiceBody.InvoicedQty.1.
+type SupplierInvoiceBodyInvoicedQty1 = []struct {
+	Position int     `json:"position"`
+	Qty      float32 `json:"qty"`
+}
+
+// SupplierInvoiceBody_InvoicedQty What the supplier invoices: the total quantity across lines, or a quantity per line position.
+type SupplierInvoiceBody_InvoicedQty struct {
+	union json.RawMessage
 }
 
 // Variance defines model for Variance.
@@ -1625,6 +1658,15 @@ type VarianceKind string
 // PostInboundJSONBody defines parameters for PostInbound.
 type PostInboundJSONBody struct {
 	union json.RawMessage
+}
+
+// PostInboundParams defines parameters for PostInbound.
+type PostInboundParams struct {
+	// XServiceSignature Required when the endpoint requires signatures (401 when missing or wrong), ignored otherwise: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the endpoint's secret, the whole whsec_ string as UTF-8>, with t within five minutes of the service's clock. Several v1 values may be given; any match passes. The construction Stripe uses.
+	XServiceSignature *string `json:"X-Service-Signature,omitempty"`
+
+	// IdempotencyKey Names the post for the sender's retries: a post with the same key on the same endpoint within 24 hours is answered with the first post's answer and applies nothing again. 1 to 255 printable ASCII characters (400 otherwise).
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListCustomersParams defines parameters for ListCustomers.
@@ -1798,6 +1840,68 @@ type CreateRequestJSONRequestBody = CreateRequestInputBody
 // CreateStockMovementJSONRequestBody defines body for CreateStockMovement for application/json ContentType.
 type CreateStockMovementJSONRequestBody = MovementInput
 
+// AsSupplierInvoiceBodyInvoicedQty0 returns the union data inside the SupplierInvoiceBody_InvoicedQty as a SupplierInvoiceBodyInvoicedQty0
+func (t SupplierInvoiceBody_InvoicedQty) AsSupplierInvoiceBodyInvoicedQty0() (SupplierInvoiceBodyInvoicedQty0, error) {
+	var body SupplierInvoiceBodyInvoicedQty0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSupplierInvoiceBodyInvoicedQty0 overwrites any union data inside the SupplierInvoiceBody_InvoicedQty as the provided SupplierInvoiceBodyInvoicedQty0
+func (t *SupplierInvoiceBody_InvoicedQty) FromSupplierInvoiceBodyInvoicedQty0(v SupplierInvoiceBodyInvoicedQty0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSupplierInvoiceBodyInvoicedQty0 performs a merge with any union data inside the SupplierInvoiceBody_InvoicedQty, using the provided SupplierInvoiceBodyInvoicedQty0
+func (t *SupplierInvoiceBody_InvoicedQty) MergeSupplierInvoiceBodyInvoicedQty0(v SupplierInvoiceBodyInvoicedQty0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSupplierInvoiceBodyInvoicedQty1 returns the union data inside the SupplierInvoiceBody_InvoicedQty as a SupplierInvoiceBodyInvoicedQty1
+func (t SupplierInvoiceBody_InvoicedQty) AsSupplierInvoiceBodyInvoicedQty1() (SupplierInvoiceBodyInvoicedQty1, error) {
+	var body SupplierInvoiceBodyInvoicedQty1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSupplierInvoiceBodyInvoicedQty1 overwrites any union data inside the SupplierInvoiceBody_InvoicedQty as the provided SupplierInvoiceBodyInvoicedQty1
+func (t *SupplierInvoiceBody_InvoicedQty) FromSupplierInvoiceBodyInvoicedQty1(v SupplierInvoiceBodyInvoicedQty1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSupplierInvoiceBodyInvoicedQty1 performs a merge with any union data inside the SupplierInvoiceBody_InvoicedQty, using the provided SupplierInvoiceBodyInvoicedQty1
+func (t *SupplierInvoiceBody_InvoicedQty) MergeSupplierInvoiceBodyInvoicedQty1(v SupplierInvoiceBodyInvoicedQty1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SupplierInvoiceBody_InvoicedQty) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *SupplierInvoiceBody_InvoicedQty) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsCreateRequestBody returns the union data inside the PostInboundJSONBody as a CreateRequestBody
 func (t PostInboundJSONBody) AsCreateRequestBody() (CreateRequestBody, error) {
 	var body CreateRequestBody
@@ -1824,22 +1928,22 @@ func (t *PostInboundJSONBody) MergeCreateRequestBody(v CreateRequestBody) error 
 	return err
 }
 
-// AsUpsertCustomersBody returns the union data inside the PostInboundJSONBody as a UpsertCustomersBody
-func (t PostInboundJSONBody) AsUpsertCustomersBody() (UpsertCustomersBody, error) {
-	var body UpsertCustomersBody
+// AsInboundCustomersBody returns the union data inside the PostInboundJSONBody as a InboundCustomersBody
+func (t PostInboundJSONBody) AsInboundCustomersBody() (InboundCustomersBody, error) {
+	var body InboundCustomersBody
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromUpsertCustomersBody overwrites any union data inside the PostInboundJSONBody as the provided UpsertCustomersBody
-func (t *PostInboundJSONBody) FromUpsertCustomersBody(v UpsertCustomersBody) error {
+// FromInboundCustomersBody overwrites any union data inside the PostInboundJSONBody as the provided InboundCustomersBody
+func (t *PostInboundJSONBody) FromInboundCustomersBody(v InboundCustomersBody) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeUpsertCustomersBody performs a merge with any union data inside the PostInboundJSONBody, using the provided UpsertCustomersBody
-func (t *PostInboundJSONBody) MergeUpsertCustomersBody(v UpsertCustomersBody) error {
+// MergeInboundCustomersBody performs a merge with any union data inside the PostInboundJSONBody, using the provided InboundCustomersBody
+func (t *PostInboundJSONBody) MergeInboundCustomersBody(v InboundCustomersBody) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -1850,22 +1954,22 @@ func (t *PostInboundJSONBody) MergeUpsertCustomersBody(v UpsertCustomersBody) er
 	return err
 }
 
-// AsBulkProductsBody returns the union data inside the PostInboundJSONBody as a BulkProductsBody
-func (t PostInboundJSONBody) AsBulkProductsBody() (BulkProductsBody, error) {
-	var body BulkProductsBody
+// AsInboundProductsBody returns the union data inside the PostInboundJSONBody as a InboundProductsBody
+func (t PostInboundJSONBody) AsInboundProductsBody() (InboundProductsBody, error) {
+	var body InboundProductsBody
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromBulkProductsBody overwrites any union data inside the PostInboundJSONBody as the provided BulkProductsBody
-func (t *PostInboundJSONBody) FromBulkProductsBody(v BulkProductsBody) error {
+// FromInboundProductsBody overwrites any union data inside the PostInboundJSONBody as the provided InboundProductsBody
+func (t *PostInboundJSONBody) FromInboundProductsBody(v InboundProductsBody) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeBulkProductsBody performs a merge with any union data inside the PostInboundJSONBody, using the provided BulkProductsBody
-func (t *PostInboundJSONBody) MergeBulkProductsBody(v BulkProductsBody) error {
+// MergeInboundProductsBody performs a merge with any union data inside the PostInboundJSONBody, using the provided InboundProductsBody
+func (t *PostInboundJSONBody) MergeInboundProductsBody(v InboundProductsBody) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -2092,21 +2196,21 @@ type ClientInterface interface {
 
 	// PostInboundWithBody Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
-	PostInboundWithBody(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostInboundWithBody(ctx context.Context, token string, params *PostInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostInbound Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
-	PostInbound(ctx context.Context, token string, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostInbound(ctx context.Context, token string, params *PostInboundParams, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCustomers List customers
 	//
@@ -2119,7 +2223,7 @@ type ClientInterface interface {
 
 	// UpsertCustomersWithBody Create or update customers
 	//
-	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+	// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 	//
 	// Requires scope `customers:write`.
 	//
@@ -2130,7 +2234,7 @@ type ClientInterface interface {
 
 	// UpsertCustomers Create or update customers
 	//
-	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+	// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 	//
 	// Requires scope `customers:write`.
 	//
@@ -2195,7 +2299,7 @@ type ClientInterface interface {
 
 	// BulkUpsertProductsWithBody Upsert products in bulk
 	//
-	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 	//
 	// Requires scope `products:write`.
 	//
@@ -2206,7 +2310,7 @@ type ClientInterface interface {
 
 	// BulkUpsertProducts Upsert products in bulk
 	//
-	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 	//
 	// Requires scope `products:write`.
 	//
@@ -2284,7 +2388,7 @@ type ClientInterface interface {
 
 	// GetRequest Read a request
 	//
-	// A request thread with its messages, oldest first; message blocks are returned as they were stored.
+	// A request thread with its first 500 messages, oldest first; message blocks are returned as they were stored.
 	//
 	// Requires scope `requests:read`.
 	//
@@ -2329,7 +2433,7 @@ type ClientInterface interface {
 
 	// CreateStockMovementWithBody Move stock
 	//
-	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
@@ -2340,7 +2444,7 @@ type ClientInterface interface {
 
 	// CreateStockMovement Move stock
 	//
-	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
@@ -2370,13 +2474,13 @@ type ClientInterface interface {
 
 // PostInboundWithBody Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
-func (c *Client) PostInboundWithBody(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostInboundRequestWithBody(c.Server, token, contentType, body)
+func (c *Client) PostInboundWithBody(ctx context.Context, token string, params *PostInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInboundRequestWithBody(c.Server, token, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2389,13 +2493,13 @@ func (c *Client) PostInboundWithBody(ctx context.Context, token string, contentT
 
 // PostInbound Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
-func (c *Client) PostInbound(ctx context.Context, token string, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostInboundRequest(c.Server, token, body)
+func (c *Client) PostInbound(ctx context.Context, token string, params *PostInboundParams, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInboundRequest(c.Server, token, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2427,7 +2531,7 @@ func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams,
 
 // UpsertCustomersWithBody Create or update customers
 //
-// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 //
 // Requires scope `customers:write`.
 //
@@ -2448,7 +2552,7 @@ func (c *Client) UpsertCustomersWithBody(ctx context.Context, contentType string
 
 // UpsertCustomers Create or update customers
 //
-// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 //
 // Requires scope `customers:write`.
 //
@@ -2583,7 +2687,7 @@ func (c *Client) ListProducts(ctx context.Context, params *ListProductsParams, r
 
 // BulkUpsertProductsWithBody Upsert products in bulk
 //
-// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 //
 // Requires scope `products:write`.
 //
@@ -2604,7 +2708,7 @@ func (c *Client) BulkUpsertProductsWithBody(ctx context.Context, contentType str
 
 // BulkUpsertProducts Upsert products in bulk
 //
-// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 //
 // Requires scope `products:write`.
 //
@@ -2762,7 +2866,7 @@ func (c *Client) CreateRequest(ctx context.Context, body CreateRequestJSONReques
 
 // GetRequest Read a request
 //
-// A request thread with its messages, oldest first; message blocks are returned as they were stored.
+// A request thread with its first 500 messages, oldest first; message blocks are returned as they were stored.
 //
 // Requires scope `requests:read`.
 //
@@ -2857,7 +2961,7 @@ func (c *Client) ListStockMovements(ctx context.Context, params *ListStockMoveme
 
 // CreateStockMovementWithBody Move stock
 //
-// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
@@ -2878,7 +2982,7 @@ func (c *Client) CreateStockMovementWithBody(ctx context.Context, contentType st
 
 // CreateStockMovement Move stock
 //
-// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
@@ -2936,18 +3040,18 @@ func (c *Client) GetSupplier(ctx context.Context, id string, reqEditors ...Reque
 }
 
 // NewPostInboundRequest calls the generic PostInbound builder with application/json body
-func NewPostInboundRequest(server string, token string, body PostInboundJSONRequestBody) (*http.Request, error) {
+func NewPostInboundRequest(server string, token string, params *PostInboundParams, body PostInboundJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostInboundRequestWithBody(server, token, "application/json", bodyReader)
+	return NewPostInboundRequestWithBody(server, token, params, "application/json", bodyReader)
 }
 
 // NewPostInboundRequestWithBody constructs an http.Request for the PostInbound method, with any body, and a specified content type
-func NewPostInboundRequestWithBody(server string, token string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPostInboundRequestWithBody(server string, token string, params *PostInboundParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2978,6 +3082,32 @@ func NewPostInboundRequestWithBody(server string, token string, contentType stri
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XServiceSignature != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Service-Signature", *params.XServiceSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Service-Signature", headerParam0)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam1)
+		}
+
+	}
 
 	return req, nil
 }
@@ -4351,21 +4481,21 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithBodyWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
-	PostInboundWithBodyWithResponse(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboundResponse, error)
+	PostInboundWithBodyWithResponse(ctx context.Context, token string, params *PostInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboundResponse, error)
 
 	// PostInboundWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
-	PostInboundWithResponse(ctx context.Context, token string, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboundResponse, error)
+	PostInboundWithResponse(ctx context.Context, token string, params *PostInboundParams, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboundResponse, error)
 
 	// ListCustomersWithResponse List customers
 	//
@@ -4380,7 +4510,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpsertCustomersWithBodyWithResponse Create or update customers
 	//
-	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+	// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 	//
 	// Requires scope `customers:write`.
 	//
@@ -4391,7 +4521,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpsertCustomersWithResponse Create or update customers
 	//
-	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+	// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 	//
 	// Requires scope `customers:write`.
 	//
@@ -4468,7 +4598,7 @@ type ClientWithResponsesInterface interface {
 
 	// BulkUpsertProductsWithBodyWithResponse Upsert products in bulk
 	//
-	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 	//
 	// Requires scope `products:write`.
 	//
@@ -4479,7 +4609,7 @@ type ClientWithResponsesInterface interface {
 
 	// BulkUpsertProductsWithResponse Upsert products in bulk
 	//
-	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 	//
 	// Requires scope `products:write`.
 	//
@@ -4567,7 +4697,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetRequestWithResponse Read a request
 	//
-	// A request thread with its messages, oldest first; message blocks are returned as they were stored.
+	// A request thread with its first 500 messages, oldest first; message blocks are returned as they were stored.
 	//
 	// Requires scope `requests:read`.
 	//
@@ -4622,7 +4752,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateStockMovementWithBodyWithResponse Move stock
 	//
-	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
@@ -4633,7 +4763,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateStockMovementWithResponse Move stock
 	//
-	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+	// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
@@ -4665,9 +4795,63 @@ type ClientWithResponsesInterface interface {
 	GetSupplierWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetSupplierResponse, error)
 }
 
+// PostInboundResponse200Headers the declared response headers of an HTTP 200 response for PostInbound
+type PostInboundResponse200Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
+}
+
+// PostInboundResponse202Headers the declared response headers of an HTTP 202 response for PostInbound
+type PostInboundResponse202Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
+}
+
+// PostInboundResponse400Headers the declared response headers of an HTTP 400 response for PostInbound
+type PostInboundResponse400Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
+}
+
+// PostInboundResponse401Headers the declared response headers of an HTTP 401 response for PostInbound
+type PostInboundResponse401Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
+}
+
+// PostInboundResponse402Headers the declared response headers of an HTTP 402 response for PostInbound
+type PostInboundResponse402Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
+}
+
+// PostInboundResponse409Headers the declared response headers of an HTTP 409 response for PostInbound
+type PostInboundResponse409Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
+}
+
+// PostInboundResponse413Headers the declared response headers of an HTTP 413 response for PostInbound
+type PostInboundResponse413Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
+}
+
+// PostInboundResponse422Headers the declared response headers of an HTTP 422 response for PostInbound
+type PostInboundResponse422Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
+}
+
 // PostInboundResponse429Headers the declared response headers of an HTTP 429 response for PostInbound
 type PostInboundResponse429Headers struct {
 	RetryAfter *int
+}
+
+// PostInboundResponse500Headers the declared response headers of an HTTP 500 response for PostInbound
+type PostInboundResponse500Headers struct {
+	IdempotentReplayed *string
+	XReceiptId         *openapi_types.UUID
 }
 
 type PostInboundResponse struct {
@@ -4695,8 +4879,26 @@ type PostInboundResponse struct {
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostInboundResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *PostInboundResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PostInboundResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostInboundResponse401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *PostInboundResponse402Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostInboundResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PostInboundResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PostInboundResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PostInboundResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PostInboundResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7134,6 +7336,12 @@ type CreateStockMovementResponse409Headers struct {
 	RateLimitPolicy *string
 }
 
+// CreateStockMovementResponse413Headers the declared response headers of an HTTP 413 response for CreateStockMovement
+type CreateStockMovementResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
 // CreateStockMovementResponse429Headers the declared response headers of an HTTP 429 response for CreateStockMovement
 type CreateStockMovementResponse429Headers struct {
 	RateLimit       *string
@@ -7144,6 +7352,8 @@ type CreateStockMovementResponse429Headers struct {
 type CreateStockMovementResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MovementResult
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *MovementResult
 	// JSON400 the response for an HTTP 400 `application/json` response
@@ -7156,6 +7366,8 @@ type CreateStockMovementResponse struct {
 	JSON404 *ErrorBody
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorBody
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7172,8 +7384,15 @@ type CreateStockMovementResponse struct {
 	Headers404 *CreateStockMovementResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateStockMovementResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateStockMovementResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateStockMovementResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateStockMovementResponse) GetJSON200() *MovementResult {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -7204,6 +7423,11 @@ func (r CreateStockMovementResponse) GetJSON404() *ErrorBody {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r CreateStockMovementResponse) GetJSON409() *ErrorBody {
 	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateStockMovementResponse) GetJSON413() *ErrorBody {
+	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7480,13 +7704,13 @@ func (r GetSupplierResponse) ContentType() string {
 
 // PostInboundWithBodyWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
-func (c *ClientWithResponses) PostInboundWithBodyWithResponse(ctx context.Context, token string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboundResponse, error) {
-	rsp, err := c.PostInboundWithBody(ctx, token, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PostInboundWithBodyWithResponse(ctx context.Context, token string, params *PostInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboundResponse, error) {
+	rsp, err := c.PostInboundWithBody(ctx, token, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7495,13 +7719,13 @@ func (c *ClientWithResponses) PostInboundWithBodyWithResponse(ctx context.Contex
 
 // PostInboundWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/in/{token} (the `PostInbound` operationId).
-func (c *ClientWithResponses) PostInboundWithResponse(ctx context.Context, token string, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboundResponse, error) {
-	rsp, err := c.PostInbound(ctx, token, body, reqEditors...)
+func (c *ClientWithResponses) PostInboundWithResponse(ctx context.Context, token string, params *PostInboundParams, body PostInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboundResponse, error) {
+	rsp, err := c.PostInbound(ctx, token, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7527,7 +7751,7 @@ func (c *ClientWithResponses) ListCustomersWithResponse(ctx context.Context, par
 
 // UpsertCustomersWithBodyWithResponse Create or update customers
 //
-// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 //
 // Requires scope `customers:write`.
 //
@@ -7544,7 +7768,7 @@ func (c *ClientWithResponses) UpsertCustomersWithBodyWithResponse(ctx context.Co
 
 // UpsertCustomersWithResponse Create or update customers
 //
-// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 //
 // Requires scope `customers:write`.
 //
@@ -7663,7 +7887,7 @@ func (c *ClientWithResponses) ListProductsWithResponse(ctx context.Context, para
 
 // BulkUpsertProductsWithBodyWithResponse Upsert products in bulk
 //
-// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 //
 // Requires scope `products:write`.
 //
@@ -7680,7 +7904,7 @@ func (c *ClientWithResponses) BulkUpsertProductsWithBodyWithResponse(ctx context
 
 // BulkUpsertProductsWithResponse Upsert products in bulk
 //
-// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 //
 // Requires scope `products:write`.
 //
@@ -7816,7 +8040,7 @@ func (c *ClientWithResponses) CreateRequestWithResponse(ctx context.Context, bod
 
 // GetRequestWithResponse Read a request
 //
-// A request thread with its messages, oldest first; message blocks are returned as they were stored.
+// A request thread with its first 500 messages, oldest first; message blocks are returned as they were stored.
 //
 // Requires scope `requests:read`.
 //
@@ -7901,7 +8125,7 @@ func (c *ClientWithResponses) ListStockMovementsWithResponse(ctx context.Context
 
 // CreateStockMovementWithBodyWithResponse Move stock
 //
-// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
@@ -7918,7 +8142,7 @@ func (c *ClientWithResponses) CreateStockMovementWithBodyWithResponse(ctx contex
 
 // CreateStockMovementWithResponse Move stock
 //
-// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. Emits stock.movement.created.
+// Applies a stock movement: adjustment (qty signed, not 0), scrap (removes qty), return and receipt (add qty; a receipt may set the unit cost), transfer (moves qty to to_location_id, both lines in one transaction). The stock is named by line_id, or by product_id and location_id (the default location when omitted); adding to a product with no line at that location creates the line. 201 with the movement and the lines it changed; 409 when a balance would go below zero (nothing changes); a repeated idempotency_key answers 200 with the first result, and 409 when its body differs. 413 for a body over 1 MB. Emits stock.movement.created.
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
@@ -8061,6 +8285,142 @@ func ParsePostInboundResponse(rsp *http.Response) (*PostInboundResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PostInboundResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers PostInboundResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers PostInboundResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PostInboundResponse401Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers PostInboundResponse402Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostInboundResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers PostInboundResponse413Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers PostInboundResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers PostInboundResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -8071,6 +8431,23 @@ func ParsePostInboundResponse(rsp *http.Response) (*PostInboundResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PostInboundResponse500Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Receipt-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XReceiptId = &value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -11086,8 +11463,12 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MovementResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest MovementResult
@@ -11130,6 +11511,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody
@@ -11250,6 +11638,23 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateStockMovementResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateStockMovementResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

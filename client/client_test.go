@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/commerce-integration/commerce/api"
@@ -103,5 +104,39 @@ func TestGeneratedClientListsProductsAndReadsAQuote(t *testing.T) {
 	missing, err := c.GetQuoteWithResponse(ctx, "01a20000-0000-7000-8000-000000000000")
 	if err != nil || missing.JSON404 == nil || missing.JSON404.Error == "" {
 		t.Fatalf("unknown quote: %v %s", err, missing.Body)
+	}
+}
+
+// The generated client posts an action's body to an inbound endpoint with
+// the documented headers, and reads the documented error answer.
+func TestGeneratedClientPostsToAnInboundEndpoint(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := d.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: org.ID, AsEmail: "owner@acme.example", Name: "ERP",
+		Action: domain.ActionERPOrderStatus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Deps{DB: d.DB, Cursors: cursor.New(make([]byte, 32))}).Handler())
+	defer srv.Close()
+	c, err := client.NewClientWithResponses(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body client.PostInboundJSONBody
+	ref := "SO-1001"
+	if err := body.FromERPOrderStatusBody(client.ERPOrderStatusBody{OrderRef: &ref, Status: "shipped"}); err != nil {
+		t.Fatal(err)
+	}
+	// A key of 256 characters is one too many: the header was sent and read.
+	key := strings.Repeat("k", 256)
+	resp, err := c.PostInboundWithResponse(ctx, ep.Token, &client.PostInboundParams{IdempotencyKey: &key},
+		client.PostInboundJSONRequestBody(body))
+	if err != nil || resp.JSON400 == nil || !strings.Contains(resp.JSON400.Error, "Idempotency-Key") {
+		t.Fatalf("inbound post: %v %s", err, resp.Body)
 	}
 }

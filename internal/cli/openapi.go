@@ -21,15 +21,15 @@ func openAPICmd() *cobra.Command {
 			"read 3.1 yet.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			doc := api.New(api.Deps{BaseURL: cfg.BaseURL}).OpenAPI()
+			srv := api.New(api.Deps{BaseURL: cfg.BaseURL})
 			var out []byte
 			var err error
 			switch version {
 			case "3.1":
-				out, err = json.MarshalIndent(doc, "", "  ")
+				out, err = json.MarshalIndent(srv.OpenAPI(), "", "  ")
 			case "3.0":
 				var raw []byte
-				if raw, err = doc.Downgrade(); err == nil {
+				if raw, err = srv.OpenAPI30(); err == nil {
 					var v any
 					if err = json.Unmarshal(raw, &v); err == nil {
 						out, err = json.MarshalIndent(v, "", "  ")

@@ -1,0 +1,197 @@
+package api
+
+import (
+	"net/http"
+	"reflect"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/signature"
+)
+
+// InboundProductsBody documents the body of an upsert_products endpoint:
+// the body of POST /api/v1/products/bulk with the inbound limit
+// (domain.MaxInboundProducts).
+type InboundProductsBody struct {
+	Products []domain.ProductInput `json:"products" doc:"At most 1000 products (413 above), upserted by SKU with the rules of POST /api/v1/products/bulk."`
+	SchemaID *string               `json:"schema_id,omitempty" format:"uuid" doc:"A catalogue schema of the organisation: each product's attrs are coerced to its declared types."`
+}
+
+// InboundCustomersBody documents the body of an upsert_customers endpoint,
+// with the inbound limit (domain.MaxInboundCustomers).
+type InboundCustomersBody struct {
+	Customers []domain.CustomerInput `json:"customers" doc:"At most 500 customers (413 above), matched and upserted as by POST /api/v1/customers."`
+}
+
+// inboundBodies are the body of each action.
+var inboundBodies = map[domain.Action]reflect.Type{
+	domain.ActionCreateRequest:    reflect.TypeFor[domain.CreateRequestBody](),
+	domain.ActionUpsertCustomers:  reflect.TypeFor[InboundCustomersBody](),
+	domain.ActionUpsertProducts:   reflect.TypeFor[InboundProductsBody](),
+	domain.ActionERPOrderStatus:   reflect.TypeFor[domain.ERPOrderStatusBody](),
+	domain.ActionOrderInvoice:     reflect.TypeFor[domain.OrderInvoiceBody](),
+	domain.ActionPurchaseOrderAck: reflect.TypeFor[domain.POAckBody](),
+	domain.ActionSupplierInvoice:  reflect.TypeFor[domain.SupplierInvoiceBody](),
+	domain.ActionDeliveryStatus:   reflect.TypeFor[domain.DeliveryStatusBody](),
+}
+
+// inboundExamples are a body for each action, the documented examples of
+// POST /api/in/{token}; the erp_order_status one is the body
+// docs/webhooks.md signs.
+var inboundExamples = []struct {
+	Action  domain.Action
+	Summary string
+	Body    map[string]any
+}{
+	{domain.ActionCreateRequest, "create_request: open a request", map[string]any{
+		"text": "Please quote 500 M8 washers delivered to Leeds by March.", "title": "M8 washers",
+		"customer": map[string]any{"company": "Buyer Ltd", "email": "ann@buyer.example"}, "external_ref": "CRM-4411"}},
+	{domain.ActionUpsertCustomers, "upsert_customers: create or update customers", map[string]any{
+		"customers": []any{map[string]any{"company": "Buyer Ltd", "email": "ann@buyer.example", "external_id": "C-100"}}}},
+	{domain.ActionUpsertProducts, "upsert_products: create or update products by SKU", map[string]any{
+		"products": []any{map[string]any{"sku": "A-1", "title": "Washer M8", "price_minor": 12, "uom": "each"}}}},
+	{domain.ActionERPOrderStatus, "erp_order_status: an ERP moves an order", map[string]any{
+		"order_ref": "SO-1001", "status": "shipped"}},
+	{domain.ActionOrderInvoice, "order_invoice: an ERP records its invoice on an order", map[string]any{
+		"order_ref": "SO-1001", "invoice_ref": "INV-2001", "invoice_status": "issued", "amount_minor": 125000, "currency": "GBP"}},
+	{domain.ActionPurchaseOrderAck, "purchase_order_ack: a supplier acknowledges a purchase order", map[string]any{
+		"po_number": "PO-3001", "supplier_ref": "SUP-77", "lines": []any{map[string]any{"position": 1, "expected_date": "2026-12-15"}}}},
+	{domain.ActionSupplierInvoice, "supplier_invoice: a supplier invoices a purchase order", map[string]any{
+		"po_number": "PO-3001", "invoice_ref": "SI-501", "amount_minor": 48000, "currency": "GBP",
+		"invoiced_qty": []any{map[string]any{"position": 1, "qty": 40}}}},
+	{domain.ActionDeliveryStatus, "delivery_status: a carrier moves a delivery", map[string]any{
+		"delivery_ref": "DL-1001", "status": "dispatched", "tracking_url": "https://track.example/DL-1001"}},
+}
+
+// inboundDescription is the description of POST /api/in/{token}.
+const inboundDescription = "The token in the URL is the credential: treat the URL as a password; no Authorization header is " +
+	"read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), " +
+	"upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or " +
+	"delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 " +
+	"posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the " +
+	"endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a " +
+	"repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or " +
+	"products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a " +
+	"durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or " +
+	"on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status " +
+	"and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with " +
+	"another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx " +
+	"did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a " +
+	"request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 " +
+	"seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that " +
+	"does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same " +
+	"Idempotency-Key; never retry a 4xx unchanged."
+
+// documentInbound adds POST /api/in/{token} to the OpenAPI document. It is
+// served outside Huma, because its checks run in a fixed order before the
+// body is read whole.
+func (s *Server) documentInbound() {
+	reg := s.api.OpenAPI().Components.Schemas
+	var bodies []*huma.Schema
+	for _, action := range domain.Actions {
+		bodies = append(bodies, reg.Schema(inboundBodies[action], true, ""))
+	}
+	limitItems(reg, reflect.TypeFor[InboundProductsBody](), "products", domain.MaxInboundProducts)
+	limitItems(reg, reflect.TypeFor[InboundCustomersBody](), "customers", domain.MaxInboundCustomers)
+	// invoiced_qty is read by domain.ParseInvoicedQty: a number or lines.
+	invoice := reg.SchemaFromRef(reg.Schema(reflect.TypeFor[domain.SupplierInvoiceBody](), true, "").Ref)
+	invoice.Properties["invoiced_qty"] = &huma.Schema{
+		Description: "What the supplier invoices: the total quantity across lines, or a quantity per line position.",
+		OneOf: []*huma.Schema{
+			{Type: huma.TypeNumber, Minimum: floatPtr(0)},
+			{Type: huma.TypeArray, Items: &huma.Schema{
+				Type: huma.TypeObject, Required: []string{"position", "qty"}, AdditionalProperties: false,
+				Properties: map[string]*huma.Schema{
+					"position": {Type: huma.TypeInteger, Minimum: floatPtr(1)},
+					"qty":      {Type: huma.TypeNumber, Minimum: floatPtr(0)},
+				},
+			}},
+		},
+	}
+	examples := map[string]*huma.Example{}
+	for _, e := range inboundExamples {
+		examples[string(e.Action)] = &huma.Example{Summary: e.Summary, Value: e.Body}
+	}
+	answer := reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, "")
+	errRef := reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
+	receipt := &huma.Header{Description: "The id of the receipt that records the post.",
+		Schema: &huma.Schema{Type: huma.TypeString, Format: "uuid"}}
+	replayed := &huma.Header{Description: "true when this is the answer of an earlier post with the same Idempotency-Key or signature.",
+		Schema: &huma.Schema{Type: huma.TypeString, Enum: []any{"true"}}}
+	errResp := func(desc string) *huma.Response {
+		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}},
+			Headers: map[string]*huma.Header{"X-Receipt-Id": receipt, "Idempotent-Replayed": replayed}}
+	}
+	okResp := func(desc string) *huma.Response {
+		r := errResp(desc)
+		r.Content["application/json"].Schema = answer
+		return r
+	}
+	s.api.OpenAPI().AddOperation(&huma.Operation{
+		OperationID: "post-inbound",
+		Method:      http.MethodPost,
+		Path:        "/api/in/{token}",
+		Tags:        []string{"Inbound"},
+		Summary:     "Post to an inbound endpoint",
+		Description: inboundDescription,
+		// The token in the path is the credential; no security scheme applies.
+		Security: []map[string][]string{},
+		Metadata: map[string]any{metaDeclared: []int{400, 401, 402, 404, 409, 413, 422, 429, 500}},
+		Parameters: []*huma.Param{
+			{Name: "token", In: "path", Required: true, Description: "The endpoint's token: the credential.",
+				Schema: &huma.Schema{Type: huma.TypeString, MaxLength: intPtr(128)}},
+			{Name: signature.Header, In: "header", Description: "Required when the endpoint requires signatures (401 when " +
+				"missing or wrong), ignored otherwise: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\" keyed with " +
+				"the endpoint's secret, the whole whsec_ string as UTF-8>, with t within five minutes of the service's clock. " +
+				"Several v1 values may be given; any match passes. The construction Stripe uses.",
+				Schema:  &huma.Schema{Type: huma.TypeString},
+				Example: "t=1795340000,v1=5f2b8c0e1d4a7b9c3e6f8a1b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d"},
+			{Name: IdempotencyKeyHeader, In: "header", Description: "Names the post for the sender's retries: a post with " +
+				"the same key on the same endpoint within 24 hours is answered with the first post's answer and applies " +
+				"nothing again. 1 to 255 printable ASCII characters (400 otherwise).",
+				Schema:  &huma.Schema{Type: huma.TypeString, MinLength: intPtr(1), MaxLength: intPtr(255), Pattern: "^[\\x20-\\x7E]+$"},
+				Example: "erp-7f3a9c"},
+		},
+		RequestBody: &huma.RequestBody{
+			Required:    true,
+			Description: "The body of the endpoint's action. The endpoint, not the body, decides the action: bodies of different actions can look alike (an order_ref and a status are both an erp_order_status and a delivery_status), so the body is any of these shapes and is read as the endpoint's one.",
+			Content: map[string]*huma.MediaType{"application/json": {
+				Schema:   &huma.Schema{AnyOf: bodies},
+				Examples: examples,
+			}},
+		},
+		Responses: map[string]*huma.Response{
+			"200": okResp("Done: what changed."),
+			"202": okResp("Accepted: a request was opened, the named record does not exist yet (outcome parked), or the post is still running (outcome pending)."),
+			"400": errResp("The body is not valid JSON or not the action's shape, or the Idempotency-Key is malformed."),
+			"401": errResp("Signature required and missing or wrong."),
+			"402": errResp("A products upsert would pass the plan's product cap."),
+			"404": {Description: "No endpoint has that token.", Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}},
+			"409": errResp("The endpoint is paused, the record cannot move that way, or the first post with this Idempotency-Key or signature has no answer yet."),
+			"413": errResp("Body over 1 MB, or more than 500 customers or 1000 products."),
+			"422": errResp("Understood but not applicable, or the Idempotency-Key was used with another body."),
+			"429": {Description: "Too many posts at once: Rate limited.", Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}},
+			"500": errResp("Fault on the service side; retry later."),
+		},
+	})
+}
+
+// limitItems sets the maxItems of an array property of a registered schema.
+func limitItems(reg huma.Registry, t reflect.Type, property string, limit int) {
+	schema := reg.SchemaFromRef(reg.Schema(t, true, "").Ref)
+	schema.Properties[property].MaxItems = &limit
+}
+
+func intPtr(n int) *int { return &n }
+
+// inboundAnswerDoc documents the answer of an inbound post: these fields,
+// plus the action's own (counts, the request opened, the match result).
+type inboundAnswerDoc struct {
+	ReceiptID  uuid.UUID       `json:"receipt_id"`
+	Action     domain.Action   `json:"action" enum:"create_request,upsert_customers,upsert_products,erp_order_status,order_invoice,purchase_order_ack,supplier_invoice,delivery_status"`
+	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending"`
+	Changes    []domain.Change `json:"changes"`
+	WaitingFor string          `json:"waiting_for,omitempty" doc:"The record a parked post waits for."`
+}
