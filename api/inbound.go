@@ -34,7 +34,10 @@ const answerWait = 20 * time.Second
 const receiptPreview = 64 << 10
 
 // keptHeaders are the request headers a receipt records.
-var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header, IdempotencyKeyHeader}
+// The signature headers of both schemes are among them: a replay verifies
+// them again.
+var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header,
+	signature.HeaderWebhookID, signature.HeaderWebhookTimestamp, signature.HeaderWebhookSignature, IdempotencyKeyHeader}
 
 // inbound serves POST /api/in/{token}, in DESIGN.md's order: 404 unknown
 // token, 429 rate limit, 409 paused, 413 body over 1 MB, 401 signature, 400
@@ -90,28 +93,39 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The keys that make a sender's retry the same post: its
-	// Idempotency-Key, and on a signed endpoint the signature value that
-	// verified it, so that a captured signed post sent again runs nothing.
+	// Idempotency-Key, and on a signed endpoint the signature values that
+	// verified it (either scheme's), so that a captured signed post sent
+	// again runs nothing. A Standard Webhooks sender keeps a message's
+	// webhook-id for every retry of it: once verified, it is the post's
+	// idempotency key when no Idempotency-Key header names the post.
 	var keys []db.PostKey
+	var messageID string
 	if ep.RequireSignature {
 		secret, err := post.Secret(s.sealer)
 		if err != nil {
 			s.inboundFail(w, r, err)
 			return
 		}
-		value, err := signature.Verified(r.Header.Get(signature.Header), secret, body, time.Now(), signature.DefaultTolerance)
+		signed, err := signature.VerifyRequest(r.Header.Get, secret, body, time.Now(), signature.DefaultTolerance)
 		if err != nil {
 			refuse(http.StatusUnauthorized, "signature required and missing or wrong: "+err.Error())
 			return
 		}
-		keys = append(keys, db.PostKey{Kind: db.PostKeySignature, Value: value})
+		for _, v := range signed.Values {
+			keys = append(keys, db.PostKey{Kind: db.PostKeySignature, Value: v})
+		}
+		messageID = signed.MessageID
 	}
+	idempotencyName := IdempotencyKeyHeader
 	if values := r.Header.Values(IdempotencyKeyHeader); len(values) > 0 {
 		if len(values) > 1 || !validIdempotencyKey(values[0]) {
 			refuse(http.StatusBadRequest, IdempotencyKeyHeader+" must be one value of 1 to 255 printable ASCII characters")
 			return
 		}
 		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: values[0]}}, keys...)
+	} else if messageID != "" {
+		idempotencyName = signature.HeaderWebhookID
+		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: messageID}}, keys...)
 	}
 	_, parseErr := domain.ParseInbound(ep.Action, body)
 	rec.Refused = parseErr != nil
@@ -121,7 +135,7 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if first != nil {
-		answerRepeat(w, *first)
+		answerRepeat(w, *first, idempotencyName)
 		return
 	}
 	if parseErr != nil {
@@ -156,8 +170,9 @@ func validIdempotencyKey(k string) bool {
 // answerRepeat answers a sender's retry of a post seen on the endpoint
 // within 24 hours with that first post's answer, marked
 // Idempotent-Replayed; nothing runs again and no receipt is stored.
-func answerRepeat(w http.ResponseWriter, first db.FirstPost) {
-	name := "this " + IdempotencyKeyHeader
+// idempotencyName is the header the post's idempotency key came from.
+func answerRepeat(w http.ResponseWriter, first db.FirstPost, idempotencyName string) {
+	name := "this " + idempotencyName
 	if first.Kind == db.PostKeySignature {
 		name = "this signature"
 	}
@@ -314,13 +329,16 @@ func (s *Server) documentInbound() {
 			"action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at " +
 			"most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the " +
 			"body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once " +
-			"(refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header " +
-			"X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>, within five minutes), 400 " +
+			"(refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required, either " +
+			"scheme, within five minutes: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>, " +
+			"or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature: v1,<base64 HMAC-SHA256(" +
+			"key, \"<webhook-id>.<webhook-timestamp>.<body>\")>, the key being the bytes the secret encodes after whsec_), 400 " +
 			"Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the " +
 			"field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), " +
 			"repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header " +
 			"(1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint " +
-			"within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with " +
+			"within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an " +
+			"Idempotency-Key, the same verified webhook-id, is the same post: it is answered with " +
 			"the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies " +
 			"nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet " +
 			"answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the " +
@@ -340,7 +358,7 @@ func (s *Server) documentInbound() {
 			"202": {Description: "Accepted: a request was opened, the named record does not exist yet (outcome parked), or the post is still running (outcome pending).",
 				Content: map[string]*huma.MediaType{"application/json": {Schema: answer}}},
 			"400": errResp("The body is not valid JSON or not the action's shape, or the Idempotency-Key is malformed."),
-			"401": errResp("Signature required and missing or wrong."),
+			"401": errResp("Signature required and missing or wrong (X-Service-Signature or Standard Webhooks)."),
 			"402": errResp("A products upsert would pass the plan's product cap."),
 			"404": errResp("No endpoint has that token."),
 			"409": errResp("The endpoint is paused, the record cannot move that way, or the first post with this Idempotency-Key or signature has no answer yet."),
