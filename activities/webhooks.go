@@ -35,7 +35,8 @@ const userAgent = "commerce-webhooks/1.0"
 const excerptLimit = 1024
 
 // DeliverWebhook sends one attempt of a delivery: the event as JSON, signed
-// now with the subscription's secret, waiting at most 10 seconds for the
+// now with the subscription's secret by both schemes (X-Service-Signature
+// and Standard Webhooks), waiting at most 10 seconds for the
 // answer. A 2xx answer is success; anything else (another status, a
 // timeout, a refused address) is a failed attempt, reported in the result,
 // not as an error: errors are for the service's own faults (the database),
@@ -103,7 +104,10 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.Del
 	req.Header.Set(HeaderEventType, t.Event.Type)
 	req.Header.Set(HeaderDeliveryID, in.DeliveryID.String())
 	req.Header.Set(HeaderAttempt, strconv.Itoa(in.Attempt))
-	req.Header.Set(signature.Header, signature.Sign(secret, at, body))
+	// Both schemes (DESIGN.md section 14): X-Service-Signature, and the
+	// Standard Webhooks headers with the event id as the message id, which
+	// every attempt of every delivery of the event repeats.
+	signature.SignRequest(req.Header, secret, t.Event.ID.String(), at, body)
 	resp, err := a.Webhooks.Do(req)
 	if err != nil {
 		return domain.DeliverResult{Error: outbound.Describe(err)}, nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -20,6 +21,24 @@ import (
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
+
+// customerDelivery creates a customer (an event), relays it, and returns
+// the one delivery that makes.
+func customerDelivery(t *testing.T, d *testdb.DB, orgID uuid.UUID, company string) uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := d.UpsertCustomers(ctx, orgID, []domain.CustomerInput{{Company: company}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.RelayEvents(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := d.UnstartedWebhookDeliveries(ctx, 10)
+	if err != nil || len(refs) != 1 {
+		t.Fatalf("%d deliveries, %v", len(refs), err)
+	}
+	return refs[0].ID
+}
 
 // However an attempt fails, what is kept of it (the result recorded in the
 // workflow history, the attempt log, the delivery's last error, the log
@@ -66,20 +85,11 @@ func TestFailedAttemptNeverRecordsTheSubscriptionURLsPathOrQuery(t *testing.T) {
 			if _, err := d.Pool().Exec(ctx, `UPDATE webhook_subscriptions SET url = $2 WHERE id = $1`, sub.ID, c.url); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := d.UpsertCustomers(ctx, org.ID, []domain.CustomerInput{{Company: "A"}}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := d.RelayEvents(ctx, 10); err != nil {
-				t.Fatal(err)
-			}
-			refs, err := d.UnstartedWebhookDeliveries(ctx, 10)
-			if err != nil || len(refs) != 1 {
-				t.Fatalf("%d deliveries, %v", len(refs), err)
-			}
+			deliveryID := customerDelivery(t, d, org.ID, "A")
 			core, logs := observer.New(zap.DebugLevel)
 			a := &activities.Activities{DB: d.DB, Log: zap.New(core), Sealer: sealer, Webhooks: c.client, NightlyAt: 2 * time.Hour}
 
-			res, err := a.DeliverWebhook(ctx, domain.DeliverInput{OrgID: org.ID, DeliveryID: refs[0].ID, Attempt: 1})
+			res, err := a.DeliverWebhook(ctx, domain.DeliverInput{OrgID: org.ID, DeliveryID: deliveryID, Attempt: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +97,7 @@ func TestFailedAttemptNeverRecordsTheSubscriptionURLsPathOrQuery(t *testing.T) {
 				t.Fatalf("result %+v, want a failure saying %q", res, c.want)
 			}
 			kept, _ := json.Marshal(res)
-			x, err := d.GetWebhookDelivery(ctx, org.ID, refs[0].ID)
+			x, err := d.GetWebhookDelivery(ctx, org.ID, deliveryID)
 			if err != nil || len(x.AttemptLog) != 1 || x.AttemptLog[0].Error == nil {
 				t.Fatalf("delivery %+v, %v", x, err)
 			}

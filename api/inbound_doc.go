@@ -71,11 +71,13 @@ const inboundDescription = "The token in the URL is the credential: treat the UR
 	"upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or " +
 	"delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 " +
 	"posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the " +
-	"endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a " +
+	"endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks " +
+	"headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a " +
 	"repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or " +
 	"products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a " +
 	"durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or " +
-	"on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status " +
+	"on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same " +
+	"verified webhook-id, is the same post: it is answered with the first post's status " +
 	"and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with " +
 	"another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx " +
 	"did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a " +
@@ -148,6 +150,16 @@ func (s *Server) documentInbound() {
 				"Several v1 values may be given; any match passes. The construction Stripe uses.",
 				Schema:  &huma.Schema{Type: huma.TypeString},
 				Example: "t=1795340000,v1=5f2b8c0e1d4a7b9c3e6f8a1b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d"},
+			{Name: signature.HeaderWebhookID, In: "header", Description: "Standard Webhooks, the other accepted signature " +
+				"scheme: the message id, 1 to 255 printable ASCII characters. With webhook-timestamp and webhook-signature, " +
+				"instead of X-Service-Signature. Without an Idempotency-Key, a verified webhook-id names the post for retries.",
+				Schema: &huma.Schema{Type: huma.TypeString, MinLength: intPtr(1), MaxLength: intPtr(signature.MaxMessageID)}, Example: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"},
+			{Name: signature.HeaderWebhookTimestamp, In: "header", Description: "Standard Webhooks: unix seconds, within five " +
+				"minutes of the service's clock.", Schema: &huma.Schema{Type: huma.TypeString, Pattern: "^[0-9]+$"}, Example: "1795340000"},
+			{Name: signature.HeaderWebhookSignature, In: "header", Description: "Standard Webhooks: space-separated " +
+				"v1,<base64 HMAC-SHA256 of \"<webhook-id>.<webhook-timestamp>.<raw body>\"> keyed with the bytes the endpoint's " +
+				"secret encodes after whsec_; any match passes.", Schema: &huma.Schema{Type: huma.TypeString},
+				Example: "v1,TUBPtBFca/cBAegoufeoeHE+G/x3hGwUaO8N+yI+shw="},
 			{Name: IdempotencyKeyHeader, In: "header", Description: "Names the post for the sender's retries: a post with " +
 				"the same key on the same endpoint within 24 hours is answered with the first post's answer and applies " +
 				"nothing again. 1 to 255 printable ASCII characters (400 otherwise).",
@@ -166,7 +178,7 @@ func (s *Server) documentInbound() {
 			"200": okResp("Done: what changed."),
 			"202": okResp("Accepted: a request was opened, the named record does not exist yet (outcome parked), or the post is still running (outcome pending)."),
 			"400": errResp("The body is not valid JSON or not the action's shape, or the Idempotency-Key is malformed."),
-			"401": errResp("Signature required and missing or wrong."),
+			"401": errResp("Signature required and missing or wrong (X-Service-Signature or Standard Webhooks)."),
 			"402": errResp("A products upsert would pass the plan's product cap."),
 			"404": {Description: "No endpoint has that token.", Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}},
 			"409": errResp("The endpoint is paused, the record cannot move that way, or the first post with this Idempotency-Key or signature has no answer yet."),

@@ -57,9 +57,10 @@ func (r *InboundRunner) Replay(ctx context.Context, orgID, receiptID uuid.UUID) 
 // replayable checks a receipt against the replay rules and returns the
 // original post a replay of it runs again. Only a post whose body was kept
 // whole and that got past the signature step may be replayed, and a signed
-// endpoint's post only while its stored signature verifies with its
-// received_at as the clock: a post refused 401, or stored while the
-// endpoint was paused and so never verified, cannot be pushed through.
+// endpoint's post only while its stored signature (of either scheme)
+// verifies with its received_at as the clock: a post refused 401, or
+// stored while the endpoint was paused and so never verified, cannot be
+// pushed through.
 func (r *InboundRunner) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.Receipt, error) {
 	src, err := r.DB.GetReceipt(ctx, orgID, receiptID)
 	if err != nil {
@@ -112,7 +113,8 @@ func (r *InboundRunner) replayable(ctx context.Context, orgID, receiptID uuid.UU
 		if err != nil {
 			return src, err
 		}
-		if _, err := signature.Verified(src.Headers[signature.Header], secret, src.RawBody(), src.ReceivedAt.Time, signature.DefaultTolerance); err != nil {
+		header := func(name string) string { return src.Headers[name] }
+		if _, err := signature.VerifyRequest(header, secret, src.RawBody(), src.ReceivedAt.Time, signature.DefaultTolerance); err != nil {
 			return refuse("its signature does not verify with the endpoint's secret at the time it was received (%v)", err)
 		}
 	}

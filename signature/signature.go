@@ -1,15 +1,21 @@
 // Package signature signs and verifies the service's webhook and inbound
-// signatures: the header
+// signatures, by two schemes. The first is the header
 //
 //	X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>
 //
 // the same construction as Stripe's, so existing verification code works. A
 // header may carry several v1 values (during a secret rotation); any match
 // passes. The HMAC key is the whole secret string, "whsec_" prefix included.
+// The second is Standard Webhooks (standardwebhooks.com, standard.go),
+// keyed with the bytes the secret encodes. Every delivery carries both
+// (SignRequest); an inbound post verifies by either (VerifyRequest).
 //
 // Receivers of the service's webhooks can use this package directly:
 //
+//	// X-Service-Signature only:
 //	err := signature.Verify(r.Header.Get(signature.Header), secret, body, time.Now(), signature.DefaultTolerance)
+//	// either scheme:
+//	_, err = signature.VerifyRequest(r.Header.Get, secret, body, time.Now(), signature.DefaultTolerance)
 package signature
 
 import (

@@ -29,7 +29,7 @@ func TestWebhookSubscriptionsThroughTheCLI(t *testing.T) {
 		Secret string   `json:"secret"`
 	}
 	mustJSON(t, out, &sub)
-	if sub.ID == "" || sub.URL != "https://8.8.8.8/hooks" || len(sub.Events) != 2 || !strings.HasPrefix(sub.Secret, "whsec_") || len(sub.Secret) != 49 {
+	if sub.ID == "" || sub.URL != "https://8.8.8.8/hooks" || len(sub.Events) != 2 || !strings.HasPrefix(sub.Secret, "whsec_") || len(sub.Secret) != 50 {
 		t.Fatalf("webhook add JSON: %s", out)
 	}
 	var stored int

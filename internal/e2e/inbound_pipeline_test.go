@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/signature"
 )
@@ -103,6 +105,36 @@ func TestInboundSignatures(t *testing.T) {
 	// The secret is sealed at rest.
 	if n := f.count(`SELECT count(*) FROM inbound_endpoints WHERE org_id = $1 AND position($2::bytea IN secret_sealed) > 0`, []byte(secret)); n != 0 {
 		t.Fatal("the signing secret is stored in the clear")
+	}
+}
+
+// A signed endpoint takes a post signed with the Standard Webhooks library
+// under the endpoint's secret as issued, without X-Service-Signature, and
+// applies it; the same post with its body changed is refused 401.
+func TestInboundAcceptsAPostSignedByTheStandardWebhooksLibrary(t *testing.T) {
+	f := newInbound(t)
+	url, _, secret := f.endpoint(domain.ActionERPOrderStatus, true)
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatalf("the Standard Webhooks library does not take the secret as issued: %v", err)
+	}
+	body := `{"order_ref": "SO-1", "status": "picking"}`
+	now := time.Now()
+	sig, err := wh.Sign("msg_1", now, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers := []string{standardwebhooks.HeaderWebhookID, "msg_1", standardwebhooks.HeaderWebhookTimestamp, fmt.Sprint(now.Unix()),
+		standardwebhooks.HeaderWebhookSignature, sig}
+	tampered := `{"order_ref": "SO-1", "status": "cancelled"}`
+	if a := f.post(url, tampered, headers...); a.status != 401 || a.receipt == "" {
+		t.Fatalf("tampered body: %d %s", a.status, a.raw)
+	}
+	if a := f.post(url, body, headers...); a.status != 200 || a.str("outcome") != "applied" {
+		t.Fatalf("a post signed by the library: %d %s", a.status, a.raw)
+	}
+	if s := f.one(`SELECT status FROM orders WHERE org_id = $1 AND number = 'SO-1'`); s != "in_progress" {
+		t.Fatalf("order SO-1 is %s after the signed post", s)
 	}
 }
 

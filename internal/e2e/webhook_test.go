@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
@@ -20,7 +21,7 @@ import (
 )
 
 // receiver is a webhook receiver that verifies every delivery with its
-// subscription's secret and records it.
+// subscription's secret, by both schemes, and records it.
 type receiver struct {
 	t      *testing.T
 	srv    *httptest.Server
@@ -36,6 +37,8 @@ type delivered struct {
 	header   http.Header
 	envelope db.Envelope
 	verified error
+	// standard is what the Standard Webhooks library made of the delivery.
+	standard error
 }
 
 func newReceiver(t *testing.T, answer func(w http.ResponseWriter, r *http.Request)) *receiver {
@@ -45,6 +48,7 @@ func newReceiver(t *testing.T, answer func(w http.ResponseWriter, r *http.Reques
 		d := delivered{header: r.Header.Clone()}
 		rc.mu.Lock()
 		d.verified = signature.Verify(r.Header.Get(signature.Header), rc.secret, body, time.Now(), signature.DefaultTolerance)
+		d.standard = verifyStandard(rc.secret, body, r.Header)
 		rc.mu.Unlock()
 		if err := json.Unmarshal(body, &d.envelope); err != nil {
 			d.verified = err
@@ -60,6 +64,15 @@ func newReceiver(t *testing.T, answer func(w http.ResponseWriter, r *http.Reques
 	t.Cleanup(rc.srv.CloseClientConnections)
 	t.Cleanup(rc.srv.Close)
 	return rc
+}
+
+// verifyStandard verifies a delivery with the Standard Webhooks library.
+func verifyStandard(secret string, body []byte, h http.Header) error {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return err
+	}
+	return wh.Verify(body, h)
 }
 
 // subscribe subscribes the receiver to the organisation's events.
@@ -106,15 +119,15 @@ func TestInboundChangeIsDeliveredSignedWithinSeconds(t *testing.T) {
 	}
 	d := rc.next()
 	t.Logf("delivered %v after the post", time.Since(posted))
-	if d.verified != nil {
-		t.Fatalf("the delivery does not verify with the subscription secret: %v", d.verified)
+	if d.verified != nil || d.standard != nil {
+		t.Fatalf("the delivery does not verify with the subscription secret: %v; Standard Webhooks: %v", d.verified, d.standard)
 	}
 	eventID := f.one(`SELECT id::text FROM events WHERE org_id = $1 AND type = 'order.status_changed'`)
 	deliveryID := f.one(`SELECT id::text FROM webhook_deliveries WHERE org_id = $1 AND event_id = $2`, eventID)
 	h := d.header
 	if h.Get("Content-Type") != "application/json" || h.Get(activities.HeaderEventID) != eventID ||
 		h.Get(activities.HeaderEventType) != "order.status_changed" || h.Get(activities.HeaderDeliveryID) != deliveryID ||
-		h.Get(activities.HeaderAttempt) != "1" {
+		h.Get(activities.HeaderAttempt) != "1" || h.Get(signature.HeaderWebhookID) != eventID {
 		t.Fatalf("headers %v (event %s, delivery %s)", h, eventID, deliveryID)
 	}
 	var data map[string]any

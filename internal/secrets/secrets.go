@@ -26,12 +26,16 @@ const (
 	displayChars = 6
 )
 
-func random(prefix string) string {
+func randomBytes() []byte {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		panic(fmt.Sprintf("crypto/rand: %v", err)) // cannot happen on supported platforms
 	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b)
+	return b
+}
+
+func random(prefix string) string {
+	return prefix + base64.RawURLEncoding.EncodeToString(randomBytes())
 }
 
 // Hash is the SHA-256 of a key or token: the only form in which one is stored.
@@ -59,9 +63,15 @@ func DisplayPrefix(credential string) string {
 // NewInboundToken returns a new inbound endpoint token for its URL.
 func NewInboundToken() string { return random(InboundTokenPrefix) }
 
-// NewSigningSecret returns a new signing secret ("whsec_" + 43 base64url
-// characters). The HMAC key is the whole string, prefix included.
-func NewSigningSecret() string { return random(SigningSecretPrefix) }
+// NewSigningSecret returns a new signing secret: "whsec_" + the standard
+// base64 (with padding, 44 characters) of 32 random bytes, the form
+// Standard Webhooks libraries read. X-Service-Signature's HMAC key is the
+// whole string, prefix included; the Standard Webhooks key is the 32 bytes
+// (signature.StandardKey). Secrets issued before were "whsec_" + 43
+// base64url characters, and still sign both schemes.
+func NewSigningSecret() string {
+	return SigningSecretPrefix + base64.StdEncoding.EncodeToString(randomBytes())
+}
 
 // KeySize is the length of the service key in bytes.
 const KeySize = 32

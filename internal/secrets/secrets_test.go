@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"encoding/base64"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,8 +26,12 @@ func TestNewAPIKeyShape(t *testing.T) {
 }
 
 func TestSigningSecretShape(t *testing.T) {
-	if s := NewSigningSecret(); !regexp.MustCompile(`^whsec_[A-Za-z0-9_-]{43}$`).MatchString(s) {
-		t.Fatalf("secret %q does not look like whsec_ + 43 base64url characters", s)
+	s := NewSigningSecret()
+	if !regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{43}=$`).MatchString(s) {
+		t.Fatalf("secret %q does not look like whsec_ + 44 standard base64 characters", s)
+	}
+	if key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, SigningSecretPrefix)); err != nil || len(key) != 32 {
+		t.Fatalf("secret %q is not whsec_ + the standard base64 of 32 bytes: %d bytes, %v", s, len(key), err)
 	}
 }
 
