@@ -32,7 +32,10 @@ const answerWait = 20 * time.Second
 const receiptPreview = 64 << 10
 
 // keptHeaders are the request headers a receipt records.
-var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header, IdempotencyKeyHeader}
+// The signature headers of both schemes are among them: a replay verifies
+// them again.
+var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header,
+	signature.HeaderWebhookID, signature.HeaderWebhookTimestamp, signature.HeaderWebhookSignature, IdempotencyKeyHeader}
 
 // inbound serves POST /api/in/{token}, in DESIGN.md's order: 404 unknown
 // token, 429 rate limit, 409 paused, 413 body over 1 MB, 401 signature, 400
@@ -88,28 +91,39 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The keys that make a sender's retry the same post: its
-	// Idempotency-Key, and on a signed endpoint the signature value that
-	// verified it, so that a captured signed post sent again runs nothing.
+	// Idempotency-Key, and on a signed endpoint the signature values that
+	// verified it (either scheme's), so that a captured signed post sent
+	// again runs nothing. A Standard Webhooks sender keeps a message's
+	// webhook-id for every retry of it: once verified, it is the post's
+	// idempotency key when no Idempotency-Key header names the post.
 	var keys []db.PostKey
+	var messageID string
 	if ep.RequireSignature {
 		secret, err := post.Secret(s.sealer)
 		if err != nil {
 			s.inboundFail(w, r, err)
 			return
 		}
-		value, err := signature.Verified(r.Header.Get(signature.Header), secret, body, time.Now(), signature.DefaultTolerance)
+		signed, err := signature.VerifyRequest(r.Header.Get, secret, body, time.Now(), signature.DefaultTolerance)
 		if err != nil {
 			refuse(http.StatusUnauthorized, "signature required and missing or wrong: "+err.Error())
 			return
 		}
-		keys = append(keys, db.PostKey{Kind: db.PostKeySignature, Value: value})
+		for _, v := range signed.Values {
+			keys = append(keys, db.PostKey{Kind: db.PostKeySignature, Value: v})
+		}
+		messageID = signed.MessageID
 	}
+	idempotencyName := IdempotencyKeyHeader
 	if values := r.Header.Values(IdempotencyKeyHeader); len(values) > 0 {
 		if len(values) > 1 || !validIdempotencyKey(values[0]) {
 			refuse(http.StatusBadRequest, IdempotencyKeyHeader+" must be one value of 1 to 255 printable ASCII characters")
 			return
 		}
 		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: values[0]}}, keys...)
+	} else if messageID != "" {
+		idempotencyName = signature.HeaderWebhookID
+		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: messageID}}, keys...)
 	}
 	_, parseErr := domain.ParseInbound(ep.Action, body)
 	rec.Refused = parseErr != nil
@@ -119,7 +133,7 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if first != nil {
-		answerRepeat(w, *first)
+		answerRepeat(w, *first, idempotencyName)
 		return
 	}
 	if parseErr != nil {
@@ -154,8 +168,9 @@ func validIdempotencyKey(k string) bool {
 // answerRepeat answers a sender's retry of a post seen on the endpoint
 // within 24 hours with that first post's answer, marked
 // Idempotent-Replayed; nothing runs again and no receipt is stored.
-func answerRepeat(w http.ResponseWriter, first db.FirstPost) {
-	name := "this " + IdempotencyKeyHeader
+// idempotencyName is the header the post's idempotency key came from.
+func answerRepeat(w http.ResponseWriter, first db.FirstPost, idempotencyName string) {
+	name := "this " + idempotencyName
 	if first.Kind == db.PostKeySignature {
 		name = "this signature"
 	}
