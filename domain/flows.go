@@ -65,6 +65,11 @@ type InboundInput struct {
 	ReceiptID  uuid.UUID `json:"receipt_id"`
 	Source     uuid.UUID `json:"source_receipt_id"`
 	Action     Action    `json:"action"`
+	// ParkFor, when set, shortens how long a parked post waits (the
+	// workflow's default is 7 days) and how often it looks again (at most
+	// half of it). The service never sets it; it exists so that a run that
+	// parks and runs out can be recorded in seconds (docs/versioning.md).
+	ParkFor time.Duration `json:"park_for,omitempty"`
 }
 
 // InboundResult is what carrying out an inbound post did.

@@ -97,13 +97,14 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 		}
 		parkedAnswer := out
 		w.answer = &parkedAnswer
-		deadline := workflow.Now(ctx).Add(ParkFor)
+		parkFor, recheck := w.parking()
+		deadline := workflow.Now(ctx).Add(parkFor)
 		for out.Result.Parked() {
 			left := deadline.Sub(workflow.Now(ctx))
 			if left <= 0 {
 				return w.finish(ctx, out, errUnmatched)
 			}
-			waitForSignal(ctx, signals, min(left, ParkRecheck))
+			waitForSignal(ctx, signals, min(left, recheck))
 			if ctx.Err() != nil {
 				return w.finish(ctx, out, temporal.NewCanceledError())
 			}
@@ -121,6 +122,15 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 		}
 	}
 	return w.finish(ctx, out, nil)
+}
+
+// parking returns how long a parked post waits and how often it looks
+// again: ParkFor and ParkRecheck, unless the input shortens them.
+func (w *inbound) parking() (parkFor, recheck time.Duration) {
+	if w.in.ParkFor <= 0 {
+		return ParkFor, ParkRecheck
+	}
+	return w.in.ParkFor, min(ParkRecheck, w.in.ParkFor/2)
 }
 
 // errUnmatched ends a post parked for too long.
@@ -214,7 +224,8 @@ func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err er
 		// The workflow is closing: record on a context that is not cancelled.
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	case errors.Is(err, errUnmatched):
-		outcome, message = domain.OutcomeUnmatched, "no matching record within "+ParkFor.String()
+		parkFor, _ := w.parking()
+		outcome, message = domain.OutcomeUnmatched, "no matching record within "+parkFor.String()
 		out.Code, out.Message = domain.EUNPROCESSABLE, message
 	case err != nil:
 		var appErr *temporal.ApplicationError

@@ -131,6 +131,34 @@ func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
 	}
 }
 
+// An input's ParkFor (which only the recording of histories sets) shortens
+// the park and its rechecks; the command sequence is the same.
+func TestParkForInTheInputShortensThePark(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activities.Activities
+	attempts := 0
+	in := inboundIn
+	in.ParkFor = time.Hour
+	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+		attempts++
+		return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil
+	})
+	start := e.Now()
+	e.ExecuteWorkflow(InboundAction, in)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 5 {
+		t.Fatalf("%d attempts, want 5 (every 15 minutes for an hour)", attempts)
+	}
+	if got := e.Now().Sub(start); got != time.Hour {
+		t.Fatalf("gave up after %v, want 1h", got)
+	}
+	if e.last().Outcome != domain.OutcomeUnmatched || e.last().Error != "no matching record within 1h0m0s" {
+		t.Fatalf("recorded %+v", e.last())
+	}
+}
+
 func TestParkedPostCompletesWhenTheRecordArrives(t *testing.T) {
 	e := newInboundEnv(t)
 	var a *activities.Activities

@@ -32,8 +32,10 @@ func Register(r worker.Registry, acts Activities) {
 	r.RegisterActivity(acts)
 }
 
-// RegisterWorkflows registers every workflow (and no activities).
-func RegisterWorkflows(r worker.Registry) {
+// RegisterWorkflows registers every workflow (and no activities), under the
+// names their histories record: the worker and the replay test of recorded
+// histories (docs/versioning.md) both register through it.
+func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(QuoteExpiry)
 	r.RegisterWorkflow(InboundAction)
 	r.RegisterWorkflow(ThreeWayMatch)

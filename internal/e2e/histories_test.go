@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/relay"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+// historiesDir is where the replay test of package workflows reads the
+// recorded histories from.
+const historiesDir = "../../workflows/testdata/histories"
+
+// RecordHistoriesEnv turns TestRecordHistories on.
+const RecordHistoriesEnv = "COMMERCE_RECORD_HISTORIES"
+
+// nightlySoon runs the real activities, with the nightly retry run of
+// webhook deliveries set to a second after each attempt, so that a delivery
+// goes through its nightly retries to exhausted within seconds. Nothing else
+// differs from the worker's activities.
+type nightlySoon struct {
+	*activities.Activities
+}
+
+func (n *nightlySoon) DeliverWebhook(ctx context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
+	a := *n.Activities
+	now := time.Now().UTC()
+	a.NightlyAt = now.Add(time.Second).Sub(now.Truncate(24 * time.Hour))
+	return a.DeliverWebhook(ctx, in)
+}
+
+// TestRecordHistories runs every workflow type through each of its paths
+// on a real Temporal server, with the real activities and Postgres, and
+// writes each run's history to workflows/testdata/histories/<type>.<path>.json
+// (the JSON `temporal workflow show --output json` writes), for the replay
+// test of package workflows. It runs only when COMMERCE_RECORD_HISTORIES=1:
+//
+//	COMMERCE_RECORD_HISTORIES=1 go test -count=1 ./internal/e2e -run TestRecordHistories
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv(RecordHistoriesEnv) != "1" {
+		t.Skip("set " + RecordHistoriesEnv + "=1 to record the workflows' histories")
+	}
+	f := newInbound(t)
+	f.Worker.Stop()
+	f.Worker = f.Server.NewWorker(workflows.TaskQueue, func(r worker.Registry) {
+		workflows.Register(r, &nightlySoon{f.Activities()})
+	})
+	ctx := context.Background()
+	if err := os.MkdirAll(historiesDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	record := func(workflowID, file string) {
+		t.Helper()
+		if err := f.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil); err != nil {
+			t.Fatalf("%s: %v", workflowID, err)
+		}
+		hist := &historypb.History{}
+		it := f.Temporal.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist.Events = append(hist.Events, ev)
+		}
+		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(historiesDir, file), append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d events", file, len(hist.Events))
+	}
+	inbound := func(a answer, want domain.Outcome, file string) {
+		t.Helper()
+		f.eventually("the post ending "+string(want), func() bool { return f.receipt(a.receipt).Outcome == want })
+		record(domain.InboundWorkflowID(mustID(t, a.receipt)), file)
+	}
+
+	// Inbound: applied at once, and refused (the purchase order is cancelled).
+	status, _, _ := f.endpoint(domain.ActionERPOrderStatus, false)
+	if a := f.post(status, `{"order_ref": "SO-2", "status": "processing"}`); a.status != 200 {
+		t.Fatalf("applied: %d %s", a.status, a.raw)
+	} else {
+		inbound(a, domain.OutcomeApplied, "InboundAction.applied.json")
+	}
+	invoices, _, _ := f.endpoint(domain.ActionSupplierInvoice, false)
+	if a := f.post(invoices, `{"po_number": "P-CANC", "invoice_ref": "S-REFUSED"}`); a.status != 409 {
+		t.Fatalf("refused: %d %s", a.status, a.raw)
+	} else {
+		inbound(a, domain.OutcomeFailed, "InboundAction.refused.json")
+	}
+
+	// Inbound: parked, then woken by the order arriving.
+	parked := f.post(status, `{"order_ref": "SO-LATER", "status": "shipped"}`)
+	if parked.status != 202 || parked.str("outcome") != "parked" {
+		t.Fatalf("parked: %d %s", parked.status, parked.raw)
+	}
+	f.seed(`{"orders": [{"number": "SO-LATER", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1}]}]}`)
+	inbound(parked, domain.OutcomeApplied, "InboundAction.parked-then-matched.json")
+
+	// Inbound: parked, then cancelled by support.
+	cancelled := f.post(status, `{"order_ref": "SO-CANCELLED", "status": "shipped"}`)
+	if cancelled.status != 202 || cancelled.str("outcome") != "parked" {
+		t.Fatalf("parked: %d %s", cancelled.status, cancelled.raw)
+	}
+	if err := f.Workflows.CancelInbound(ctx, mustID(t, cancelled.receipt)); err != nil {
+		t.Fatal(err)
+	}
+	inbound(cancelled, domain.OutcomeCancelled, "InboundAction.parked-then-cancelled.json")
+
+	// Inbound: parked until the park runs out (2 s here, looking again every
+	// second, instead of 7 days every 15 minutes).
+	ep, err := f.DB.CreateEndpoint(ctx, Sealer(), db.NewEndpoint{OrgID: f.org.ID, AsEmail: "admin@acme.example",
+		Name: "unmatched", Action: domain.ActionERPOrderStatus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"order_ref": "SO-NEVER", "status": "shipped"}`)
+	receipt, err := f.DB.StoreReceipt(ctx, db.NewReceipt{OrgID: f.org.ID, EndpointID: ep.ID, Action: ep.Action, ReceivedAt: time.Now(),
+		Body: body, Size: len(body), BodyComplete: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.Workflows.RunInbound(ctx, domain.InboundInput{OrgID: f.org.ID, EndpointID: ep.ID, ReceiptID: receipt, Source: receipt,
+		Action: ep.Action, ParkFor: 2 * time.Second})
+	if err != nil || out.Result == nil || !out.Result.Parked() {
+		t.Fatalf("parking: %+v %v", out, err)
+	}
+	inbound(answer{receipt: receipt.String()}, domain.OutcomeUnmatched, "InboundAction.parked-then-unmatched.json")
+
+	// A supplier invoice before any goods: the post starts the three-way
+	// match, which waits for the goods receipt and then matches.
+	waiting := f.post(invoices, `{"po_number": "P-NONE", "invoice_ref": "S-WAIT", "amount_minor": 3000, "invoiced_qty": 3}`)
+	if waiting.status != 202 {
+		t.Fatalf("awaiting receipt: %d %s", waiting.status, waiting.raw)
+	}
+	inbound(waiting, domain.OutcomeApplied, "InboundAction.invoice-awaiting-receipt.json")
+	f.seed(`{"goods_receipts": [{"po_number": "P-NONE", "received_at": "2026-11-22T08:00:00Z", "lines": [{"position": 1, "qty": 3}]}]}`)
+	f.eventually("the match completing on the receipt", func() bool {
+		return f.one(`SELECT match_status FROM supplier_invoices WHERE org_id = $1 AND invoice_ref = 'S-WAIT'`) == "matched"
+	})
+	poID := mustID(t, f.one(`SELECT id::text FROM purchase_orders WHERE org_id = $1 AND number = 'P-NONE'`))
+	record(domain.MatchWorkflowID(poID, "S-WAIT"), "ThreeWayMatch.awaiting-receipt-then-matched.json")
+
+	// Webhooks: one receiver answers, the other fails every attempt.
+	ok := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
+	broken := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	okSub, brokenSub := ok.subscribe(f, domain.EventCustomerCreated), broken.subscribe(f, domain.EventCustomerCreated)
+	f.Outbox()
+	if _, err := f.DB.UpsertCustomers(ctx, f.org.ID, []domain.CustomerInput{{Company: "Hooked Ltd"}}); err != nil {
+		t.Fatal(err)
+	}
+	delivery := func(sub uuid.UUID, want string) string {
+		t.Helper()
+		q := `SELECT id::text || ' ' || status || ' ' || attempts FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2`
+		var got string
+		f.eventuallyWithin(30*time.Second, "the delivery ending "+want, func() bool {
+			_ = f.DB.Pool().QueryRow(ctx, q, f.org.ID, sub).Scan(&got)
+			return len(got) > 36 && got[37:] == want
+		})
+		return domain.WebhookWorkflowID(mustID(t, got[:36]))
+	}
+	record(delivery(okSub.ID, "succeeded 1"), "WebhookDelivery.delivered.json")
+	record(delivery(brokenSub.ID, fmt.Sprintf("exhausted %d", domain.MaxWebhookAttempts)), "WebhookDelivery.failed-retried-exhausted.json")
+
+	// Quote expiry: a sent quote whose valid_until has passed.
+	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(domain.DateLayout)
+	f.seed(fmt.Sprintf(`{"quotes": [{"number": "Q-PAST", "status": "sent", "valid_until": %q}]}`, yesterday))
+	if n, err := (&relay.QuoteExpiry{DB: f.DB.DB, Workflows: f.Workflows, Log: f.Log}).Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep started %d (%v), want 1", n, err)
+	}
+	quoteID := mustID(t, f.one(`SELECT id::text FROM quotes WHERE org_id = $1 AND number = 'Q-PAST'`))
+	record(domain.QuoteExpiryWorkflowID(quoteID), "QuoteExpiry.expired.json")
+	if got := f.one(`SELECT status FROM quotes WHERE org_id = $1 AND number = 'Q-PAST'`); got != "expired" {
+		t.Fatalf("quote %s, want expired", got)
+	}
+}
