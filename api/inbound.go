@@ -106,12 +106,13 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		}
 		keys = append(keys, db.PostKey{Kind: db.PostKeySignature, Value: value})
 	}
-	if values := r.Header.Values(IdempotencyKeyHeader); len(values) > 0 {
-		if len(values) > 1 || !validIdempotencyKey(values[0]) {
-			refuse(http.StatusBadRequest, IdempotencyKeyHeader+" must be one value of 1 to 255 printable ASCII characters")
-			return
-		}
-		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: values[0]}}, keys...)
+	key, ok := idempotencyKey(r.Header.Values(IdempotencyKeyHeader))
+	if !ok {
+		refuse(http.StatusBadRequest, badIdempotencyKey)
+		return
+	}
+	if key != "" {
+		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: key}}, keys...)
 	}
 	_, parseErr := domain.ParseInbound(ep.Action, body)
 	rec.Refused = parseErr != nil
@@ -137,22 +138,6 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(answer)
 }
 
-// IdempotencyKeyHeader names a post for the sender's retries of it.
-const IdempotencyKeyHeader = "Idempotency-Key"
-
-// validIdempotencyKey: 1 to 255 printable ASCII characters.
-func validIdempotencyKey(k string) bool {
-	if len(k) < 1 || len(k) > 255 {
-		return false
-	}
-	for i := range len(k) {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
 // answerRepeat answers a sender's retry of a post seen on the endpoint
 // within 24 hours with that first post's answer, marked
 // Idempotent-Replayed; nothing runs again and no receipt is stored.
@@ -168,7 +153,7 @@ func answerRepeat(w http.ResponseWriter, first db.FirstPost) {
 		writeError(w, http.StatusConflict, "the first post with "+name+" has no answer yet: retry later")
 	default:
 		w.Header().Set("X-Receipt-Id", first.ReceiptID.String())
-		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set(ReplayedHeader, "true")
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(*first.Status)
 		_, _ = w.Write(first.Response)
@@ -300,10 +285,7 @@ func (s *Server) documentInbound() {
 		bodies = append(bodies, reg.Schema(t, true, ""))
 	}
 	answer := reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, "")
-	errRef := reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
-	errResp := func(desc string) *huma.Response {
-		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}}
-	}
+	errResp := func(desc string) *huma.Response { return errorResponse(reg, desc) }
 	s.api.OpenAPI().AddOperation(&huma.Operation{
 		OperationID: "post-inbound",
 		Method:      http.MethodPost,

@@ -100,7 +100,7 @@ func New(d Deps) *Server {
 	r.Post("/api/in/{token}", s.inbound)
 
 	s.api = humachi.New(r, s.humaConfig())
-	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery, s.boundLargeWrites)
+	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery, s.boundLargeWrites, s.idempotentPosts)
 	s.registerProducts()
 	s.registerQuotes()
 	s.registerOrders()
@@ -111,6 +111,7 @@ func New(d Deps) *Server {
 	s.registerCustomers()
 	s.registerRequests()
 	s.documentInbound()
+	documentIdempotency(s.api.OpenAPI())
 	markPointersNullable(s.api.OpenAPI().Components.Schemas)
 	dropUndeclaredValidationStatus(s.api.OpenAPI())
 	documentRateHeaders(s.api.OpenAPI())
