@@ -841,13 +841,18 @@ type Customer struct {
 	ExternalRefs map[string]interface{} `json:"external_refs"`
 	Id           openapi_types.UUID     `json:"id"`
 	PaymentTerms *string                `json:"payment_terms"`
-	VatNumber    *string                `json:"vat_number"`
-	Website      *string                `json:"website"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
+	VatNumber *string   `json:"vat_number"`
+	Website   *string   `json:"website"`
 }
 
 // CustomerDetail defines model for CustomerDetail.
 type CustomerDetail struct {
-	Company   string    `json:"company"`
+	Company string `json:"company"`
+
+	// Contacts At most 100 contacts: the primary one first, then oldest first.
 	Contacts  []Contact `json:"contacts"`
 	CreatedAt time.Time `json:"created_at"`
 	Currency  string    `json:"currency"`
@@ -859,8 +864,11 @@ type CustomerDetail struct {
 	ExternalRefs map[string]interface{} `json:"external_refs"`
 	Id           openapi_types.UUID     `json:"id"`
 	PaymentTerms *string                `json:"payment_terms"`
-	VatNumber    *string                `json:"vat_number"`
-	Website      *string                `json:"website"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
+	VatNumber *string   `json:"vat_number"`
+	Website   *string   `json:"website"`
 }
 
 // CustomerInput defines model for CustomerInput.
@@ -906,6 +914,9 @@ type Delivery struct {
 	ShipTo      map[string]interface{} `json:"ship_to"`
 	Status      DeliveryStatus         `json:"status"`
 	TrackingUrl *string                `json:"tracking_url"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // DeliveryStatus defines model for Delivery.Status.
@@ -929,6 +940,9 @@ type DeliveryDetail struct {
 	ShipTo      map[string]interface{} `json:"ship_to"`
 	Status      DeliveryDetailStatus   `json:"status"`
 	TrackingUrl *string                `json:"tracking_url"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // DeliveryDetailStatus defines model for DeliveryDetail.Status.
@@ -988,7 +1002,7 @@ type InboundAnswerDocOutcome string
 
 // ListCustomersOutputBody defines model for ListCustomersOutputBody.
 type ListCustomersOutputBody struct {
-	// Customers Customers, newest first.
+	// Customers Customers, newest first; with updated_since, oldest change first.
 	Customers []Customer `json:"customers"`
 
 	// NextCursor Cursor of the next page; null when no rows follow.
@@ -997,7 +1011,7 @@ type ListCustomersOutputBody struct {
 
 // ListDeliveriesOutputBody defines model for ListDeliveriesOutputBody.
 type ListDeliveriesOutputBody struct {
-	// Deliveries Deliveries, newest first.
+	// Deliveries Deliveries, newest first; with updated_since, oldest change first.
 	Deliveries []Delivery `json:"deliveries"`
 
 	// NextCursor Cursor of the next page; null when no rows follow.
@@ -1018,7 +1032,7 @@ type ListOrdersOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// Orders Orders, newest first.
+	// Orders Orders, newest first; with updated_since, oldest change first.
 	Orders []Order `json:"orders"`
 }
 
@@ -1027,7 +1041,7 @@ type ListProductsOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// Products Products in SKU order.
+	// Products Products in SKU order; with updated_since, oldest change first.
 	Products []Product `json:"products"`
 }
 
@@ -1036,7 +1050,7 @@ type ListPurchaseOrdersOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// PurchaseOrders Purchase orders, newest first.
+	// PurchaseOrders Purchase orders, newest first; with updated_since, oldest change first.
 	PurchaseOrders []PurchaseOrder `json:"purchase_orders"`
 }
 
@@ -1045,7 +1059,7 @@ type ListQuotesOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// Quotes Quotes, newest first.
+	// Quotes Quotes, newest first; with updated_since, oldest change first.
 	Quotes []Quote `json:"quotes"`
 }
 
@@ -1063,7 +1077,7 @@ type ListStockLinesOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// StockLines Stock lines, newest first.
+	// StockLines Stock lines, newest first; with updated_since, oldest change first.
 	StockLines []StockLine `json:"stock_lines"`
 }
 
@@ -1072,7 +1086,7 @@ type ListSuppliersOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// Suppliers Suppliers, newest first.
+	// Suppliers Suppliers, newest first; with updated_since, oldest change first.
 	Suppliers []Supplier `json:"suppliers"`
 }
 
@@ -1129,6 +1143,9 @@ type Order struct {
 
 	// TotalMinor Total including VAT, in minor units.
 	TotalMinor int64 `json:"total_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // OrderStatus defines model for Order.Status.
@@ -1156,7 +1173,10 @@ type OrderDetail struct {
 
 	// TrackingUrl Tracking address an ERP or carrier reported.
 	TrackingUrl *string `json:"tracking_url"`
-	VatMinor    int64   `json:"vat_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
+	VatMinor  int64     `json:"vat_minor"`
 }
 
 // OrderDetailStatus defines model for OrderDetail.Status.
@@ -1262,6 +1282,9 @@ type Product struct {
 
 	// Uom Unit of measure, e.g. each, box, m.
 	Uom string `json:"uom"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ProductStatus Catalogue status.
@@ -1270,8 +1293,10 @@ type ProductStatus string
 // ProductInput defines model for ProductInput.
 type ProductInput struct {
 	// Attrs Free-form attributes (coerced through schema_id when given).
-	Attrs    *map[string]interface{} `json:"attrs,omitempty"`
-	Category *string                 `json:"category,omitempty"`
+	Attrs *map[string]interface{} `json:"attrs,omitempty"`
+
+	// Category At most 200 characters (trimmed).
+	Category *string `json:"category,omitempty"`
 
 	// Currency ISO 4217 code; default the organisation's.
 	Currency   *string `json:"currency,omitempty"`
@@ -1317,6 +1342,9 @@ type PurchaseOrder struct {
 	// SupplierRef The supplier's reference, recorded on acknowledgement.
 	SupplierRef *string `json:"supplier_ref"`
 	TotalMinor  int64   `json:"total_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // PurchaseOrderStatus defines model for PurchaseOrder.Status.
@@ -1340,6 +1368,9 @@ type PurchaseOrderDetail struct {
 	// SupplierRef The supplier's reference, recorded on acknowledgement.
 	SupplierRef *string `json:"supplier_ref"`
 	TotalMinor  int64   `json:"total_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // PurchaseOrderDetailStatus defines model for PurchaseOrderDetail.Status.
@@ -1374,6 +1405,9 @@ type Quote struct {
 	// TotalMinor Total including VAT, in minor units.
 	TotalMinor int64 `json:"total_minor"`
 
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
+
 	// ValidUntil Last day the quote is valid (YYYY-MM-DD); it expires at the end of that day, UTC.
 	//
 	// Example: 2026-12-31
@@ -1404,6 +1438,9 @@ type QuoteDetail struct {
 
 	// TotalMinor Total including VAT, in minor units.
 	TotalMinor int64 `json:"total_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 
 	// ValidUntil Last day the quote is valid (YYYY-MM-DD); it expires at the end of that day, UTC.
 	//
@@ -1438,12 +1475,14 @@ type QuoteLineLineType string
 
 // RequestDetail defines model for RequestDetail.
 type RequestDetail struct {
-	CreatedAt     time.Time           `json:"created_at"`
-	Id            openapi_types.UUID  `json:"id"`
-	LastMessageAt time.Time           `json:"last_message_at"`
-	Messages      []RequestMessage    `json:"messages"`
-	Status        RequestDetailStatus `json:"status"`
-	Title         string              `json:"title"`
+	CreatedAt     time.Time          `json:"created_at"`
+	Id            openapi_types.UUID `json:"id"`
+	LastMessageAt time.Time          `json:"last_message_at"`
+
+	// Messages The thread's first 500 messages, oldest first.
+	Messages []RequestMessage    `json:"messages"`
+	Status   RequestDetailStatus `json:"status"`
+	Title    string              `json:"title"`
 }
 
 // RequestDetailStatus defines model for RequestDetail.Status.
@@ -1494,9 +1533,11 @@ type StockLine struct {
 	QtyOnHand float64 `json:"qty_on_hand"`
 
 	// Sku The product's SKU.
-	Sku           string    `json:"sku"`
-	UnitCostMinor *int64    `json:"unit_cost_minor"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Sku           string `json:"sku"`
+	UnitCostMinor *int64 `json:"unit_cost_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // StockLineDetail defines model for StockLineDetail.
@@ -1512,9 +1553,11 @@ type StockLineDetail struct {
 	QtyOnHand float64 `json:"qty_on_hand"`
 
 	// Sku The product's SKU.
-	Sku           string    `json:"sku"`
-	UnitCostMinor *int64    `json:"unit_cost_minor"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Sku           string `json:"sku"`
+	UnitCostMinor *int64 `json:"unit_cost_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // StockLocation defines model for StockLocation.
@@ -1568,10 +1611,14 @@ type Supplier struct {
 	Name         string                 `json:"name"`
 	PaymentTerms *string                `json:"payment_terms"`
 	Phone        *string                `json:"phone"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // SupplierDetail defines model for SupplierDetail.
 type SupplierDetail struct {
+	// Contacts At most 100 contacts: the primary one first, then oldest first.
 	Contacts     []Contact              `json:"contacts"`
 	CreatedAt    time.Time              `json:"created_at"`
 	Currency     string                 `json:"currency"`
@@ -1581,6 +1628,9 @@ type SupplierDetail struct {
 	Name         string                 `json:"name"`
 	PaymentTerms *string                `json:"payment_terms"`
 	Phone        *string                `json:"phone"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // SupplierInvoice defines model for SupplierInvoice.
@@ -1637,6 +1687,15 @@ type ListCustomersParams struct {
 
 	// Limit Rows per page, 1 to 500.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
+}
+
+// UpsertCustomersParams defines parameters for UpsertCustomers.
+type UpsertCustomersParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListDeliveriesParams defines parameters for ListDeliveries.
@@ -1652,6 +1711,9 @@ type ListDeliveriesParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListDeliveriesParamsStatus defines parameters for ListDeliveries.
@@ -1667,6 +1729,9 @@ type ListOrdersParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListOrdersParamsStatus defines parameters for ListOrders.
@@ -1688,6 +1753,15 @@ type ListProductsParams struct {
 
 	// Limit Rows per page, 1 to 500.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
+}
+
+// BulkUpsertProductsParams defines parameters for BulkUpsertProducts.
+type BulkUpsertProductsParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListPurchaseOrdersParams defines parameters for ListPurchaseOrders.
@@ -1703,6 +1777,9 @@ type ListPurchaseOrdersParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListPurchaseOrdersParamsStatus defines parameters for ListPurchaseOrders.
@@ -1718,6 +1795,9 @@ type ListQuotesParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListQuotesParamsStatus defines parameters for ListQuotes.
@@ -1730,6 +1810,12 @@ type ListRequestsParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateRequestParams defines parameters for CreateRequest.
+type CreateRequestParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListStockLinesParams defines parameters for ListStockLines.
@@ -1748,6 +1834,9 @@ type ListStockLinesParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListStockMovementsParams defines parameters for ListStockMovements.
@@ -1771,6 +1860,12 @@ type ListStockMovementsParams struct {
 // ListStockMovementsParamsKind defines parameters for ListStockMovements.
 type ListStockMovementsParamsKind string
 
+// CreateStockMovementParams defines parameters for CreateStockMovement.
+type CreateStockMovementParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListSuppliersParams defines parameters for ListSuppliers.
 type ListSuppliersParams struct {
 	// Search Matches name and email (case-insensitive substring).
@@ -1781,6 +1876,9 @@ type ListSuppliersParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // PostInboundJSONRequestBody defines body for PostInbound for application/json ContentType.
@@ -2092,7 +2190,7 @@ type ClientInterface interface {
 
 	// PostInboundWithBody Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header (1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2101,7 +2199,7 @@ type ClientInterface interface {
 
 	// PostInbound Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header (1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2119,25 +2217,29 @@ type ClientInterface interface {
 
 	// UpsertCustomersWithBody Create or update customers
 	//
-	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+	// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 	//
 	// Requires scope `customers:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-	UpsertCustomersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpsertCustomersWithBody(ctx context.Context, params *UpsertCustomersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpsertCustomers Create or update customers
 	//
-	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+	// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 	//
 	// Requires scope `customers:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-	UpsertCustomers(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpsertCustomers(ctx context.Context, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetCustomer Read a customer
 	//
@@ -2195,25 +2297,29 @@ type ClientInterface interface {
 
 	// BulkUpsertProductsWithBody Upsert products in bulk
 	//
-	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 	//
 	// Requires scope `products:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-	BulkUpsertProductsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BulkUpsertProductsWithBody(ctx context.Context, params *BulkUpsertProductsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// BulkUpsertProducts Upsert products in bulk
 	//
-	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 	//
 	// Requires scope `products:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-	BulkUpsertProducts(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BulkUpsertProducts(ctx context.Context, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPurchaseOrders List purchase orders
 	//
@@ -2266,10 +2372,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `requests:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-	CreateRequestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRequestWithBody(ctx context.Context, params *CreateRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRequest Open a request
 	//
@@ -2277,14 +2385,16 @@ type ClientInterface interface {
 	//
 	// Requires scope `requests:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-	CreateRequest(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRequest(ctx context.Context, params *CreateRequestParams, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRequest Read a request
 	//
-	// A request thread with its messages, oldest first; message blocks are returned as they were stored.
+	// A request thread with its first 500 messages, oldest first; message blocks are returned as they were stored.
 	//
 	// Requires scope `requests:read`.
 	//
@@ -2333,10 +2443,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-	CreateStockMovementWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateStockMovementWithBody(ctx context.Context, params *CreateStockMovementParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateStockMovement Move stock
 	//
@@ -2344,10 +2456,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-	CreateStockMovement(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateStockMovement(ctx context.Context, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSuppliers List suppliers
 	//
@@ -2370,7 +2484,7 @@ type ClientInterface interface {
 
 // PostInboundWithBody Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header (1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2389,7 +2503,7 @@ func (c *Client) PostInboundWithBody(ctx context.Context, token string, contentT
 
 // PostInbound Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header (1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2427,15 +2541,17 @@ func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams,
 
 // UpsertCustomersWithBody Create or update customers
 //
-// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 //
 // Requires scope `customers:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-func (c *Client) UpsertCustomersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpsertCustomersRequestWithBody(c.Server, contentType, body)
+func (c *Client) UpsertCustomersWithBody(ctx context.Context, params *UpsertCustomersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertCustomersRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2448,15 +2564,17 @@ func (c *Client) UpsertCustomersWithBody(ctx context.Context, contentType string
 
 // UpsertCustomers Create or update customers
 //
-// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 //
 // Requires scope `customers:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-func (c *Client) UpsertCustomers(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpsertCustomersRequest(c.Server, body)
+func (c *Client) UpsertCustomers(ctx context.Context, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertCustomersRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2583,15 +2701,17 @@ func (c *Client) ListProducts(ctx context.Context, params *ListProductsParams, r
 
 // BulkUpsertProductsWithBody Upsert products in bulk
 //
-// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 //
 // Requires scope `products:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-func (c *Client) BulkUpsertProductsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBulkUpsertProductsRequestWithBody(c.Server, contentType, body)
+func (c *Client) BulkUpsertProductsWithBody(ctx context.Context, params *BulkUpsertProductsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkUpsertProductsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2604,15 +2724,17 @@ func (c *Client) BulkUpsertProductsWithBody(ctx context.Context, contentType str
 
 // BulkUpsertProducts Upsert products in bulk
 //
-// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 //
 // Requires scope `products:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-func (c *Client) BulkUpsertProducts(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBulkUpsertProductsRequest(c.Server, body)
+func (c *Client) BulkUpsertProducts(ctx context.Context, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkUpsertProductsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2724,11 +2846,13 @@ func (c *Client) ListRequests(ctx context.Context, params *ListRequestsParams, r
 //
 // Requires scope `requests:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-func (c *Client) CreateRequestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRequestRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateRequestWithBody(ctx context.Context, params *CreateRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRequestRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2745,11 +2869,13 @@ func (c *Client) CreateRequestWithBody(ctx context.Context, contentType string, 
 //
 // Requires scope `requests:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-func (c *Client) CreateRequest(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRequestRequest(c.Server, body)
+func (c *Client) CreateRequest(ctx context.Context, params *CreateRequestParams, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRequestRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2762,7 +2888,7 @@ func (c *Client) CreateRequest(ctx context.Context, body CreateRequestJSONReques
 
 // GetRequest Read a request
 //
-// A request thread with its messages, oldest first; message blocks are returned as they were stored.
+// A request thread with its first 500 messages, oldest first; message blocks are returned as they were stored.
 //
 // Requires scope `requests:read`.
 //
@@ -2861,11 +2987,13 @@ func (c *Client) ListStockMovements(ctx context.Context, params *ListStockMoveme
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-func (c *Client) CreateStockMovementWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateStockMovementRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateStockMovementWithBody(ctx context.Context, params *CreateStockMovementParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateStockMovementRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2882,11 +3010,13 @@ func (c *Client) CreateStockMovementWithBody(ctx context.Context, contentType st
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-func (c *Client) CreateStockMovement(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateStockMovementRequest(c.Server, body)
+func (c *Client) CreateStockMovement(ctx context.Context, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateStockMovementRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3046,6 +3176,18 @@ func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3061,18 +3203,18 @@ func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.
 }
 
 // NewUpsertCustomersRequest calls the generic UpsertCustomers builder with application/json body
-func NewUpsertCustomersRequest(server string, body UpsertCustomersJSONRequestBody) (*http.Request, error) {
+func NewUpsertCustomersRequest(server string, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpsertCustomersRequestWithBody(server, "application/json", bodyReader)
+	return NewUpsertCustomersRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewUpsertCustomersRequestWithBody constructs an http.Request for the UpsertCustomers method, with any body, and a specified content type
-func NewUpsertCustomersRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpsertCustomersRequestWithBody(server string, params *UpsertCustomersParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3096,6 +3238,21 @@ func NewUpsertCustomersRequestWithBody(server string, contentType string, body i
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3210,6 +3367,18 @@ func NewListDeliveriesRequest(server string, params *ListDeliveriesParams) (*htt
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3313,6 +3482,18 @@ func NewListOrdersRequest(server string, params *ListOrdersParams) (*http.Reques
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3458,6 +3639,18 @@ func NewListProductsRequest(server string, params *ListProductsParams) (*http.Re
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3473,18 +3666,18 @@ func NewListProductsRequest(server string, params *ListProductsParams) (*http.Re
 }
 
 // NewBulkUpsertProductsRequest calls the generic BulkUpsertProducts builder with application/json body
-func NewBulkUpsertProductsRequest(server string, body BulkUpsertProductsJSONRequestBody) (*http.Request, error) {
+func NewBulkUpsertProductsRequest(server string, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewBulkUpsertProductsRequestWithBody(server, "application/json", bodyReader)
+	return NewBulkUpsertProductsRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewBulkUpsertProductsRequestWithBody constructs an http.Request for the BulkUpsertProducts method, with any body, and a specified content type
-func NewBulkUpsertProductsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewBulkUpsertProductsRequestWithBody(server string, params *BulkUpsertProductsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3508,6 +3701,21 @@ func NewBulkUpsertProductsRequestWithBody(server string, contentType string, bod
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3579,6 +3787,18 @@ func NewListPurchaseOrdersRequest(server string, params *ListPurchaseOrdersParam
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3691,6 +3911,18 @@ func NewListQuotesRequest(server string, params *ListQuotesParams) (*http.Reques
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3815,18 +4047,18 @@ func NewListRequestsRequest(server string, params *ListRequestsParams) (*http.Re
 }
 
 // NewCreateRequestRequest calls the generic CreateRequest builder with application/json body
-func NewCreateRequestRequest(server string, body CreateRequestJSONRequestBody) (*http.Request, error) {
+func NewCreateRequestRequest(server string, params *CreateRequestParams, body CreateRequestJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateRequestRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateRequestRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateRequestRequestWithBody constructs an http.Request for the CreateRequest method, with any body, and a specified content type
-func NewCreateRequestRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateRequestRequestWithBody(server string, params *CreateRequestParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3850,6 +4082,21 @@ func NewCreateRequestRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3967,6 +4214,18 @@ func NewListStockLinesRequest(server string, params *ListStockLinesParams) (*htt
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4154,18 +4413,18 @@ func NewListStockMovementsRequest(server string, params *ListStockMovementsParam
 }
 
 // NewCreateStockMovementRequest calls the generic CreateStockMovement builder with application/json body
-func NewCreateStockMovementRequest(server string, body CreateStockMovementJSONRequestBody) (*http.Request, error) {
+func NewCreateStockMovementRequest(server string, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateStockMovementRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateStockMovementRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateStockMovementRequestWithBody constructs an http.Request for the CreateStockMovement method, with any body, and a specified content type
-func NewCreateStockMovementRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateStockMovementRequestWithBody(server string, params *CreateStockMovementParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4189,6 +4448,21 @@ func NewCreateStockMovementRequestWithBody(server string, contentType string, bo
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -4248,6 +4522,18 @@ func NewListSuppliersRequest(server string, params *ListSuppliersParams) (*http.
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4351,7 +4637,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithBodyWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header (1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4360,7 +4646,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header (1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4380,25 +4666,29 @@ type ClientWithResponsesInterface interface {
 
 	// UpsertCustomersWithBodyWithResponse Create or update customers
 	//
-	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+	// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 	//
 	// Requires scope `customers:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-	UpsertCustomersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
+	UpsertCustomersWithBodyWithResponse(ctx context.Context, params *UpsertCustomersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
 
 	// UpsertCustomersWithResponse Create or update customers
 	//
-	// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+	// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 	//
 	// Requires scope `customers:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-	UpsertCustomersWithResponse(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
+	UpsertCustomersWithResponse(ctx context.Context, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
 
 	// GetCustomerWithResponse Read a customer
 	//
@@ -4468,25 +4758,29 @@ type ClientWithResponsesInterface interface {
 
 	// BulkUpsertProductsWithBodyWithResponse Upsert products in bulk
 	//
-	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 	//
 	// Requires scope `products:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-	BulkUpsertProductsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
+	BulkUpsertProductsWithBodyWithResponse(ctx context.Context, params *BulkUpsertProductsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
 
 	// BulkUpsertProductsWithResponse Upsert products in bulk
 	//
-	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+	// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 	//
 	// Requires scope `products:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-	BulkUpsertProductsWithResponse(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
+	BulkUpsertProductsWithResponse(ctx context.Context, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
 
 	// ListPurchaseOrdersWithResponse List purchase orders
 	//
@@ -4549,10 +4843,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `requests:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-	CreateRequestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
+	CreateRequestWithBodyWithResponse(ctx context.Context, params *CreateRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
 
 	// CreateRequestWithResponse Open a request
 	//
@@ -4560,14 +4856,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `requests:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-	CreateRequestWithResponse(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
+	CreateRequestWithResponse(ctx context.Context, params *CreateRequestParams, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
 
 	// GetRequestWithResponse Read a request
 	//
-	// A request thread with its messages, oldest first; message blocks are returned as they were stored.
+	// A request thread with its first 500 messages, oldest first; message blocks are returned as they were stored.
 	//
 	// Requires scope `requests:read`.
 	//
@@ -4626,10 +4924,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-	CreateStockMovementWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
+	CreateStockMovementWithBodyWithResponse(ctx context.Context, params *CreateStockMovementParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
 
 	// CreateStockMovementWithResponse Move stock
 	//
@@ -4637,10 +4937,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-	CreateStockMovementWithResponse(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
+	CreateStockMovementWithResponse(ctx context.Context, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
 
 	// ListSuppliersWithResponse List suppliers
 	//
@@ -4894,14 +5196,16 @@ func (r ListCustomersResponse) ContentType() string {
 
 // UpsertCustomersResponse200Headers the declared response headers of an HTTP 200 response for UpsertCustomers
 type UpsertCustomersResponse200Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // UpsertCustomersResponse400Headers the declared response headers of an HTTP 400 response for UpsertCustomers
 type UpsertCustomersResponse400Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // UpsertCustomersResponse403Headers the declared response headers of an HTTP 403 response for UpsertCustomers
@@ -4910,10 +5214,25 @@ type UpsertCustomersResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// UpsertCustomersResponse409Headers the declared response headers of an HTTP 409 response for UpsertCustomers
+type UpsertCustomersResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
 // UpsertCustomersResponse413Headers the declared response headers of an HTTP 413 response for UpsertCustomers
 type UpsertCustomersResponse413Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// UpsertCustomersResponse422Headers the declared response headers of an HTTP 422 response for UpsertCustomers
+type UpsertCustomersResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // UpsertCustomersResponse429Headers the declared response headers of an HTTP 429 response for UpsertCustomers
@@ -4934,8 +5253,12 @@ type UpsertCustomersResponse struct {
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4946,8 +5269,12 @@ type UpsertCustomersResponse struct {
 	Headers400 *UpsertCustomersResponse400Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *UpsertCustomersResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpsertCustomersResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UpsertCustomersResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpsertCustomersResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpsertCustomersResponse429Headers
 }
@@ -4972,9 +5299,19 @@ func (r UpsertCustomersResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpsertCustomersResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UpsertCustomersResponse) GetJSON413() *ErrorBody {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpsertCustomersResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5687,20 +6024,23 @@ func (r ListProductsResponse) ContentType() string {
 
 // BulkUpsertProductsResponse200Headers the declared response headers of an HTTP 200 response for BulkUpsertProducts
 type BulkUpsertProductsResponse200Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // BulkUpsertProductsResponse400Headers the declared response headers of an HTTP 400 response for BulkUpsertProducts
 type BulkUpsertProductsResponse400Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // BulkUpsertProductsResponse402Headers the declared response headers of an HTTP 402 response for BulkUpsertProducts
 type BulkUpsertProductsResponse402Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // BulkUpsertProductsResponse403Headers the declared response headers of an HTTP 403 response for BulkUpsertProducts
@@ -5709,10 +6049,25 @@ type BulkUpsertProductsResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// BulkUpsertProductsResponse409Headers the declared response headers of an HTTP 409 response for BulkUpsertProducts
+type BulkUpsertProductsResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
 // BulkUpsertProductsResponse413Headers the declared response headers of an HTTP 413 response for BulkUpsertProducts
 type BulkUpsertProductsResponse413Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// BulkUpsertProductsResponse422Headers the declared response headers of an HTTP 422 response for BulkUpsertProducts
+type BulkUpsertProductsResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // BulkUpsertProductsResponse429Headers the declared response headers of an HTTP 429 response for BulkUpsertProducts
@@ -5735,8 +6090,12 @@ type BulkUpsertProductsResponse struct {
 	JSON402 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5749,8 +6108,12 @@ type BulkUpsertProductsResponse struct {
 	Headers402 *BulkUpsertProductsResponse402Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *BulkUpsertProductsResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *BulkUpsertProductsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *BulkUpsertProductsResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *BulkUpsertProductsResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *BulkUpsertProductsResponse429Headers
 }
@@ -5780,9 +6143,19 @@ func (r BulkUpsertProductsResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r BulkUpsertProductsResponse) GetJSON413() *ErrorBody {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6386,14 +6759,16 @@ func (r ListRequestsResponse) ContentType() string {
 
 // CreateRequestResponse201Headers the declared response headers of an HTTP 201 response for CreateRequest
 type CreateRequestResponse201Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateRequestResponse400Headers the declared response headers of an HTTP 400 response for CreateRequest
 type CreateRequestResponse400Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateRequestResponse403Headers the declared response headers of an HTTP 403 response for CreateRequest
@@ -6402,16 +6777,25 @@ type CreateRequestResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// CreateRequestResponse409Headers the declared response headers of an HTTP 409 response for CreateRequest
+type CreateRequestResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
 // CreateRequestResponse413Headers the declared response headers of an HTTP 413 response for CreateRequest
 type CreateRequestResponse413Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateRequestResponse422Headers the declared response headers of an HTTP 422 response for CreateRequest
 type CreateRequestResponse422Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateRequestResponse429Headers the declared response headers of an HTTP 429 response for CreateRequest
@@ -6432,6 +6816,8 @@ type CreateRequestResponse struct {
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -6446,6 +6832,8 @@ type CreateRequestResponse struct {
 	Headers400 *CreateRequestResponse400Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateRequestResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateRequestResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateRequestResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -6472,6 +6860,11 @@ func (r CreateRequestResponse) GetJSON401() *ErrorBody {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateRequestResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateRequestResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -7100,20 +7493,23 @@ func (r ListStockMovementsResponse) ContentType() string {
 
 // CreateStockMovementResponse200Headers the declared response headers of an HTTP 200 response for CreateStockMovement
 type CreateStockMovementResponse200Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse201Headers the declared response headers of an HTTP 201 response for CreateStockMovement
 type CreateStockMovementResponse201Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse400Headers the declared response headers of an HTTP 400 response for CreateStockMovement
 type CreateStockMovementResponse400Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse403Headers the declared response headers of an HTTP 403 response for CreateStockMovement
@@ -7124,14 +7520,23 @@ type CreateStockMovementResponse403Headers struct {
 
 // CreateStockMovementResponse404Headers the declared response headers of an HTTP 404 response for CreateStockMovement
 type CreateStockMovementResponse404Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse409Headers the declared response headers of an HTTP 409 response for CreateStockMovement
 type CreateStockMovementResponse409Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// CreateStockMovementResponse422Headers the declared response headers of an HTTP 422 response for CreateStockMovement
+type CreateStockMovementResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse429Headers the declared response headers of an HTTP 429 response for CreateStockMovement
@@ -7156,6 +7561,8 @@ type CreateStockMovementResponse struct {
 	JSON404 *ErrorBody
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7172,6 +7579,8 @@ type CreateStockMovementResponse struct {
 	Headers404 *CreateStockMovementResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateStockMovementResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateStockMovementResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateStockMovementResponse429Headers
 }
@@ -7204,6 +7613,11 @@ func (r CreateStockMovementResponse) GetJSON404() *ErrorBody {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r CreateStockMovementResponse) GetJSON409() *ErrorBody {
 	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateStockMovementResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7480,7 +7894,7 @@ func (r GetSupplierResponse) ContentType() string {
 
 // PostInboundWithBodyWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header (1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7495,7 +7909,7 @@ func (c *ClientWithResponses) PostInboundWithBodyWithResponse(ctx context.Contex
 
 // PostInboundWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id); an accepted one runs as a durable workflow. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when required: header X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: send an Idempotency-Key header (1 to 255 printable ASCII characters; anything else is 400). A post with the same key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7527,15 +7941,17 @@ func (c *ClientWithResponses) ListCustomersWithResponse(ctx context.Context, par
 
 // UpsertCustomersWithBodyWithResponse Create or update customers
 //
-// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 //
 // Requires scope `customers:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-func (c *ClientWithResponses) UpsertCustomersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
-	rsp, err := c.UpsertCustomersWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UpsertCustomersWithBodyWithResponse(ctx context.Context, params *UpsertCustomersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
+	rsp, err := c.UpsertCustomersWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7544,15 +7960,17 @@ func (c *ClientWithResponses) UpsertCustomersWithBodyWithResponse(ctx context.Co
 
 // UpsertCustomersWithResponse Create or update customers
 //
-// Creates or updates up to 500 customers. Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
+// Creates or updates up to 500 customers (400 above, as soon as the 501st is read). Each is matched by external_id, then by its email's domain (gmail.com and other free-mail domains never match); matched customers are updated, others created; the email and phone become a contact. A customer sent with neither external_id nor email is created again on every retry. Emits customer.created for each customer made, and customer.updated for each one changed. 413 for a body over 8 MB.
 //
 // Requires scope `customers:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-func (c *ClientWithResponses) UpsertCustomersWithResponse(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
-	rsp, err := c.UpsertCustomers(ctx, body, reqEditors...)
+func (c *ClientWithResponses) UpsertCustomersWithResponse(ctx context.Context, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
+	rsp, err := c.UpsertCustomers(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7663,15 +8081,17 @@ func (c *ClientWithResponses) ListProductsWithResponse(ctx context.Context, para
 
 // BulkUpsertProductsWithBodyWithResponse Upsert products in bulk
 //
-// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 //
 // Requires scope `products:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-func (c *ClientWithResponses) BulkUpsertProductsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
-	rsp, err := c.BulkUpsertProductsWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) BulkUpsertProductsWithBodyWithResponse(ctx context.Context, params *BulkUpsertProductsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
+	rsp, err := c.BulkUpsertProductsWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7680,15 +8100,17 @@ func (c *ClientWithResponses) BulkUpsertProductsWithBodyWithResponse(ctx context
 
 // BulkUpsertProductsWithResponse Upsert products in bulk
 //
-// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
+// Creates or updates up to 10000 products by SKU, with the import wizard's rules: sku (1-64 characters) and title (1-500) required; category at most 200 characters; uom defaults to each; price_minor and lead_time_days whole numbers >= 0 or null; stock_qty >= 0 or null; currency defaults to the organisation's; status active, draft or archived (default active); attrs an object. Valid rows are written in one statement and invalid ones reported; retrying the same batch is safe. 402 (and nothing written) when existing products plus the batch's new SKUs would pass the plan's product cap; 413 above 10000 products or for a body over 32 MB. Emits one products.upserted event.
 //
 // Requires scope `products:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-func (c *ClientWithResponses) BulkUpsertProductsWithResponse(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
-	rsp, err := c.BulkUpsertProducts(ctx, body, reqEditors...)
+func (c *ClientWithResponses) BulkUpsertProductsWithResponse(ctx context.Context, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
+	rsp, err := c.BulkUpsertProducts(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7786,11 +8208,13 @@ func (c *ClientWithResponses) ListRequestsWithResponse(ctx context.Context, para
 //
 // Requires scope `requests:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-func (c *ClientWithResponses) CreateRequestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
-	rsp, err := c.CreateRequestWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateRequestWithBodyWithResponse(ctx context.Context, params *CreateRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
+	rsp, err := c.CreateRequestWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7803,11 +8227,13 @@ func (c *ClientWithResponses) CreateRequestWithBodyWithResponse(ctx context.Cont
 //
 // Requires scope `requests:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-func (c *ClientWithResponses) CreateRequestWithResponse(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
-	rsp, err := c.CreateRequest(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateRequestWithResponse(ctx context.Context, params *CreateRequestParams, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
+	rsp, err := c.CreateRequest(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7816,7 +8242,7 @@ func (c *ClientWithResponses) CreateRequestWithResponse(ctx context.Context, bod
 
 // GetRequestWithResponse Read a request
 //
-// A request thread with its messages, oldest first; message blocks are returned as they were stored.
+// A request thread with its first 500 messages, oldest first; message blocks are returned as they were stored.
 //
 // Requires scope `requests:read`.
 //
@@ -7905,11 +8331,13 @@ func (c *ClientWithResponses) ListStockMovementsWithResponse(ctx context.Context
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-func (c *ClientWithResponses) CreateStockMovementWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
-	rsp, err := c.CreateStockMovementWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateStockMovementWithBodyWithResponse(ctx context.Context, params *CreateStockMovementParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
+	rsp, err := c.CreateStockMovementWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7922,11 +8350,13 @@ func (c *ClientWithResponses) CreateStockMovementWithBodyWithResponse(ctx contex
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-func (c *ClientWithResponses) CreateStockMovementWithResponse(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
-	rsp, err := c.CreateStockMovement(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateStockMovementWithResponse(ctx context.Context, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
+	rsp, err := c.CreateStockMovement(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8257,12 +8687,26 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody
@@ -8283,6 +8727,13 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 	switch {
 	case rsp.StatusCode == 200:
 		var headers UpsertCustomersResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -8300,6 +8751,13 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpsertCustomersResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -8332,8 +8790,39 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpsertCustomersResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers UpsertCustomersResponse413Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -8349,6 +8838,30 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpsertCustomersResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpsertCustomersResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -9285,12 +9798,26 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody
@@ -9311,6 +9838,13 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 	switch {
 	case rsp.StatusCode == 200:
 		var headers BulkUpsertProductsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9328,6 +9862,13 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers BulkUpsertProductsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9345,6 +9886,13 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 		response.Headers400 = &headers
 	case rsp.StatusCode == 402:
 		var headers BulkUpsertProductsResponse402Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9377,8 +9925,39 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers BulkUpsertProductsResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers BulkUpsertProductsResponse413Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9394,6 +9973,30 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers BulkUpsertProductsResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers BulkUpsertProductsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -10184,6 +10787,13 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10217,6 +10827,13 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateRequestResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10234,6 +10851,13 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateRequestResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10266,8 +10890,39 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateRequestResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateRequestResponse413Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10285,6 +10940,13 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateRequestResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11131,6 +11793,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11150,6 +11819,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 	switch {
 	case rsp.StatusCode == 200:
 		var headers CreateStockMovementResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11167,6 +11843,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers CreateStockMovementResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11184,6 +11867,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateStockMovementResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11218,6 +11908,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreateStockMovementResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11235,6 +11932,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateStockMovementResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11250,6 +11954,30 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateStockMovementResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateStockMovementResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
