@@ -146,8 +146,8 @@ func TestListProductsWithSeededCatalogue(t *testing.T) {
 	if got.Products[1]["price_minor"] != 45.0 || got.Products[1]["category"] != "Fasteners" {
 		t.Fatalf("second product = %v", got.Products[1])
 	}
-	if len(first) != 12 {
-		t.Fatalf("product has %d fields, want the spec's 12: %v", len(first), first)
+	if len(first) != 13 || first["updated_at"] == nil {
+		t.Fatalf("product has %d fields, want the spec's 12 and updated_at: %v", len(first), first)
 	}
 }
 

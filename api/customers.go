@@ -22,12 +22,13 @@ const maxCustomersBody = 8 << 20
 type ListCustomersInput struct {
 	Search string `query:"search" maxLength:"200" doc:"Matches company and email domain (case-insensitive substring)."`
 	LargePage
+	Since
 }
 
 // ListCustomersOutput is a page of customers, newest first.
 type ListCustomersOutput struct {
 	Body struct {
-		Customers  []domain.Customer `json:"customers" doc:"Customers, newest first."`
+		Customers  []domain.Customer `json:"customers" doc:"Customers, newest first; with updated_since, oldest change first."`
 		NextCursor *string           `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
@@ -73,11 +74,12 @@ func (s *Server) registerCustomers() {
 func (s *Server) listCustomers(ctx context.Context, in *ListCustomersInput) (*ListCustomersOutput, error) {
 	out := &ListCustomersOutput{}
 	var err error
-	out.Body.Customers, out.Body.NextCursor, err = newestList(ctx, s, "customers", in.Cursor, in.Limit, []string{"search", in.Search},
+	out.Body.Customers, out.Body.NextCursor, err = changedList(ctx, s, "customers", in.Cursor, in.Limit, in.UpdatedSince, []string{"search", in.Search},
 		func(p db.Page) ([]domain.Customer, error) {
 			return s.db.ListCustomers(ctx, orgID(ctx), db.CustomerFilter{Search: in.Search}, p)
 		},
-		func(c domain.Customer) (domain.Timestamp, uuid.UUID) { return c.CreatedAt, c.ID })
+		func(c domain.Customer) (domain.Timestamp, uuid.UUID) { return c.CreatedAt, c.ID },
+		func(c domain.Customer) (domain.Timestamp, uuid.UUID) { return c.UpdatedAt, c.ID })
 	if err != nil {
 		return nil, err
 	}

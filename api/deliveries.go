@@ -16,12 +16,13 @@ type ListDeliveriesInput struct {
 	Status  string `query:"status" enum:"pending,ready,dispatched,in_transit,out_for_delivery,delivered,failed,returned,cancelled" doc:"Only deliveries in this state."`
 	OrderID string `query:"order_id" format:"uuid" doc:"Only deliveries of this order."`
 	SmallPage
+	Since
 }
 
 // ListDeliveriesOutput is a page of deliveries, newest first.
 type ListDeliveriesOutput struct {
 	Body struct {
-		Deliveries []domain.Delivery `json:"deliveries" doc:"Deliveries, newest first."`
+		Deliveries []domain.Delivery `json:"deliveries" doc:"Deliveries, newest first; with updated_since, oldest change first."`
 		NextCursor *string           `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
@@ -46,12 +47,13 @@ func (s *Server) listDeliveries(ctx context.Context, in *ListDeliveriesInput) (*
 		return nil, s.fail(ctx, err)
 	}
 	out := &ListDeliveriesOutput{}
-	out.Body.Deliveries, out.Body.NextCursor, err = newestList(ctx, s, "deliveries", in.Cursor, in.Limit,
+	out.Body.Deliveries, out.Body.NextCursor, err = changedList(ctx, s, "deliveries", in.Cursor, in.Limit, in.UpdatedSince,
 		[]string{"status", in.Status, "order_id", in.OrderID},
 		func(p db.Page) ([]domain.Delivery, error) {
 			return s.db.ListDeliveries(ctx, orgID(ctx), db.DeliveryFilter{Status: domain.DeliveryStatus(in.Status), OrderID: order}, p)
 		},
-		func(d domain.Delivery) (domain.Timestamp, uuid.UUID) { return d.CreatedAt, d.ID })
+		func(d domain.Delivery) (domain.Timestamp, uuid.UUID) { return d.CreatedAt, d.ID },
+		func(d domain.Delivery) (domain.Timestamp, uuid.UUID) { return d.UpdatedAt, d.ID })
 	if err != nil {
 		return nil, err
 	}

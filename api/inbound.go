@@ -115,12 +115,13 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		messageID = signed.MessageID
 	}
 	idempotencyName := IdempotencyKeyHeader
-	if values := r.Header.Values(IdempotencyKeyHeader); len(values) > 0 {
-		if len(values) > 1 || !validIdempotencyKey(values[0]) {
-			refuse(http.StatusBadRequest, IdempotencyKeyHeader+" must be one value of 1 to 255 printable ASCII characters")
-			return
-		}
-		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: values[0]}}, keys...)
+	key, ok := idempotencyKey(r.Header.Values(IdempotencyKeyHeader))
+	if !ok {
+		refuse(http.StatusBadRequest, badIdempotencyKey)
+		return
+	}
+	if key != "" {
+		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: key}}, keys...)
 	} else if messageID != "" {
 		idempotencyName = signature.HeaderWebhookID
 		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: messageID}}, keys...)
@@ -149,22 +150,6 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(answer)
 }
 
-// IdempotencyKeyHeader names a post for the sender's retries of it.
-const IdempotencyKeyHeader = "Idempotency-Key"
-
-// validIdempotencyKey: 1 to 255 printable ASCII characters.
-func validIdempotencyKey(k string) bool {
-	if len(k) < 1 || len(k) > 255 {
-		return false
-	}
-	for i := range len(k) {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
 // answerRepeat answers a sender's retry of a post seen on the endpoint
 // within 24 hours with that first post's answer, marked
 // Idempotent-Replayed; nothing runs again and no receipt is stored.
@@ -181,7 +166,7 @@ func answerRepeat(w http.ResponseWriter, first db.FirstPost, idempotencyName str
 		writeError(w, http.StatusConflict, "the first post with "+name+" has no answer yet: retry later")
 	default:
 		w.Header().Set("X-Receipt-Id", first.ReceiptID.String())
-		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set(ReplayedHeader, "true")
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(*first.Status)
 		_, _ = w.Write(first.Response)

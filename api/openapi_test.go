@@ -28,7 +28,7 @@ var specRoutes = []struct {
 	statuses            []int
 }{
 	{"GET", "/api/v1/products", "products:read", []int{400, 401, 403, 429}},
-	{"POST", "/api/v1/products/bulk", "products:write", []int{400, 401, 402, 403, 413, 429}},
+	{"POST", "/api/v1/products/bulk", "products:write", []int{400, 401, 402, 403, 409, 413, 422, 429}},
 	{"GET", "/api/v1/quotes", "quotes:read", []int{400, 401, 403, 429}},
 	{"GET", "/api/v1/quotes/{id}", "quotes:read", []int{401, 403, 404, 429}},
 	{"GET", "/api/v1/orders", "orders:read", []int{400, 401, 403, 429}},
@@ -37,7 +37,7 @@ var specRoutes = []struct {
 	{"GET", "/api/v1/stock/lines/{id}", "stock:read", []int{401, 403, 404, 429}},
 	{"GET", "/api/v1/stock/locations", "stock:read", []int{401, 403, 404, 429}},
 	{"GET", "/api/v1/stock/movements", "stock:read", []int{400, 401, 403, 404, 429}},
-	{"POST", "/api/v1/stock/movements", "stock:write", []int{400, 401, 403, 404, 409, 429}},
+	{"POST", "/api/v1/stock/movements", "stock:write", []int{400, 401, 403, 404, 409, 422, 429}},
 	{"GET", "/api/v1/deliveries", "deliveries:read", []int{400, 401, 403, 404, 429}},
 	{"GET", "/api/v1/deliveries/{id}", "deliveries:read", []int{401, 403, 404, 429}},
 	{"GET", "/api/v1/suppliers", "suppliers:read", []int{400, 401, 403, 404, 429}},
@@ -45,10 +45,10 @@ var specRoutes = []struct {
 	{"GET", "/api/v1/purchase-orders", "purchase_orders:read", []int{400, 401, 403, 404, 429}},
 	{"GET", "/api/v1/purchase-orders/{id}", "purchase_orders:read", []int{401, 403, 404, 429}},
 	{"GET", "/api/v1/customers", "customers:read", []int{400, 401, 403, 429}},
-	{"POST", "/api/v1/customers", "customers:write", []int{400, 401, 403, 429}},
+	{"POST", "/api/v1/customers", "customers:write", []int{400, 401, 403, 409, 422, 429}},
 	{"GET", "/api/v1/customers/{id}", "customers:read", []int{401, 403, 404, 429}},
 	{"GET", "/api/v1/requests", "requests:read", []int{400, 401, 403, 429}},
-	{"POST", "/api/v1/requests", "requests:write", []int{400, 401, 403, 422, 429}},
+	{"POST", "/api/v1/requests", "requests:write", []int{400, 401, 403, 409, 422, 429}},
 	{"GET", "/api/v1/requests/{id}", "requests:read", []int{401, 403, 404, 429}},
 }
 
@@ -103,6 +103,14 @@ func TestOpenAPIDescribesEveryRouteWithItsScopeAndStatuses(t *testing.T) {
 			ok := op.Responses.Status(success).Value.Headers
 			if ok["RateLimit"] == nil || ok["RateLimit-Policy"] == nil {
 				t.Errorf("%s %s: %d without the RateLimit headers", r.method, r.path, success)
+			}
+		}
+		if r.method == "POST" {
+			if p := op.Parameters.GetByInAndName("header", "Idempotency-Key"); p == nil || p.Description == "" {
+				t.Errorf("%s %s: the Idempotency-Key header is not documented", r.method, r.path)
+			}
+			if op.Responses.Status(success).Value.Headers["Idempotent-Replayed"] == nil {
+				t.Errorf("%s %s: %d without the Idempotent-Replayed header", r.method, r.path, success)
 			}
 		}
 		if op.Responses.Status(http.StatusUnprocessableEntity) != nil && !slices.Contains(r.statuses, 422) {

@@ -15,12 +15,13 @@ import (
 type ListOrdersInput struct {
 	Status string `query:"status" enum:"confirmed,in_progress,fulfilled,cancelled" doc:"Only orders in this state."`
 	SmallPage
+	Since
 }
 
 // ListOrdersOutput is a page of orders, newest first.
 type ListOrdersOutput struct {
 	Body struct {
-		Orders     []domain.Order `json:"orders" doc:"Orders, newest first."`
+		Orders     []domain.Order `json:"orders" doc:"Orders, newest first; with updated_since, oldest change first."`
 		NextCursor *string        `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
@@ -43,11 +44,12 @@ func (s *Server) registerOrders() {
 func (s *Server) listOrders(ctx context.Context, in *ListOrdersInput) (*ListOrdersOutput, error) {
 	out := &ListOrdersOutput{}
 	var err error
-	out.Body.Orders, out.Body.NextCursor, err = newestList(ctx, s, "orders", in.Cursor, in.Limit, []string{"status", in.Status},
+	out.Body.Orders, out.Body.NextCursor, err = changedList(ctx, s, "orders", in.Cursor, in.Limit, in.UpdatedSince, []string{"status", in.Status},
 		func(p db.Page) ([]domain.Order, error) {
 			return s.db.ListOrders(ctx, orgID(ctx), db.OrderFilter{Status: domain.OrderStatus(in.Status)}, p)
 		},
-		func(o domain.Order) (domain.Timestamp, uuid.UUID) { return o.CreatedAt, o.ID })
+		func(o domain.Order) (domain.Timestamp, uuid.UUID) { return o.CreatedAt, o.ID },
+		func(o domain.Order) (domain.Timestamp, uuid.UUID) { return o.UpdatedAt, o.ID })
 	if err != nil {
 		return nil, err
 	}

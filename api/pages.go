@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,33 +59,57 @@ func page[T any](s *Server, rows []T, limit int, list, bound string, key func(T)
 	return rows, &c
 }
 
+// Since is the updated_since filter of the lists a client mirrors.
+type Since struct {
+	UpdatedSince time.Time `query:"updated_since" doc:"RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more)."`
+}
+
 // newestList serves one page of a newest-first list: it checks the cursor
 // against the list and its filters (name/value pairs), fetches limit+1 rows
 // and makes the next cursor from the last row's (created_at, id). Its error
 // is already the answer (see fail), so a handler returns it as it is.
 func newestList[T any](ctx context.Context, s *Server, list string, cursor string, limit int, filters []string,
 	fetch func(db.Page) ([]T, error), key func(T) (domain.Timestamp, uuid.UUID)) ([]T, *string, error) {
+	return keyedList(ctx, s, list, cursor, limit, nil, filters, fetch, key)
+}
+
+// changedList serves a list a client can mirror: newest first as
+// newestList, or with updated_since the walk of the rows changed since then,
+// oldest change first, keyed by the rows' (updated_at, id) (changed).
+func changedList[T any](ctx context.Context, s *Server, list string, cursor string, limit int, since time.Time, filters []string,
+	fetch func(db.Page) ([]T, error), newest, changed func(T) (domain.Timestamp, uuid.UUID)) ([]T, *string, error) {
+	if since.IsZero() {
+		return keyedList(ctx, s, list, cursor, limit, nil, filters, fetch, newest)
+	}
+	filters = slices.Concat(filters, []string{"updated_since", since.UTC().Format(time.RFC3339Nano)})
+	return keyedList(ctx, s, list, cursor, limit, &since, filters, fetch, changed)
+}
+
+// keyedList serves one page of a list keyed by (time, id): newest first, or
+// the walk since *since.
+func keyedList[T any](ctx context.Context, s *Server, list string, cursor string, limit int, since *time.Time, filters []string,
+	fetch func(db.Page) ([]T, error), key func(T) (domain.Timestamp, uuid.UUID)) ([]T, *string, error) {
 	bound := binding(ctx, filters...)
 	k, err := s.after(cursor, list, bound, 2)
 	if err != nil {
 		return nil, nil, s.fail(ctx, err)
 	}
-	p := db.Page{Limit: limit}
+	p := db.Page{Limit: limit, Since: since}
 	if k != nil {
 		t, errT := time.Parse(time.RFC3339Nano, k[0])
 		id, errID := uuid.Parse(k[1])
 		if errT != nil || errID != nil {
 			return nil, nil, s.fail(ctx, domain.Errorf(domain.EINVALID, "cursor is not valid for this list"))
 		}
-		p.After = &db.Newest{CreatedAt: t, ID: id}
+		p.After = &db.Key{At: t, ID: id}
 	}
 	rows, err := fetch(p)
 	if err != nil {
 		return nil, nil, s.fail(ctx, err)
 	}
 	out, next := page(s, rows, limit, list, bound, func(r T) []string {
-		created, id := key(r)
-		return []string{created.Time.Format(time.RFC3339Nano), id.String()}
+		at, id := key(r)
+		return []string{at.Time.Format(time.RFC3339Nano), id.String()}
 	})
 	return out, next, nil
 }

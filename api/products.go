@@ -26,12 +26,13 @@ type ListProductsInput struct {
 	SKU      string `query:"sku" maxLength:"64" doc:"Exact SKU."`
 	Category string `query:"category" maxLength:"200" doc:"Exact category."`
 	LargePage
+	Since
 }
 
 // ListProductsOutput is a page of products in SKU order.
 type ListProductsOutput struct {
 	Body struct {
-		Products   []domain.Product `json:"products" doc:"Products in SKU order."`
+		Products   []domain.Product `json:"products" doc:"Products in SKU order; with updated_since, oldest change first."`
 		NextCursor *string          `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
@@ -86,6 +87,19 @@ func (s *Server) registerProducts() {
 }
 
 func (s *Server) listProducts(ctx context.Context, in *ListProductsInput) (*ListProductsOutput, error) {
+	out := &ListProductsOutput{}
+	filter := db.ProductFilter{Search: in.Search, SKU: in.SKU, Category: in.Category}
+	if !in.UpdatedSince.IsZero() {
+		var err error
+		out.Body.Products, out.Body.NextCursor, err = changedList(ctx, s, "products", in.Cursor, in.Limit, in.UpdatedSince,
+			[]string{"search", in.Search, "sku", in.SKU, "category", in.Category},
+			func(p db.Page) ([]domain.Product, error) { return s.db.ListChangedProducts(ctx, orgID(ctx), filter, p) },
+			nil, func(p domain.Product) (domain.Timestamp, uuid.UUID) { return p.UpdatedAt, p.ID })
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	bound := binding(ctx, "search", in.Search, "sku", in.SKU, "category", in.Category)
 	key, err := s.after(in.Cursor, "products", bound, 1)
 	if err != nil {
@@ -95,11 +109,10 @@ func (s *Server) listProducts(ctx context.Context, in *ListProductsInput) (*List
 	if key != nil {
 		afterSKU = key[0]
 	}
-	rows, err := s.db.ListProducts(ctx, orgID(ctx), db.ProductFilter{Search: in.Search, SKU: in.SKU, Category: in.Category}, afterSKU, in.Limit)
+	rows, err := s.db.ListProducts(ctx, orgID(ctx), filter, afterSKU, in.Limit)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	out := &ListProductsOutput{}
 	out.Body.Products, out.Body.NextCursor = page(s, rows, in.Limit, "products", bound,
 		func(p domain.Product) []string { return []string{p.SKU} })
 	return out, nil

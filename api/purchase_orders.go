@@ -16,12 +16,13 @@ type ListPurchaseOrdersInput struct {
 	Status     string `query:"status" enum:"draft,sent,acknowledged,partially_received,received,closed,cancelled" doc:"Only purchase orders in this state."`
 	SupplierID string `query:"supplier_id" format:"uuid" doc:"Only purchase orders placed with this supplier."`
 	SmallPage
+	Since
 }
 
 // ListPurchaseOrdersOutput is a page of purchase orders, newest first.
 type ListPurchaseOrdersOutput struct {
 	Body struct {
-		PurchaseOrders []domain.PurchaseOrder `json:"purchase_orders" doc:"Purchase orders, newest first."`
+		PurchaseOrders []domain.PurchaseOrder `json:"purchase_orders" doc:"Purchase orders, newest first; with updated_since, oldest change first."`
 		NextCursor     *string                `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
@@ -47,12 +48,13 @@ func (s *Server) listPurchaseOrders(ctx context.Context, in *ListPurchaseOrdersI
 		return nil, s.fail(ctx, err)
 	}
 	out := &ListPurchaseOrdersOutput{}
-	out.Body.PurchaseOrders, out.Body.NextCursor, err = newestList(ctx, s, "purchase_orders", in.Cursor, in.Limit,
+	out.Body.PurchaseOrders, out.Body.NextCursor, err = changedList(ctx, s, "purchase_orders", in.Cursor, in.Limit, in.UpdatedSince,
 		[]string{"status", in.Status, "supplier_id", in.SupplierID},
 		func(p db.Page) ([]domain.PurchaseOrder, error) {
 			return s.db.ListPurchaseOrders(ctx, orgID(ctx), db.PurchaseOrderFilter{Status: domain.PurchaseOrderStatus(in.Status), SupplierID: supplier}, p)
 		},
-		func(po domain.PurchaseOrder) (domain.Timestamp, uuid.UUID) { return po.CreatedAt, po.ID })
+		func(po domain.PurchaseOrder) (domain.Timestamp, uuid.UUID) { return po.CreatedAt, po.ID },
+		func(po domain.PurchaseOrder) (domain.Timestamp, uuid.UUID) { return po.UpdatedAt, po.ID })
 	if err != nil {
 		return nil, err
 	}

@@ -15,12 +15,13 @@ import (
 type ListQuotesInput struct {
 	Status string `query:"status" enum:"draft,sent,accepted,declined,expired" doc:"Only quotes in this state."`
 	SmallPage
+	Since
 }
 
 // ListQuotesOutput is a page of quotes, newest first.
 type ListQuotesOutput struct {
 	Body struct {
-		Quotes     []domain.Quote `json:"quotes" doc:"Quotes, newest first."`
+		Quotes     []domain.Quote `json:"quotes" doc:"Quotes, newest first; with updated_since, oldest change first."`
 		NextCursor *string        `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
@@ -43,11 +44,12 @@ func (s *Server) registerQuotes() {
 func (s *Server) listQuotes(ctx context.Context, in *ListQuotesInput) (*ListQuotesOutput, error) {
 	out := &ListQuotesOutput{}
 	var err error
-	out.Body.Quotes, out.Body.NextCursor, err = newestList(ctx, s, "quotes", in.Cursor, in.Limit, []string{"status", in.Status},
+	out.Body.Quotes, out.Body.NextCursor, err = changedList(ctx, s, "quotes", in.Cursor, in.Limit, in.UpdatedSince, []string{"status", in.Status},
 		func(p db.Page) ([]domain.Quote, error) {
 			return s.db.ListQuotes(ctx, orgID(ctx), db.QuoteFilter{Status: domain.QuoteStatus(in.Status)}, p)
 		},
-		func(q domain.Quote) (domain.Timestamp, uuid.UUID) { return q.CreatedAt, q.ID })
+		func(q domain.Quote) (domain.Timestamp, uuid.UUID) { return q.CreatedAt, q.ID },
+		func(q domain.Quote) (domain.Timestamp, uuid.UUID) { return q.UpdatedAt, q.ID })
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func New(d Deps) *Server {
 
 	cfg := s.humaConfig()
 	s.api = huma.NewAPI(cfg, specAdapter{Adapter: humachi.NewAdapter(r), openAPIPath: cfg.OpenAPIPath, server: s})
-	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery, s.boundLargeWrites)
+	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery, s.boundLargeWrites, s.idempotentPosts)
 	s.registerProducts()
 	s.registerQuotes()
 	s.registerOrders()
@@ -114,6 +114,7 @@ func New(d Deps) *Server {
 	s.registerRequests()
 	s.documentInbound()
 	s.documentWebhooks()
+	documentIdempotency(s.api.OpenAPI())
 	markPointersNullable(s.api.OpenAPI().Components.Schemas)
 	dropUndeclaredValidationStatus(s.api.OpenAPI())
 	documentRateHeaders(s.api.OpenAPI())

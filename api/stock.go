@@ -18,12 +18,13 @@ type ListStockLinesInput struct {
 	LocationID string `query:"location_id" format:"uuid" doc:"Only the stock at this location."`
 	SKU        string `query:"sku" maxLength:"64" doc:"Only the stock of the product with this SKU."`
 	SmallPage
+	Since
 }
 
 // ListStockLinesOutput is a page of stock lines, newest first.
 type ListStockLinesOutput struct {
 	Body struct {
-		StockLines []domain.StockLine `json:"stock_lines" doc:"Stock lines, newest first."`
+		StockLines []domain.StockLine `json:"stock_lines" doc:"Stock lines, newest first; with updated_since, oldest change first."`
 		NextCursor *string            `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
@@ -113,12 +114,13 @@ func (s *Server) listStockLines(ctx context.Context, in *ListStockLinesInput) (*
 		return nil, s.fail(ctx, err)
 	}
 	out := &ListStockLinesOutput{}
-	out.Body.StockLines, out.Body.NextCursor, err = newestList(ctx, s, "stock_lines", in.Cursor, in.Limit,
+	out.Body.StockLines, out.Body.NextCursor, err = changedList(ctx, s, "stock_lines", in.Cursor, in.Limit, in.UpdatedSince,
 		[]string{"product_id", in.ProductID, "location_id", in.LocationID, "sku", in.SKU},
 		func(p db.Page) ([]domain.StockLine, error) {
 			return s.db.ListStockLines(ctx, orgID(ctx), db.StockLineFilter{ProductID: product, LocationID: location, SKU: in.SKU}, p)
 		},
-		func(l domain.StockLine) (domain.Timestamp, uuid.UUID) { return l.CreatedAt, l.ID })
+		func(l domain.StockLine) (domain.Timestamp, uuid.UUID) { return l.CreatedAt, l.ID },
+		func(l domain.StockLine) (domain.Timestamp, uuid.UUID) { return l.UpdatedAt, l.ID })
 	if err != nil {
 		return nil, err
 	}

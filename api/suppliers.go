@@ -15,12 +15,13 @@ import (
 type ListSuppliersInput struct {
 	Search string `query:"search" maxLength:"200" doc:"Matches name and email (case-insensitive substring)."`
 	SmallPage
+	Since
 }
 
 // ListSuppliersOutput is a page of suppliers, newest first.
 type ListSuppliersOutput struct {
 	Body struct {
-		Suppliers  []domain.Supplier `json:"suppliers" doc:"Suppliers, newest first."`
+		Suppliers  []domain.Supplier `json:"suppliers" doc:"Suppliers, newest first; with updated_since, oldest change first."`
 		NextCursor *string           `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
@@ -42,11 +43,12 @@ func (s *Server) registerSuppliers() {
 func (s *Server) listSuppliers(ctx context.Context, in *ListSuppliersInput) (*ListSuppliersOutput, error) {
 	out := &ListSuppliersOutput{}
 	var err error
-	out.Body.Suppliers, out.Body.NextCursor, err = newestList(ctx, s, "suppliers", in.Cursor, in.Limit, []string{"search", in.Search},
+	out.Body.Suppliers, out.Body.NextCursor, err = changedList(ctx, s, "suppliers", in.Cursor, in.Limit, in.UpdatedSince, []string{"search", in.Search},
 		func(p db.Page) ([]domain.Supplier, error) {
 			return s.db.ListSuppliers(ctx, orgID(ctx), db.SupplierFilter{Search: in.Search}, p)
 		},
-		func(sp domain.Supplier) (domain.Timestamp, uuid.UUID) { return sp.CreatedAt, sp.ID })
+		func(sp domain.Supplier) (domain.Timestamp, uuid.UUID) { return sp.CreatedAt, sp.ID },
+		func(sp domain.Supplier) (domain.Timestamp, uuid.UUID) { return sp.UpdatedAt, sp.ID })
 	if err != nil {
 		return nil, err
 	}

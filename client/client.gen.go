@@ -841,8 +841,11 @@ type Customer struct {
 	ExternalRefs map[string]interface{} `json:"external_refs"`
 	Id           openapi_types.UUID     `json:"id"`
 	PaymentTerms *string                `json:"payment_terms"`
-	VatNumber    *string                `json:"vat_number"`
-	Website      *string                `json:"website"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
+	VatNumber *string   `json:"vat_number"`
+	Website   *string   `json:"website"`
 }
 
 // CustomerDetail defines model for CustomerDetail.
@@ -861,8 +864,11 @@ type CustomerDetail struct {
 	ExternalRefs map[string]interface{} `json:"external_refs"`
 	Id           openapi_types.UUID     `json:"id"`
 	PaymentTerms *string                `json:"payment_terms"`
-	VatNumber    *string                `json:"vat_number"`
-	Website      *string                `json:"website"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
+	VatNumber *string   `json:"vat_number"`
+	Website   *string   `json:"website"`
 }
 
 // CustomerInput defines model for CustomerInput.
@@ -908,6 +914,9 @@ type Delivery struct {
 	ShipTo      map[string]interface{} `json:"ship_to"`
 	Status      DeliveryStatus         `json:"status"`
 	TrackingUrl *string                `json:"tracking_url"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // DeliveryStatus defines model for Delivery.Status.
@@ -931,6 +940,9 @@ type DeliveryDetail struct {
 	ShipTo      map[string]interface{} `json:"ship_to"`
 	Status      DeliveryDetailStatus   `json:"status"`
 	TrackingUrl *string                `json:"tracking_url"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // DeliveryDetailStatus defines model for DeliveryDetail.Status.
@@ -1005,7 +1017,7 @@ type InboundProductsBody struct {
 
 // ListCustomersOutputBody defines model for ListCustomersOutputBody.
 type ListCustomersOutputBody struct {
-	// Customers Customers, newest first.
+	// Customers Customers, newest first; with updated_since, oldest change first.
 	Customers []Customer `json:"customers"`
 
 	// NextCursor Cursor of the next page; null when no rows follow.
@@ -1014,7 +1026,7 @@ type ListCustomersOutputBody struct {
 
 // ListDeliveriesOutputBody defines model for ListDeliveriesOutputBody.
 type ListDeliveriesOutputBody struct {
-	// Deliveries Deliveries, newest first.
+	// Deliveries Deliveries, newest first; with updated_since, oldest change first.
 	Deliveries []Delivery `json:"deliveries"`
 
 	// NextCursor Cursor of the next page; null when no rows follow.
@@ -1035,7 +1047,7 @@ type ListOrdersOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// Orders Orders, newest first.
+	// Orders Orders, newest first; with updated_since, oldest change first.
 	Orders []Order `json:"orders"`
 }
 
@@ -1044,7 +1056,7 @@ type ListProductsOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// Products Products in SKU order.
+	// Products Products in SKU order; with updated_since, oldest change first.
 	Products []Product `json:"products"`
 }
 
@@ -1053,7 +1065,7 @@ type ListPurchaseOrdersOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// PurchaseOrders Purchase orders, newest first.
+	// PurchaseOrders Purchase orders, newest first; with updated_since, oldest change first.
 	PurchaseOrders []PurchaseOrder `json:"purchase_orders"`
 }
 
@@ -1062,7 +1074,7 @@ type ListQuotesOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// Quotes Quotes, newest first.
+	// Quotes Quotes, newest first; with updated_since, oldest change first.
 	Quotes []Quote `json:"quotes"`
 }
 
@@ -1080,7 +1092,7 @@ type ListStockLinesOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// StockLines Stock lines, newest first.
+	// StockLines Stock lines, newest first; with updated_since, oldest change first.
 	StockLines []StockLine `json:"stock_lines"`
 }
 
@@ -1089,7 +1101,7 @@ type ListSuppliersOutputBody struct {
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
 
-	// Suppliers Suppliers, newest first.
+	// Suppliers Suppliers, newest first; with updated_since, oldest change first.
 	Suppliers []Supplier `json:"suppliers"`
 }
 
@@ -1146,6 +1158,9 @@ type Order struct {
 
 	// TotalMinor Total including VAT, in minor units.
 	TotalMinor int64 `json:"total_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // OrderStatus defines model for Order.Status.
@@ -1173,7 +1188,10 @@ type OrderDetail struct {
 
 	// TrackingUrl Tracking address an ERP or carrier reported.
 	TrackingUrl *string `json:"tracking_url"`
-	VatMinor    int64   `json:"vat_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
+	VatMinor  int64     `json:"vat_minor"`
 }
 
 // OrderDetailStatus defines model for OrderDetail.Status.
@@ -1279,6 +1297,9 @@ type Product struct {
 
 	// Uom Unit of measure, e.g. each, box, m.
 	Uom string `json:"uom"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ProductStatus Catalogue status.
@@ -1336,6 +1357,9 @@ type PurchaseOrder struct {
 	// SupplierRef The supplier's reference, recorded on acknowledgement.
 	SupplierRef *string `json:"supplier_ref"`
 	TotalMinor  int64   `json:"total_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // PurchaseOrderStatus defines model for PurchaseOrder.Status.
@@ -1359,6 +1383,9 @@ type PurchaseOrderDetail struct {
 	// SupplierRef The supplier's reference, recorded on acknowledgement.
 	SupplierRef *string `json:"supplier_ref"`
 	TotalMinor  int64   `json:"total_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // PurchaseOrderDetailStatus defines model for PurchaseOrderDetail.Status.
@@ -1393,6 +1420,9 @@ type Quote struct {
 	// TotalMinor Total including VAT, in minor units.
 	TotalMinor int64 `json:"total_minor"`
 
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
+
 	// ValidUntil Last day the quote is valid (YYYY-MM-DD); it expires at the end of that day, UTC.
 	//
 	// Example: 2026-12-31
@@ -1423,6 +1453,9 @@ type QuoteDetail struct {
 
 	// TotalMinor Total including VAT, in minor units.
 	TotalMinor int64 `json:"total_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 
 	// ValidUntil Last day the quote is valid (YYYY-MM-DD); it expires at the end of that day, UTC.
 	//
@@ -1515,9 +1548,11 @@ type StockLine struct {
 	QtyOnHand float64 `json:"qty_on_hand"`
 
 	// Sku The product's SKU.
-	Sku           string    `json:"sku"`
-	UnitCostMinor *int64    `json:"unit_cost_minor"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Sku           string `json:"sku"`
+	UnitCostMinor *int64 `json:"unit_cost_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // StockLineDetail defines model for StockLineDetail.
@@ -1533,9 +1568,11 @@ type StockLineDetail struct {
 	QtyOnHand float64 `json:"qty_on_hand"`
 
 	// Sku The product's SKU.
-	Sku           string    `json:"sku"`
-	UnitCostMinor *int64    `json:"unit_cost_minor"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Sku           string `json:"sku"`
+	UnitCostMinor *int64 `json:"unit_cost_minor"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // StockLocation defines model for StockLocation.
@@ -1589,6 +1626,9 @@ type Supplier struct {
 	Name         string                 `json:"name"`
 	PaymentTerms *string                `json:"payment_terms"`
 	Phone        *string                `json:"phone"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // SupplierDetail defines model for SupplierDetail.
@@ -1603,6 +1643,9 @@ type SupplierDetail struct {
 	Name         string                 `json:"name"`
 	PaymentTerms *string                `json:"payment_terms"`
 	Phone        *string                `json:"phone"`
+
+	// UpdatedAt When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // SupplierInvoice defines model for SupplierInvoice.
@@ -1665,6 +1708,15 @@ type PostInboundParams struct {
 	// XServiceSignature Required when the endpoint requires signatures (401 when missing or wrong), ignored otherwise: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the endpoint's secret, the whole whsec_ string as UTF-8>, with t within five minutes of the service's clock. Several v1 values may be given; any match passes. The construction Stripe uses.
 	XServiceSignature *string `json:"X-Service-Signature,omitempty"`
 
+	// WebhookId Standard Webhooks, the other accepted signature scheme: the message id, 1 to 255 printable ASCII characters. With webhook-timestamp and webhook-signature, instead of X-Service-Signature. Without an Idempotency-Key, a verified webhook-id names the post for retries.
+	WebhookId *string `json:"webhook-id,omitempty"`
+
+	// WebhookTimestamp Standard Webhooks: unix seconds, within five minutes of the service's clock.
+	WebhookTimestamp *string `json:"webhook-timestamp,omitempty"`
+
+	// WebhookSignature Standard Webhooks: space-separated v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>"> keyed with the bytes the endpoint's secret encodes after whsec_; any match passes.
+	WebhookSignature *string `json:"webhook-signature,omitempty"`
+
 	// IdempotencyKey Names the post for the sender's retries: a post with the same key on the same endpoint within 24 hours is answered with the first post's answer and applies nothing again. 1 to 255 printable ASCII characters (400 otherwise).
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
@@ -1679,6 +1731,15 @@ type ListCustomersParams struct {
 
 	// Limit Rows per page, 1 to 500.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
+}
+
+// UpsertCustomersParams defines parameters for UpsertCustomers.
+type UpsertCustomersParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListDeliveriesParams defines parameters for ListDeliveries.
@@ -1694,6 +1755,9 @@ type ListDeliveriesParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListDeliveriesParamsStatus defines parameters for ListDeliveries.
@@ -1709,6 +1773,9 @@ type ListOrdersParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListOrdersParamsStatus defines parameters for ListOrders.
@@ -1730,6 +1797,15 @@ type ListProductsParams struct {
 
 	// Limit Rows per page, 1 to 500.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
+}
+
+// BulkUpsertProductsParams defines parameters for BulkUpsertProducts.
+type BulkUpsertProductsParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListPurchaseOrdersParams defines parameters for ListPurchaseOrders.
@@ -1745,6 +1821,9 @@ type ListPurchaseOrdersParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListPurchaseOrdersParamsStatus defines parameters for ListPurchaseOrders.
@@ -1760,6 +1839,9 @@ type ListQuotesParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListQuotesParamsStatus defines parameters for ListQuotes.
@@ -1772,6 +1854,12 @@ type ListRequestsParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateRequestParams defines parameters for CreateRequest.
+type CreateRequestParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListStockLinesParams defines parameters for ListStockLines.
@@ -1790,6 +1878,9 @@ type ListStockLinesParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // ListStockMovementsParams defines parameters for ListStockMovements.
@@ -1813,6 +1904,12 @@ type ListStockMovementsParams struct {
 // ListStockMovementsParamsKind defines parameters for ListStockMovements.
 type ListStockMovementsParamsKind string
 
+// CreateStockMovementParams defines parameters for CreateStockMovement.
+type CreateStockMovementParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListSuppliersParams defines parameters for ListSuppliers.
 type ListSuppliersParams struct {
 	// Search Matches name and email (case-insensitive substring).
@@ -1823,6 +1920,9 @@ type ListSuppliersParams struct {
 
 	// Limit Rows per page, 1 to 200.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // PostInboundJSONRequestBody defines body for PostInbound for application/json ContentType.
@@ -2196,7 +2296,7 @@ type ClientInterface interface {
 
 	// PostInboundWithBody Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2205,7 +2305,7 @@ type ClientInterface interface {
 
 	// PostInbound Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2227,10 +2327,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `customers:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-	UpsertCustomersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpsertCustomersWithBody(ctx context.Context, params *UpsertCustomersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpsertCustomers Create or update customers
 	//
@@ -2238,10 +2340,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `customers:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-	UpsertCustomers(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpsertCustomers(ctx context.Context, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetCustomer Read a customer
 	//
@@ -2303,10 +2407,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `products:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-	BulkUpsertProductsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BulkUpsertProductsWithBody(ctx context.Context, params *BulkUpsertProductsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// BulkUpsertProducts Upsert products in bulk
 	//
@@ -2314,10 +2420,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `products:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-	BulkUpsertProducts(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BulkUpsertProducts(ctx context.Context, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPurchaseOrders List purchase orders
 	//
@@ -2370,10 +2478,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `requests:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-	CreateRequestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRequestWithBody(ctx context.Context, params *CreateRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRequest Open a request
 	//
@@ -2381,10 +2491,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `requests:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-	CreateRequest(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRequest(ctx context.Context, params *CreateRequestParams, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRequest Read a request
 	//
@@ -2437,10 +2549,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-	CreateStockMovementWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateStockMovementWithBody(ctx context.Context, params *CreateStockMovementParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateStockMovement Move stock
 	//
@@ -2448,10 +2562,12 @@ type ClientInterface interface {
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-	CreateStockMovement(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateStockMovement(ctx context.Context, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSuppliers List suppliers
 	//
@@ -2474,7 +2590,7 @@ type ClientInterface interface {
 
 // PostInboundWithBody Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2493,7 +2609,7 @@ func (c *Client) PostInboundWithBody(ctx context.Context, token string, params *
 
 // PostInbound Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2535,11 +2651,13 @@ func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams,
 //
 // Requires scope `customers:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-func (c *Client) UpsertCustomersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpsertCustomersRequestWithBody(c.Server, contentType, body)
+func (c *Client) UpsertCustomersWithBody(ctx context.Context, params *UpsertCustomersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertCustomersRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2556,11 +2674,13 @@ func (c *Client) UpsertCustomersWithBody(ctx context.Context, contentType string
 //
 // Requires scope `customers:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-func (c *Client) UpsertCustomers(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpsertCustomersRequest(c.Server, body)
+func (c *Client) UpsertCustomers(ctx context.Context, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertCustomersRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2691,11 +2811,13 @@ func (c *Client) ListProducts(ctx context.Context, params *ListProductsParams, r
 //
 // Requires scope `products:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-func (c *Client) BulkUpsertProductsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBulkUpsertProductsRequestWithBody(c.Server, contentType, body)
+func (c *Client) BulkUpsertProductsWithBody(ctx context.Context, params *BulkUpsertProductsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkUpsertProductsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2712,11 +2834,13 @@ func (c *Client) BulkUpsertProductsWithBody(ctx context.Context, contentType str
 //
 // Requires scope `products:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-func (c *Client) BulkUpsertProducts(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBulkUpsertProductsRequest(c.Server, body)
+func (c *Client) BulkUpsertProducts(ctx context.Context, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkUpsertProductsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2828,11 +2952,13 @@ func (c *Client) ListRequests(ctx context.Context, params *ListRequestsParams, r
 //
 // Requires scope `requests:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-func (c *Client) CreateRequestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRequestRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateRequestWithBody(ctx context.Context, params *CreateRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRequestRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2849,11 +2975,13 @@ func (c *Client) CreateRequestWithBody(ctx context.Context, contentType string, 
 //
 // Requires scope `requests:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-func (c *Client) CreateRequest(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRequestRequest(c.Server, body)
+func (c *Client) CreateRequest(ctx context.Context, params *CreateRequestParams, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRequestRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2965,11 +3093,13 @@ func (c *Client) ListStockMovements(ctx context.Context, params *ListStockMoveme
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-func (c *Client) CreateStockMovementWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateStockMovementRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateStockMovementWithBody(ctx context.Context, params *CreateStockMovementParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateStockMovementRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2986,11 +3116,13 @@ func (c *Client) CreateStockMovementWithBody(ctx context.Context, contentType st
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-func (c *Client) CreateStockMovement(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateStockMovementRequest(c.Server, body)
+func (c *Client) CreateStockMovement(ctx context.Context, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateStockMovementRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3096,15 +3228,48 @@ func NewPostInboundRequestWithBody(server string, token string, params *PostInbo
 			req.Header.Set("X-Service-Signature", headerParam0)
 		}
 
-		if params.IdempotencyKey != nil {
+		if params.WebhookId != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", *params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Idempotency-Key", headerParam1)
+			req.Header.Set("webhook-id", headerParam1)
+		}
+
+		if params.WebhookTimestamp != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", *params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("webhook-timestamp", headerParam2)
+		}
+
+		if params.WebhookSignature != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", *params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("webhook-signature", headerParam3)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam4)
 		}
 
 	}
@@ -3176,6 +3341,18 @@ func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3191,18 +3368,18 @@ func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.
 }
 
 // NewUpsertCustomersRequest calls the generic UpsertCustomers builder with application/json body
-func NewUpsertCustomersRequest(server string, body UpsertCustomersJSONRequestBody) (*http.Request, error) {
+func NewUpsertCustomersRequest(server string, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpsertCustomersRequestWithBody(server, "application/json", bodyReader)
+	return NewUpsertCustomersRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewUpsertCustomersRequestWithBody constructs an http.Request for the UpsertCustomers method, with any body, and a specified content type
-func NewUpsertCustomersRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpsertCustomersRequestWithBody(server string, params *UpsertCustomersParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3226,6 +3403,21 @@ func NewUpsertCustomersRequestWithBody(server string, contentType string, body i
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3340,6 +3532,18 @@ func NewListDeliveriesRequest(server string, params *ListDeliveriesParams) (*htt
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3443,6 +3647,18 @@ func NewListOrdersRequest(server string, params *ListOrdersParams) (*http.Reques
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3588,6 +3804,18 @@ func NewListProductsRequest(server string, params *ListProductsParams) (*http.Re
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3603,18 +3831,18 @@ func NewListProductsRequest(server string, params *ListProductsParams) (*http.Re
 }
 
 // NewBulkUpsertProductsRequest calls the generic BulkUpsertProducts builder with application/json body
-func NewBulkUpsertProductsRequest(server string, body BulkUpsertProductsJSONRequestBody) (*http.Request, error) {
+func NewBulkUpsertProductsRequest(server string, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewBulkUpsertProductsRequestWithBody(server, "application/json", bodyReader)
+	return NewBulkUpsertProductsRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewBulkUpsertProductsRequestWithBody constructs an http.Request for the BulkUpsertProducts method, with any body, and a specified content type
-func NewBulkUpsertProductsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewBulkUpsertProductsRequestWithBody(server string, params *BulkUpsertProductsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3638,6 +3866,21 @@ func NewBulkUpsertProductsRequestWithBody(server string, contentType string, bod
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3709,6 +3952,18 @@ func NewListPurchaseOrdersRequest(server string, params *ListPurchaseOrdersParam
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3821,6 +4076,18 @@ func NewListQuotesRequest(server string, params *ListQuotesParams) (*http.Reques
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3945,18 +4212,18 @@ func NewListRequestsRequest(server string, params *ListRequestsParams) (*http.Re
 }
 
 // NewCreateRequestRequest calls the generic CreateRequest builder with application/json body
-func NewCreateRequestRequest(server string, body CreateRequestJSONRequestBody) (*http.Request, error) {
+func NewCreateRequestRequest(server string, params *CreateRequestParams, body CreateRequestJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateRequestRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateRequestRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateRequestRequestWithBody constructs an http.Request for the CreateRequest method, with any body, and a specified content type
-func NewCreateRequestRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateRequestRequestWithBody(server string, params *CreateRequestParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3980,6 +4247,21 @@ func NewCreateRequestRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -4097,6 +4379,18 @@ func NewListStockLinesRequest(server string, params *ListStockLinesParams) (*htt
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4284,18 +4578,18 @@ func NewListStockMovementsRequest(server string, params *ListStockMovementsParam
 }
 
 // NewCreateStockMovementRequest calls the generic CreateStockMovement builder with application/json body
-func NewCreateStockMovementRequest(server string, body CreateStockMovementJSONRequestBody) (*http.Request, error) {
+func NewCreateStockMovementRequest(server string, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateStockMovementRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateStockMovementRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateStockMovementRequestWithBody constructs an http.Request for the CreateStockMovement method, with any body, and a specified content type
-func NewCreateStockMovementRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateStockMovementRequestWithBody(server string, params *CreateStockMovementParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4319,6 +4613,21 @@ func NewCreateStockMovementRequestWithBody(server string, contentType string, bo
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -4378,6 +4687,18 @@ func NewListSuppliersRequest(server string, params *ListSuppliersParams) (*http.
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4481,7 +4802,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithBodyWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4490,7 +4811,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4514,10 +4835,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `customers:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-	UpsertCustomersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
+	UpsertCustomersWithBodyWithResponse(ctx context.Context, params *UpsertCustomersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
 
 	// UpsertCustomersWithResponse Create or update customers
 	//
@@ -4525,10 +4848,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `customers:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-	UpsertCustomersWithResponse(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
+	UpsertCustomersWithResponse(ctx context.Context, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error)
 
 	// GetCustomerWithResponse Read a customer
 	//
@@ -4602,10 +4927,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `products:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-	BulkUpsertProductsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
+	BulkUpsertProductsWithBodyWithResponse(ctx context.Context, params *BulkUpsertProductsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
 
 	// BulkUpsertProductsWithResponse Upsert products in bulk
 	//
@@ -4613,10 +4940,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `products:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-	BulkUpsertProductsWithResponse(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
+	BulkUpsertProductsWithResponse(ctx context.Context, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error)
 
 	// ListPurchaseOrdersWithResponse List purchase orders
 	//
@@ -4679,10 +5008,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `requests:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-	CreateRequestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
+	CreateRequestWithBodyWithResponse(ctx context.Context, params *CreateRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
 
 	// CreateRequestWithResponse Open a request
 	//
@@ -4690,10 +5021,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `requests:write`.
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-	CreateRequestWithResponse(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
+	CreateRequestWithResponse(ctx context.Context, params *CreateRequestParams, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error)
 
 	// GetRequestWithResponse Read a request
 	//
@@ -4756,10 +5089,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-	CreateStockMovementWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
+	CreateStockMovementWithBodyWithResponse(ctx context.Context, params *CreateStockMovementParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
 
 	// CreateStockMovementWithResponse Move stock
 	//
@@ -4767,10 +5102,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-	CreateStockMovementWithResponse(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
+	CreateStockMovementWithResponse(ctx context.Context, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error)
 
 	// ListSuppliersWithResponse List suppliers
 	//
@@ -5096,14 +5433,16 @@ func (r ListCustomersResponse) ContentType() string {
 
 // UpsertCustomersResponse200Headers the declared response headers of an HTTP 200 response for UpsertCustomers
 type UpsertCustomersResponse200Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // UpsertCustomersResponse400Headers the declared response headers of an HTTP 400 response for UpsertCustomers
 type UpsertCustomersResponse400Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // UpsertCustomersResponse403Headers the declared response headers of an HTTP 403 response for UpsertCustomers
@@ -5112,10 +5451,25 @@ type UpsertCustomersResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// UpsertCustomersResponse409Headers the declared response headers of an HTTP 409 response for UpsertCustomers
+type UpsertCustomersResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
 // UpsertCustomersResponse413Headers the declared response headers of an HTTP 413 response for UpsertCustomers
 type UpsertCustomersResponse413Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// UpsertCustomersResponse422Headers the declared response headers of an HTTP 422 response for UpsertCustomers
+type UpsertCustomersResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // UpsertCustomersResponse429Headers the declared response headers of an HTTP 429 response for UpsertCustomers
@@ -5136,8 +5490,12 @@ type UpsertCustomersResponse struct {
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5148,8 +5506,12 @@ type UpsertCustomersResponse struct {
 	Headers400 *UpsertCustomersResponse400Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *UpsertCustomersResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpsertCustomersResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UpsertCustomersResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpsertCustomersResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpsertCustomersResponse429Headers
 }
@@ -5174,9 +5536,19 @@ func (r UpsertCustomersResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpsertCustomersResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UpsertCustomersResponse) GetJSON413() *ErrorBody {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpsertCustomersResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5889,20 +6261,23 @@ func (r ListProductsResponse) ContentType() string {
 
 // BulkUpsertProductsResponse200Headers the declared response headers of an HTTP 200 response for BulkUpsertProducts
 type BulkUpsertProductsResponse200Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // BulkUpsertProductsResponse400Headers the declared response headers of an HTTP 400 response for BulkUpsertProducts
 type BulkUpsertProductsResponse400Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // BulkUpsertProductsResponse402Headers the declared response headers of an HTTP 402 response for BulkUpsertProducts
 type BulkUpsertProductsResponse402Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // BulkUpsertProductsResponse403Headers the declared response headers of an HTTP 403 response for BulkUpsertProducts
@@ -5911,10 +6286,25 @@ type BulkUpsertProductsResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// BulkUpsertProductsResponse409Headers the declared response headers of an HTTP 409 response for BulkUpsertProducts
+type BulkUpsertProductsResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
 // BulkUpsertProductsResponse413Headers the declared response headers of an HTTP 413 response for BulkUpsertProducts
 type BulkUpsertProductsResponse413Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// BulkUpsertProductsResponse422Headers the declared response headers of an HTTP 422 response for BulkUpsertProducts
+type BulkUpsertProductsResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // BulkUpsertProductsResponse429Headers the declared response headers of an HTTP 429 response for BulkUpsertProducts
@@ -5937,8 +6327,12 @@ type BulkUpsertProductsResponse struct {
 	JSON402 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5951,8 +6345,12 @@ type BulkUpsertProductsResponse struct {
 	Headers402 *BulkUpsertProductsResponse402Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *BulkUpsertProductsResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *BulkUpsertProductsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *BulkUpsertProductsResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *BulkUpsertProductsResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *BulkUpsertProductsResponse429Headers
 }
@@ -5982,9 +6380,19 @@ func (r BulkUpsertProductsResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r BulkUpsertProductsResponse) GetJSON413() *ErrorBody {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r BulkUpsertProductsResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6588,14 +6996,16 @@ func (r ListRequestsResponse) ContentType() string {
 
 // CreateRequestResponse201Headers the declared response headers of an HTTP 201 response for CreateRequest
 type CreateRequestResponse201Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateRequestResponse400Headers the declared response headers of an HTTP 400 response for CreateRequest
 type CreateRequestResponse400Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateRequestResponse403Headers the declared response headers of an HTTP 403 response for CreateRequest
@@ -6604,16 +7014,25 @@ type CreateRequestResponse403Headers struct {
 	RateLimitPolicy *string
 }
 
+// CreateRequestResponse409Headers the declared response headers of an HTTP 409 response for CreateRequest
+type CreateRequestResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
 // CreateRequestResponse413Headers the declared response headers of an HTTP 413 response for CreateRequest
 type CreateRequestResponse413Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateRequestResponse422Headers the declared response headers of an HTTP 422 response for CreateRequest
 type CreateRequestResponse422Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateRequestResponse429Headers the declared response headers of an HTTP 429 response for CreateRequest
@@ -6634,6 +7053,8 @@ type CreateRequestResponse struct {
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -6648,6 +7069,8 @@ type CreateRequestResponse struct {
 	Headers400 *CreateRequestResponse400Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateRequestResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateRequestResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateRequestResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -6674,6 +7097,11 @@ func (r CreateRequestResponse) GetJSON401() *ErrorBody {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateRequestResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateRequestResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -7302,20 +7730,23 @@ func (r ListStockMovementsResponse) ContentType() string {
 
 // CreateStockMovementResponse200Headers the declared response headers of an HTTP 200 response for CreateStockMovement
 type CreateStockMovementResponse200Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse201Headers the declared response headers of an HTTP 201 response for CreateStockMovement
 type CreateStockMovementResponse201Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse400Headers the declared response headers of an HTTP 400 response for CreateStockMovement
 type CreateStockMovementResponse400Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse403Headers the declared response headers of an HTTP 403 response for CreateStockMovement
@@ -7326,20 +7757,30 @@ type CreateStockMovementResponse403Headers struct {
 
 // CreateStockMovementResponse404Headers the declared response headers of an HTTP 404 response for CreateStockMovement
 type CreateStockMovementResponse404Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse409Headers the declared response headers of an HTTP 409 response for CreateStockMovement
 type CreateStockMovementResponse409Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse413Headers the declared response headers of an HTTP 413 response for CreateStockMovement
 type CreateStockMovementResponse413Headers struct {
-	RateLimit       *string
-	RateLimitPolicy *string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// CreateStockMovementResponse422Headers the declared response headers of an HTTP 422 response for CreateStockMovement
+type CreateStockMovementResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
 }
 
 // CreateStockMovementResponse429Headers the declared response headers of an HTTP 429 response for CreateStockMovement
@@ -7368,6 +7809,8 @@ type CreateStockMovementResponse struct {
 	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7386,6 +7829,8 @@ type CreateStockMovementResponse struct {
 	Headers409 *CreateStockMovementResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateStockMovementResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateStockMovementResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateStockMovementResponse429Headers
 }
@@ -7428,6 +7873,11 @@ func (r CreateStockMovementResponse) GetJSON409() *ErrorBody {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateStockMovementResponse) GetJSON413() *ErrorBody {
 	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateStockMovementResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7704,7 +8154,7 @@ func (r GetSupplierResponse) ContentType() string {
 
 // PostInboundWithBodyWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7719,7 +8169,7 @@ func (c *ClientWithResponses) PostInboundWithBodyWithResponse(ctx context.Contex
 
 // PostInboundWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one: header X-Service-Signature, within five minutes), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same v1 signature value, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7755,11 +8205,13 @@ func (c *ClientWithResponses) ListCustomersWithResponse(ctx context.Context, par
 //
 // Requires scope `customers:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-func (c *ClientWithResponses) UpsertCustomersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
-	rsp, err := c.UpsertCustomersWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UpsertCustomersWithBodyWithResponse(ctx context.Context, params *UpsertCustomersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
+	rsp, err := c.UpsertCustomersWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7772,11 +8224,13 @@ func (c *ClientWithResponses) UpsertCustomersWithBodyWithResponse(ctx context.Co
 //
 // Requires scope `customers:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/customers (the `UpsertCustomers` operationId).
-func (c *ClientWithResponses) UpsertCustomersWithResponse(ctx context.Context, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
-	rsp, err := c.UpsertCustomers(ctx, body, reqEditors...)
+func (c *ClientWithResponses) UpsertCustomersWithResponse(ctx context.Context, params *UpsertCustomersParams, body UpsertCustomersJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertCustomersResponse, error) {
+	rsp, err := c.UpsertCustomers(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7891,11 +8345,13 @@ func (c *ClientWithResponses) ListProductsWithResponse(ctx context.Context, para
 //
 // Requires scope `products:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-func (c *ClientWithResponses) BulkUpsertProductsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
-	rsp, err := c.BulkUpsertProductsWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) BulkUpsertProductsWithBodyWithResponse(ctx context.Context, params *BulkUpsertProductsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
+	rsp, err := c.BulkUpsertProductsWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7908,11 +8364,13 @@ func (c *ClientWithResponses) BulkUpsertProductsWithBodyWithResponse(ctx context
 //
 // Requires scope `products:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/products/bulk (the `BulkUpsertProducts` operationId).
-func (c *ClientWithResponses) BulkUpsertProductsWithResponse(ctx context.Context, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
-	rsp, err := c.BulkUpsertProducts(ctx, body, reqEditors...)
+func (c *ClientWithResponses) BulkUpsertProductsWithResponse(ctx context.Context, params *BulkUpsertProductsParams, body BulkUpsertProductsJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkUpsertProductsResponse, error) {
+	rsp, err := c.BulkUpsertProducts(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8010,11 +8468,13 @@ func (c *ClientWithResponses) ListRequestsWithResponse(ctx context.Context, para
 //
 // Requires scope `requests:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-func (c *ClientWithResponses) CreateRequestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
-	rsp, err := c.CreateRequestWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateRequestWithBodyWithResponse(ctx context.Context, params *CreateRequestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
+	rsp, err := c.CreateRequestWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8027,11 +8487,13 @@ func (c *ClientWithResponses) CreateRequestWithBodyWithResponse(ctx context.Cont
 //
 // Requires scope `requests:write`.
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/requests (the `CreateRequest` operationId).
-func (c *ClientWithResponses) CreateRequestWithResponse(ctx context.Context, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
-	rsp, err := c.CreateRequest(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateRequestWithResponse(ctx context.Context, params *CreateRequestParams, body CreateRequestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRequestResponse, error) {
+	rsp, err := c.CreateRequest(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8129,11 +8591,13 @@ func (c *ClientWithResponses) ListStockMovementsWithResponse(ctx context.Context
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-func (c *ClientWithResponses) CreateStockMovementWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
-	rsp, err := c.CreateStockMovementWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateStockMovementWithBodyWithResponse(ctx context.Context, params *CreateStockMovementParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
+	rsp, err := c.CreateStockMovementWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8146,11 +8610,13 @@ func (c *ClientWithResponses) CreateStockMovementWithBodyWithResponse(ctx contex
 //
 // Requires scope `stock:write`. Requires the Stock add-on (404 when it is off, unless the organisation still holds stock rows and this is a read).
 //
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/stock/movements (the `CreateStockMovement` operationId).
-func (c *ClientWithResponses) CreateStockMovementWithResponse(ctx context.Context, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
-	rsp, err := c.CreateStockMovement(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateStockMovementWithResponse(ctx context.Context, params *CreateStockMovementParams, body CreateStockMovementJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateStockMovementResponse, error) {
+	rsp, err := c.CreateStockMovement(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8634,12 +9100,26 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody
@@ -8660,6 +9140,13 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 	switch {
 	case rsp.StatusCode == 200:
 		var headers UpsertCustomersResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -8677,6 +9164,13 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpsertCustomersResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -8709,8 +9203,39 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpsertCustomersResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers UpsertCustomersResponse413Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -8726,6 +9251,30 @@ func ParseUpsertCustomersResponse(rsp *http.Response) (*UpsertCustomersResponse,
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpsertCustomersResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpsertCustomersResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -9662,12 +10211,26 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody
@@ -9688,6 +10251,13 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 	switch {
 	case rsp.StatusCode == 200:
 		var headers BulkUpsertProductsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9705,6 +10275,13 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers BulkUpsertProductsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9722,6 +10299,13 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 		response.Headers400 = &headers
 	case rsp.StatusCode == 402:
 		var headers BulkUpsertProductsResponse402Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9754,8 +10338,39 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers BulkUpsertProductsResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers BulkUpsertProductsResponse413Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9771,6 +10386,30 @@ func ParseBulkUpsertProductsResponse(rsp *http.Response) (*BulkUpsertProductsRes
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers BulkUpsertProductsResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers BulkUpsertProductsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -10561,6 +11200,13 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10594,6 +11240,13 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateRequestResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10611,6 +11264,13 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateRequestResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10643,8 +11303,39 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateRequestResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateRequestResponse413Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10662,6 +11353,13 @@ func ParseCreateRequestResponse(rsp *http.Response) (*CreateRequestResponse, err
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateRequestResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11519,6 +12217,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11538,6 +12243,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 	switch {
 	case rsp.StatusCode == 200:
 		var headers CreateStockMovementResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11555,6 +12267,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers CreateStockMovementResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11572,6 +12291,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateStockMovementResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11606,6 +12332,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreateStockMovementResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11623,6 +12356,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateStockMovementResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11640,6 +12380,13 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateStockMovementResponse413Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11655,6 +12402,30 @@ func ParseCreateStockMovementResponse(rsp *http.Response) (*CreateStockMovementR
 			headers.RateLimitPolicy = &value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateStockMovementResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateStockMovementResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

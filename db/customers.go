@@ -16,11 +16,17 @@ import (
 // domain (case-insensitive substring).
 type CustomerFilter struct{ Search string }
 
-const customerColumns = `c.id, c.company, c.website, c.email_domain, c.vat_number, c.payment_terms, c.currency, c.external_refs, c.created_at`
+const customerColumns = `c.id, c.company, c.website, c.email_domain, c.vat_number, c.payment_terms, c.currency, c.external_refs, c.created_at, c.updated_at`
+
+// customerFields are the scan targets of customerColumns.
+func customerFields(c *domain.Customer) []any {
+	return []any{&c.ID, &c.Company, &c.Website, &c.EmailDomain, &c.VATNumber, &c.PaymentTerms, &c.Currency, &c.ExternalRefs,
+		&c.CreatedAt, &c.UpdatedAt}
+}
 
 func scanCustomer(r pgx.Row) (domain.Customer, error) {
 	var c domain.Customer
-	err := r.Scan(&c.ID, &c.Company, &c.Website, &c.EmailDomain, &c.VATNumber, &c.PaymentTerms, &c.Currency, &c.ExternalRefs, &c.CreatedAt)
+	err := r.Scan(customerFields(&c)...)
 	return c, err
 }
 
@@ -29,7 +35,7 @@ func (d *DB) ListCustomers(ctx context.Context, orgID uuid.UUID, f CustomerFilte
 	c := newConds()
 	c.add("c.org_id = ?", orgID)
 	c.addIf(f.Search != "", "(c.company || chr(31) || coalesce(c.email_domain, '')) ILIKE ?", searchPattern(f.Search))
-	return listNewest(ctx, d.pool, `SELECT `+customerColumns+` FROM customers c`, "c", c, p, scanCustomer)
+	return listPage(ctx, d.pool, `SELECT `+customerColumns+` FROM customers c`, "customers", "c", c, p, scanCustomer)
 }
 
 func scanContact(r pgx.Row) (domain.Contact, error) {
@@ -44,7 +50,7 @@ func (d *DB) Customer(ctx context.Context, orgID, id uuid.UUID) (domain.Customer
 	var c domain.CustomerDetail
 	err := d.detail(ctx, "customer",
 		func(r pgx.Row) error {
-			return r.Scan(&c.ID, &c.Company, &c.Website, &c.EmailDomain, &c.VATNumber, &c.PaymentTerms, &c.Currency, &c.ExternalRefs, &c.CreatedAt)
+			return r.Scan(customerFields(&c.Customer)...)
 		},
 		[]string{
 			`SELECT ` + customerColumns + ` FROM customers c WHERE c.org_id = $1 AND c.id = $2`,

@@ -16,12 +16,17 @@ type DeliveryFilter struct {
 }
 
 const deliveryColumns = `d.id, d.number, d.status, d.order_id, d.customer_id, d.carrier, d.consignment_ref, d.tracking_url,
-	d.ship_to, d.dispatched_at, d.delivered_at, d.created_at`
+	d.ship_to, d.dispatched_at, d.delivered_at, d.created_at, d.updated_at`
+
+// deliveryFields are the scan targets of deliveryColumns.
+func deliveryFields(d *domain.Delivery) []any {
+	return []any{&d.ID, &d.Number, &d.Status, &d.OrderID, &d.CustomerID, &d.Carrier, &d.ConsignmentRef, &d.TrackingURL,
+		&d.ShipTo, &d.DispatchedAt, &d.DeliveredAt, &d.CreatedAt, &d.UpdatedAt}
+}
 
 func scanDelivery(r pgx.Row) (domain.Delivery, error) {
 	var d domain.Delivery
-	err := r.Scan(&d.ID, &d.Number, &d.Status, &d.OrderID, &d.CustomerID, &d.Carrier, &d.ConsignmentRef, &d.TrackingURL,
-		&d.ShipTo, &d.DispatchedAt, &d.DeliveredAt, &d.CreatedAt)
+	err := r.Scan(deliveryFields(&d)...)
 	return d, err
 }
 
@@ -31,7 +36,7 @@ func (d *DB) ListDeliveries(ctx context.Context, orgID uuid.UUID, f DeliveryFilt
 	c.add("d.org_id = ?", orgID)
 	c.addIf(f.Status != "", "d.status = ?", f.Status)
 	c.addIf(f.OrderID != nil, "d.order_id = ?", f.OrderID)
-	return listNewest(ctx, d.pool, `SELECT `+deliveryColumns+` FROM deliveries d`, "d", c, p, scanDelivery)
+	return listPage(ctx, d.pool, `SELECT `+deliveryColumns+` FROM deliveries d`, "deliveries", "d", c, p, scanDelivery)
 }
 
 // Delivery returns one of the organisation's deliveries with its lines and
@@ -40,8 +45,7 @@ func (d *DB) Delivery(ctx context.Context, orgID, id uuid.UUID) (domain.Delivery
 	var dl domain.DeliveryDetail
 	err := d.detail(ctx, "delivery",
 		func(r pgx.Row) error {
-			return r.Scan(&dl.ID, &dl.Number, &dl.Status, &dl.OrderID, &dl.CustomerID, &dl.Carrier, &dl.ConsignmentRef, &dl.TrackingURL,
-				&dl.ShipTo, &dl.DispatchedAt, &dl.DeliveredAt, &dl.CreatedAt)
+			return r.Scan(deliveryFields(&dl.Delivery)...)
 		},
 		[]string{
 			`SELECT ` + deliveryColumns + ` FROM deliveries d WHERE d.org_id = $1 AND d.id = $2`,

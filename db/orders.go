@@ -13,11 +13,16 @@ import (
 // OrderFilter narrows an order list.
 type OrderFilter struct{ Status domain.OrderStatus }
 
-const orderColumns = `o.id, o.number, o.status, o.currency, o.total_minor, o.customer_id, o.customer_po_ref, o.created_at`
+const orderColumns = `o.id, o.number, o.status, o.currency, o.total_minor, o.customer_id, o.customer_po_ref, o.created_at, o.updated_at`
+
+// orderFields are the scan targets of orderColumns.
+func orderFields(o *domain.Order) []any {
+	return []any{&o.ID, &o.Number, &o.Status, &o.Currency, &o.TotalMinor, &o.CustomerID, &o.CustomerPORef, &o.CreatedAt, &o.UpdatedAt}
+}
 
 func scanOrder(r pgx.Row) (domain.Order, error) {
 	var o domain.Order
-	err := r.Scan(&o.ID, &o.Number, &o.Status, &o.Currency, &o.TotalMinor, &o.CustomerID, &o.CustomerPORef, &o.CreatedAt)
+	err := r.Scan(orderFields(&o)...)
 	return o, err
 }
 
@@ -26,7 +31,7 @@ func (d *DB) ListOrders(ctx context.Context, orgID uuid.UUID, f OrderFilter, p P
 	c := newConds()
 	c.add("o.org_id = ?", orgID)
 	c.addIf(f.Status != "", "o.status = ?", f.Status)
-	return listNewest(ctx, d.pool, `SELECT `+orderColumns+` FROM orders o`, "o", c, p, scanOrder)
+	return listPage(ctx, d.pool, `SELECT `+orderColumns+` FROM orders o`, "orders", "o", c, p, scanOrder)
 }
 
 // Order returns one of the organisation's orders with its lines and the
@@ -35,8 +40,7 @@ func (d *DB) Order(ctx context.Context, orgID, id uuid.UUID) (domain.OrderDetail
 	var o domain.OrderDetail
 	err := d.detail(ctx, "order",
 		func(r pgx.Row) error {
-			return r.Scan(&o.ID, &o.Number, &o.Status, &o.Currency, &o.TotalMinor, &o.CustomerID, &o.CustomerPORef, &o.CreatedAt,
-				&o.SubtotalMinor, &o.VATMinor, &o.TrackingURL)
+			return r.Scan(append(orderFields(&o.Order), &o.SubtotalMinor, &o.VATMinor, &o.TrackingURL)...)
 		},
 		[]string{
 			`SELECT ` + orderColumns + `, o.subtotal_minor, o.vat_minor, o.tracking_url FROM orders o WHERE o.org_id = $1 AND o.id = $2`,

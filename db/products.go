@@ -18,12 +18,12 @@ type ProductFilter struct {
 	Category string
 }
 
-const productColumns = `id, sku, title, category, uom, price_minor, currency, stock_qty, lead_time_days, attrs, status, external_id`
+const productColumns = `id, sku, title, category, uom, price_minor, currency, stock_qty, lead_time_days, attrs, status, external_id, updated_at`
 
 func scanProduct(row pgx.Row) (domain.Product, error) {
 	var p domain.Product
 	err := row.Scan(&p.ID, &p.SKU, &p.Title, &p.Category, &p.UOM, &p.PriceMinor, &p.Currency, &p.StockQty,
-		&p.LeadTimeDays, &p.Attrs, &p.Status, &p.ExternalID)
+		&p.LeadTimeDays, &p.Attrs, &p.Status, &p.ExternalID, &p.UpdatedAt)
 	return p, err
 }
 
@@ -31,18 +31,29 @@ func scanProduct(row pgx.Row) (domain.Product, error) {
 // order, after the SKU afterSKU when it is not empty. The extra row tells the
 // caller whether another page follows.
 func (d *DB) ListProducts(ctx context.Context, orgID uuid.UUID, f ProductFilter, afterSKU string, limit int) ([]domain.Product, error) {
-	c := newConds()
-	c.add("org_id = ?", orgID)
+	c := productConds(orgID, f)
 	c.addIf(afterSKU != "", "sku > ?", afterSKU)
-	c.addIf(f.SKU != "", "sku = ?", f.SKU)
-	c.addIf(f.Category != "", "category = ?", f.Category)
-	c.addIf(f.Search != "", "(title || chr(31) || sku || chr(31) || coalesce(category, '')) ILIKE ?", searchPattern(f.Search))
 	rows, err := d.pool.Query(ctx, `SELECT `+productColumns+` FROM products WHERE `+c.where()+
 		` ORDER BY sku LIMIT `+c.param(limit+1), c.args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Product, error) { return scanProduct(r) })
+}
+
+// ListChangedProducts walks the organisation's products changed at or after
+// p.Since, oldest change first (see listPage).
+func (d *DB) ListChangedProducts(ctx context.Context, orgID uuid.UUID, f ProductFilter, p Page) ([]domain.Product, error) {
+	return listPage(ctx, d.pool, `SELECT `+productColumns+` FROM products p`, "products", "p", productConds(orgID, f), p, scanProduct)
+}
+
+func productConds(orgID uuid.UUID, f ProductFilter) *conds {
+	c := newConds()
+	c.add("org_id = ?", orgID)
+	c.addIf(f.SKU != "", "sku = ?", f.SKU)
+	c.addIf(f.Category != "", "category = ?", f.Category)
+	c.addIf(f.Search != "", "(title || chr(31) || sku || chr(31) || coalesce(category, '')) ILIKE ?", searchPattern(f.Search))
+	return c
 }
 
 // UpsertResult counts what a products upsert did.

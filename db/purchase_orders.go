@@ -18,11 +18,17 @@ type PurchaseOrderFilter struct {
 }
 
 const purchaseOrderColumns = `po.id, po.number, po.status, po.supplier_id, po.currency, po.total_minor, po.supplier_ref,
-	po.expected_date, po.created_at`
+	po.expected_date, po.created_at, po.updated_at`
+
+// purchaseOrderFields are the scan targets of purchaseOrderColumns.
+func purchaseOrderFields(p *domain.PurchaseOrder) []any {
+	return []any{&p.ID, &p.Number, &p.Status, &p.SupplierID, &p.Currency, &p.TotalMinor, &p.SupplierRef, &p.ExpectedDate,
+		&p.CreatedAt, &p.UpdatedAt}
+}
 
 func scanPurchaseOrder(r pgx.Row) (domain.PurchaseOrder, error) {
 	var p domain.PurchaseOrder
-	err := r.Scan(&p.ID, &p.Number, &p.Status, &p.SupplierID, &p.Currency, &p.TotalMinor, &p.SupplierRef, &p.ExpectedDate, &p.CreatedAt)
+	err := r.Scan(purchaseOrderFields(&p)...)
 	return p, err
 }
 
@@ -32,7 +38,7 @@ func (d *DB) ListPurchaseOrders(ctx context.Context, orgID uuid.UUID, f Purchase
 	c.add("po.org_id = ?", orgID)
 	c.addIf(f.Status != "", "po.status = ?", f.Status)
 	c.addIf(f.SupplierID != nil, "po.supplier_id = ?", f.SupplierID)
-	return listNewest(ctx, d.pool, `SELECT `+purchaseOrderColumns+` FROM purchase_orders po`, "po", c, p, scanPurchaseOrder)
+	return listPage(ctx, d.pool, `SELECT `+purchaseOrderColumns+` FROM purchase_orders po`, "purchase_orders", "po", c, p, scanPurchaseOrder)
 }
 
 // PurchaseOrder returns one of the organisation's purchase orders with its
@@ -51,8 +57,7 @@ func (d *DB) PurchaseOrder(ctx context.Context, orgID, id uuid.UUID) (domain.Pur
 	var invoiceIDs []uuid.UUID
 	err := d.detail(ctx, "purchase order",
 		func(r pgx.Row) error {
-			return r.Scan(&po.ID, &po.Number, &po.Status, &po.SupplierID, &po.Currency, &po.TotalMinor, &po.SupplierRef,
-				&po.ExpectedDate, &po.CreatedAt)
+			return r.Scan(purchaseOrderFields(&po.PurchaseOrder)...)
 		},
 		[]string{
 			`SELECT ` + purchaseOrderColumns + ` FROM purchase_orders po WHERE po.org_id = $1 AND po.id = $2`,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // conds builds a WHERE clause from conditions written with ? placeholders,
@@ -45,32 +46,81 @@ func (c *conds) where() string {
 	return strings.Join(c.parts, " AND ")
 }
 
-// Newest is the sort key of newest-first lists: created_at descending, then
-// id descending (ids are UUIDv7, so ties keep creation order).
-type Newest struct {
-	CreatedAt time.Time
-	ID        uuid.UUID
+// Key is a row's place in a keyed list: in a newest-first list its
+// created_at (descending), in a walk by updated_since its updated_at
+// (ascending); then its id the same way (ids are UUIDv7, so ties keep
+// creation order).
+type Key struct {
+	At time.Time
+	ID uuid.UUID
 }
 
-// Page says where a newest-first list continues and how many rows to return.
+// Page says where a keyed list continues and how many rows to return.
 // Lists fetch Limit+1 rows so the caller knows whether another page follows.
 type Page struct {
-	After *Newest
+	After *Key
 	Limit int
+	// Since makes the list a walk of the rows changed at or after it,
+	// oldest change first (see listPage).
+	Since *time.Time
 }
 
-// listNewest runs "SELECT <selectSQL> WHERE <conds> ORDER BY newest" with
-// keyset paging on the table alias's (created_at, id).
-func listNewest[T any](ctx context.Context, q querier, selectSQL, alias string, c *conds, p Page, scan func(pgx.Row) (T, error)) ([]T, error) {
-	if p.After != nil {
-		c.parts = append(c.parts, "("+alias+".created_at, "+alias+".id) < ("+c.param(p.After.CreatedAt)+", "+c.param(p.After.ID)+")")
+// listPage runs "SELECT <selectSQL> WHERE <conds> ORDER BY ..." with keyset
+// paging on the (created_at, id) of table (named alias in selectSQL), newest
+// first; or, when p.Since is set, on its (updated_at, id), oldest change
+// first, over the rows changed at or after p.Since and before the table's
+// sync horizon.
+func listPage[T any](ctx context.Context, q querier, selectSQL, table, alias string, c *conds, p Page, scan func(pgx.Row) (T, error)) ([]T, error) {
+	order := alias + ".created_at DESC, " + alias + ".id DESC"
+	if p.Since != nil {
+		horizon, err := syncHorizon(ctx, q, table)
+		if err != nil {
+			return nil, err
+		}
+		c.add(alias+".updated_at >= ?", *p.Since)
+		c.add(alias+".updated_at < ?", horizon)
+		if p.After != nil {
+			c.parts = append(c.parts, "("+alias+".updated_at, "+alias+".id) > ("+c.param(p.After.At)+", "+c.param(p.After.ID)+")")
+		}
+		order = alias + ".updated_at, " + alias + ".id"
+	} else if p.After != nil {
+		c.parts = append(c.parts, "("+alias+".created_at, "+alias+".id) < ("+c.param(p.After.At)+", "+c.param(p.After.ID)+")")
 	}
-	sql := selectSQL + " WHERE " + c.where() + " ORDER BY " + alias + ".created_at DESC, " + alias + ".id DESC LIMIT " + c.param(p.Limit+1)
+	sql := selectSQL + " WHERE " + c.where() + " ORDER BY " + order + " LIMIT " + c.param(p.Limit+1)
 	rows, err := q.Query(ctx, sql, c.args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+}
+
+// syncHorizon is how far a walk of table by updated_since may go now: rows
+// whose updated_at is before it are all committed, so none can appear later
+// behind a walk that has passed them. updated_at is the clock when a row is
+// written (migration 003), never before its transaction's start, and a
+// transaction that writes to a table holds a RowExclusiveLock on it from
+// before its first row until it ends. So the horizon is the start of the
+// oldest other transaction holding that lock now, or the start of this
+// statement when there is none: a transaction that takes the lock later
+// writes its rows later. It is read in a statement before the list's own,
+// whose snapshot then holds every transaction that had ended by then. A
+// holder whose start is hidden (a session of another database role, seen
+// without pg_read_all_stats) holds the horizon at its lowest until it ends.
+func syncHorizon(ctx context.Context, q querier, table string) (time.Time, error) {
+	var h pgtype.Timestamptz
+	err := q.QueryRow(ctx, `
+		SELECT least(statement_timestamp(),
+		             (SELECT min(coalesce(a.xact_start, '-infinity'))
+		              FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+		              WHERE l.locktype = 'relation' AND l.relation = $1::regclass AND l.mode = 'RowExclusiveLock'
+		                AND l.pid <> pg_backend_pid()))`, table).Scan(&h)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if h.InfinityModifier != pgtype.Finite {
+		return time.Time{}, nil // nothing is before the horizon
+	}
+	return h.Time, nil
 }
 
 // searchPattern makes an ILIKE pattern matching s anywhere: wildcards in s

@@ -13,11 +13,16 @@ import (
 // QuoteFilter narrows a quote list.
 type QuoteFilter struct{ Status domain.QuoteStatus }
 
-const quoteColumns = `q.id, q.number, q.status, q.currency, q.total_minor, q.customer_id, q.valid_until, q.sent_at, q.created_at`
+const quoteColumns = `q.id, q.number, q.status, q.currency, q.total_minor, q.customer_id, q.valid_until, q.sent_at, q.created_at, q.updated_at`
+
+// quoteFields are the scan targets of quoteColumns.
+func quoteFields(q *domain.Quote) []any {
+	return []any{&q.ID, &q.Number, &q.Status, &q.Currency, &q.TotalMinor, &q.CustomerID, &q.ValidUntil, &q.SentAt, &q.CreatedAt, &q.UpdatedAt}
+}
 
 func scanQuote(r pgx.Row) (domain.Quote, error) {
 	var q domain.Quote
-	err := r.Scan(&q.ID, &q.Number, &q.Status, &q.Currency, &q.TotalMinor, &q.CustomerID, &q.ValidUntil, &q.SentAt, &q.CreatedAt)
+	err := r.Scan(quoteFields(&q)...)
 	return q, err
 }
 
@@ -26,7 +31,7 @@ func (d *DB) ListQuotes(ctx context.Context, orgID uuid.UUID, f QuoteFilter, p P
 	c := newConds()
 	c.add("q.org_id = ?", orgID)
 	c.addIf(f.Status != "", "q.status = ?", f.Status)
-	return listNewest(ctx, d.pool, `SELECT `+quoteColumns+` FROM quotes q`, "q", c, p, scanQuote)
+	return listPage(ctx, d.pool, `SELECT `+quoteColumns+` FROM quotes q`, "quotes", "q", c, p, scanQuote)
 }
 
 // Quote returns one of the organisation's quotes with its lines.
@@ -34,8 +39,7 @@ func (d *DB) Quote(ctx context.Context, orgID, id uuid.UUID) (domain.QuoteDetail
 	var q domain.QuoteDetail
 	err := d.detail(ctx, "quote",
 		func(r pgx.Row) error {
-			return r.Scan(&q.ID, &q.Number, &q.Status, &q.Currency, &q.TotalMinor, &q.CustomerID, &q.ValidUntil, &q.SentAt,
-				&q.CreatedAt, &q.SubtotalMinor, &q.DiscountMinor, &q.VATMinor)
+			return r.Scan(append(quoteFields(&q.Quote), &q.SubtotalMinor, &q.DiscountMinor, &q.VATMinor)...)
 		},
 		[]string{
 			`SELECT ` + quoteColumns + `, q.subtotal_minor, q.discount_minor, q.vat_minor FROM quotes q WHERE q.org_id = $1 AND q.id = $2`,

@@ -24,7 +24,7 @@ func scanRequest(r pgx.Row) (domain.RequestThread, error) {
 func (d *DB) ListRequests(ctx context.Context, orgID uuid.UUID, p Page) ([]domain.RequestThread, error) {
 	c := newConds()
 	c.add("r.org_id = ?", orgID)
-	return listNewest(ctx, d.pool, `SELECT `+requestColumns+` FROM request_threads r`, "r", c, p, scanRequest)
+	return listPage(ctx, d.pool, `SELECT `+requestColumns+` FROM request_threads r`, "request_threads", "r", c, p, scanRequest)
 }
 
 // Request returns one of the organisation's request threads with its

@@ -77,9 +77,14 @@ type StockLineFilter struct {
 const stockLineSelect = `SELECT s.id, s.product_id, p.sku, s.location_id, s.qty_on_hand, s.unit_cost_minor, s.currency,
 	s.created_at, s.updated_at FROM stock_lines s JOIN products p ON p.org_id = s.org_id AND p.id = s.product_id`
 
+// stockLineFields are the scan targets of stockLineSelect.
+func stockLineFields(s *domain.StockLine) []any {
+	return []any{&s.ID, &s.ProductID, &s.SKU, &s.LocationID, &s.QtyOnHand, &s.UnitCostMinor, &s.Currency, &s.CreatedAt, &s.UpdatedAt}
+}
+
 func scanStockLine(r pgx.Row) (domain.StockLine, error) {
 	var s domain.StockLine
-	err := r.Scan(&s.ID, &s.ProductID, &s.SKU, &s.LocationID, &s.QtyOnHand, &s.UnitCostMinor, &s.Currency, &s.CreatedAt, &s.UpdatedAt)
+	err := r.Scan(stockLineFields(&s)...)
 	return s, err
 }
 
@@ -90,7 +95,7 @@ func (d *DB) ListStockLines(ctx context.Context, orgID uuid.UUID, f StockLineFil
 	c.addIf(f.ProductID != nil, "s.product_id = ?", f.ProductID)
 	c.addIf(f.LocationID != nil, "s.location_id = ?", f.LocationID)
 	c.addIf(f.SKU != "", "p.sku = ?", f.SKU)
-	return listNewest(ctx, d.pool, stockLineSelect, "s", c, p, scanStockLine)
+	return listPage(ctx, d.pool, stockLineSelect, "stock_lines", "s", c, p, scanStockLine)
 }
 
 // movementsPerLine is how many of a stock line's newest movements its
@@ -113,7 +118,7 @@ func (d *DB) StockLine(ctx context.Context, orgID, id uuid.UUID) (domain.StockLi
 	var s domain.StockLineDetail
 	err := d.detail(ctx, "stock line",
 		func(r pgx.Row) error {
-			return r.Scan(&s.ID, &s.ProductID, &s.SKU, &s.LocationID, &s.QtyOnHand, &s.UnitCostMinor, &s.Currency, &s.CreatedAt, &s.UpdatedAt)
+			return r.Scan(stockLineFields(&s.StockLine)...)
 		},
 		[]string{
 			stockLineSelect + ` WHERE s.org_id = $1 AND s.id = $2`,
@@ -140,7 +145,7 @@ func (d *DB) ListMovements(ctx context.Context, orgID uuid.UUID, f MovementFilte
 	c.addIf(f.LineID != nil, "(m.line_id = ? OR m.to_line_id = ?)", f.LineID)
 	c.addIf(f.ProductID != nil, "m.product_id = ?", f.ProductID)
 	c.addIf(f.Kind != "", "m.kind = ?", f.Kind)
-	return listNewest(ctx, d.pool, `SELECT `+movementColumns+` FROM stock_movements m`, "m", c, p, scanMovement)
+	return listPage(ctx, d.pool, `SELECT `+movementColumns+` FROM stock_movements m`, "stock_movements", "m", c, p, scanMovement)
 }
 
 // MovementResult is what a stock movement answers: the movement and the

@@ -14,11 +14,16 @@ import (
 // (case-insensitive substring).
 type SupplierFilter struct{ Search string }
 
-const supplierColumns = `s.id, s.name, s.email, s.phone, s.currency, s.payment_terms, s.external_refs, s.created_at`
+const supplierColumns = `s.id, s.name, s.email, s.phone, s.currency, s.payment_terms, s.external_refs, s.created_at, s.updated_at`
+
+// supplierFields are the scan targets of supplierColumns.
+func supplierFields(s *domain.Supplier) []any {
+	return []any{&s.ID, &s.Name, &s.Email, &s.Phone, &s.Currency, &s.PaymentTerms, &s.ExternalRefs, &s.CreatedAt, &s.UpdatedAt}
+}
 
 func scanSupplier(r pgx.Row) (domain.Supplier, error) {
 	var s domain.Supplier
-	err := r.Scan(&s.ID, &s.Name, &s.Email, &s.Phone, &s.Currency, &s.PaymentTerms, &s.ExternalRefs, &s.CreatedAt)
+	err := r.Scan(supplierFields(&s)...)
 	return s, err
 }
 
@@ -27,7 +32,7 @@ func (d *DB) ListSuppliers(ctx context.Context, orgID uuid.UUID, f SupplierFilte
 	c := newConds()
 	c.add("s.org_id = ?", orgID)
 	c.addIf(f.Search != "", "(s.name || chr(31) || coalesce(s.email, '')) ILIKE ?", searchPattern(f.Search))
-	return listNewest(ctx, d.pool, `SELECT `+supplierColumns+` FROM suppliers s`, "s", c, p, scanSupplier)
+	return listPage(ctx, d.pool, `SELECT `+supplierColumns+` FROM suppliers s`, "suppliers", "s", c, p, scanSupplier)
 }
 
 // Supplier returns one of the organisation's suppliers with its contacts,
@@ -36,7 +41,7 @@ func (d *DB) Supplier(ctx context.Context, orgID, id uuid.UUID) (domain.Supplier
 	var s domain.SupplierDetail
 	err := d.detail(ctx, "supplier",
 		func(r pgx.Row) error {
-			return r.Scan(&s.ID, &s.Name, &s.Email, &s.Phone, &s.Currency, &s.PaymentTerms, &s.ExternalRefs, &s.CreatedAt)
+			return r.Scan(supplierFields(&s.Supplier)...)
 		},
 		[]string{
 			`SELECT ` + supplierColumns + ` FROM suppliers s WHERE s.org_id = $1 AND s.id = $2`,

@@ -20,6 +20,7 @@ type Product struct {
 	Attrs        JSONObject    `json:"attrs" doc:"Free-form attributes."`
 	Status       ProductStatus `json:"status" enum:"active,draft,archived" doc:"Catalogue status."`
 	ExternalID   *string       `json:"external_id"`
+	UpdatedAt    Timestamp     `json:"updated_at" doc:"When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since."`
 }
 
 // Quote is a quote as listed.
@@ -33,6 +34,7 @@ type Quote struct {
 	ValidUntil *Date       `json:"valid_until" doc:"Last day the quote is valid (YYYY-MM-DD); it expires at the end of that day, UTC."`
 	SentAt     *Timestamp  `json:"sent_at"`
 	CreatedAt  Timestamp   `json:"created_at"`
+	UpdatedAt  Timestamp   `json:"updated_at" doc:"When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since."`
 }
 
 // QuoteDetail is a quote with its totals and lines.
@@ -68,6 +70,7 @@ type Order struct {
 	CustomerID    *uuid.UUID  `json:"customer_id"`
 	CustomerPORef *string     `json:"customer_po_ref" doc:"The customer's purchase order reference."`
 	CreatedAt     Timestamp   `json:"created_at"`
+	UpdatedAt     Timestamp   `json:"updated_at" doc:"When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since."`
 }
 
 // OrderDetail is an order with its totals, lines, tracking address and the
@@ -112,6 +115,7 @@ type Customer struct {
 	Currency     string     `json:"currency"`
 	ExternalRefs JSONObject `json:"external_refs" doc:"References in other systems, e.g. {\"external_id\": \"CUST-42\"}."`
 	CreatedAt    Timestamp  `json:"created_at"`
+	UpdatedAt    Timestamp  `json:"updated_at" doc:"When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since."`
 }
 
 // Reads of one record bound the records they carry, so that a read costs
@@ -181,7 +185,7 @@ type StockLine struct {
 	UnitCostMinor *int64    `json:"unit_cost_minor"`
 	Currency      string    `json:"currency"`
 	CreatedAt     Timestamp `json:"created_at"`
-	UpdatedAt     Timestamp `json:"updated_at"`
+	UpdatedAt     Timestamp `json:"updated_at" doc:"When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since."`
 }
 
 // StockLineDetail is a stock line with its newest movements.
@@ -235,6 +239,7 @@ type Delivery struct {
 	DispatchedAt   *Timestamp     `json:"dispatched_at"`
 	DeliveredAt    *Timestamp     `json:"delivered_at"`
 	CreatedAt      Timestamp      `json:"created_at"`
+	UpdatedAt      Timestamp      `json:"updated_at" doc:"When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since."`
 }
 
 // DeliveryDetail is a delivery with its lines and packages.
@@ -270,6 +275,7 @@ type Supplier struct {
 	PaymentTerms *string    `json:"payment_terms"`
 	ExternalRefs JSONObject `json:"external_refs"`
 	CreatedAt    Timestamp  `json:"created_at"`
+	UpdatedAt    Timestamp  `json:"updated_at" doc:"When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since."`
 }
 
 // SupplierDetail is a supplier with its contacts.
@@ -289,6 +295,7 @@ type PurchaseOrder struct {
 	SupplierRef  *string             `json:"supplier_ref" doc:"The supplier's reference, recorded on acknowledgement."`
 	ExpectedDate *Date               `json:"expected_date"`
 	CreatedAt    Timestamp           `json:"created_at"`
+	UpdatedAt    Timestamp           `json:"updated_at" doc:"When the record last changed (set when it is created, and by every change to it); lists walk the records changed since a time with updated_since."`
 }
 
 // PurchaseOrderDetail is a purchase order with its lines, receipts and the
