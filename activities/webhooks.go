@@ -35,8 +35,9 @@ const userAgent = "commerce-webhooks/1.0"
 const excerptLimit = 1024
 
 // DeliverWebhook sends one attempt of a delivery: the event as JSON, signed
-// now with the subscription's secret, waiting at most 10 seconds for the
-// answer. A 2xx answer is success; anything else (another status, a
+// now with the subscription's secret (and, for 24 hours after a rotation,
+// also with the secret it replaced: a second v1), waiting at most 10
+// seconds for the answer. A 2xx answer is success; anything else (another status, a
 // timeout, a refused address) is a failed attempt, reported in the result,
 // not as an error: errors are for the service's own faults (the database),
 // which Temporal retries. The attempt and where it leaves the delivery are
@@ -53,7 +54,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 		}
 		return domain.DeliverResult{Skipped: true, Error: "subscription disabled"}, nil
 	}
-	secret, err := t.Secret(a.Sealer)
+	signing, err := t.Secrets(a.Sealer, a.now())
 	if err != nil {
 		return domain.DeliverResult{}, fmt.Errorf("open subscription secret: %w", err)
 	}
@@ -63,7 +64,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 	}
 
 	started := a.now()
-	res, excerpt := a.send(ctx, t, in, secret, body, started)
+	res, excerpt := a.send(ctx, t, in, signing, body, started)
 	rec := db.WebhookAttemptRecord{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: in.Attempt, Manual: in.Manual,
 		StartedAt: started, Duration: a.now().Sub(started), Excerpt: excerpt}
 	if res.StatusCode != 0 {
@@ -89,7 +90,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 }
 
 // send makes the request and reads the start of the answer.
-func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.DeliverInput, secret string, body []byte, at time.Time) (domain.DeliverResult, *string) {
+func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.DeliverInput, secrets []string, body []byte, at time.Time) (domain.DeliverResult, *string) {
 	rctx, cancel := context.WithTimeout(ctx, outbound.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.URL, bytes.NewReader(body))
@@ -103,7 +104,7 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.Del
 	req.Header.Set(HeaderEventType, t.Event.Type)
 	req.Header.Set(HeaderDeliveryID, in.DeliveryID.String())
 	req.Header.Set(HeaderAttempt, strconv.Itoa(in.Attempt))
-	req.Header.Set(signature.Header, signature.Sign(secret, at, body))
+	req.Header.Set(signature.Header, signature.SignAll(secrets, at, body))
 	resp, err := a.Webhooks.Do(req)
 	if err != nil {
 		return domain.DeliverResult{Error: outbound.Describe(err)}, nil

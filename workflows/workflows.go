@@ -38,4 +38,5 @@ func RegisterWorkflows(r worker.Registry) {
 	r.RegisterWorkflow(InboundAction)
 	r.RegisterWorkflow(ThreeWayMatch)
 	r.RegisterWorkflow(WebhookDelivery)
+	r.RegisterWorkflow(ReplayBatch)
 }
