@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -127,7 +128,7 @@ func (d *DB) ReceiptTrace(ctx context.Context, orgID uuid.UUID, r Receipt) (Trac
 		if res.Changes != nil {
 			t.Changes = res.Changes
 		}
-	case err != pgx.ErrNoRows:
+	case !errors.Is(err, pgx.ErrNoRows):
 		return t, nil, err
 	}
 	rows, err := d.pool.Query(ctx, `

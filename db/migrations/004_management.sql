@@ -74,8 +74,8 @@ CREATE TABLE replay_batch_items (
     outcome           text CHECK (outcome IN ('applied', 'unchanged', 'parked', 'failed', 'skipped')),
     reason            text,
     done_at           timestamptz,
-    PRIMARY KEY (batch_id, receipt_id),
-    UNIQUE (batch_id, position),
+    PRIMARY KEY (org_id, batch_id, receipt_id),
+    UNIQUE (org_id, batch_id, position),
     FOREIGN KEY (org_id, batch_id) REFERENCES replay_batches (org_id, id) ON DELETE CASCADE
 );
-CREATE INDEX replay_batch_items_todo ON replay_batch_items (batch_id, position) WHERE done_at IS NULL;
+CREATE INDEX replay_batch_items_todo ON replay_batch_items (org_id, batch_id, position) WHERE done_at IS NULL;
