@@ -278,6 +278,10 @@ func (m *Manager) StartBulkReplay(ctx context.Context, actor Actor, in db.NewRep
 	}
 	m.audit(ctx, actor, in.OrgID, "replay_batch.start", "replay_batch", id, map[string]any{"total": total, "dry_run": in.DryRun})
 	if err := wf.StartReplayBatch(ctx, domain.ReplayBatchInput{OrgID: in.OrgID, BatchID: id, DryRun: in.DryRun}); err != nil {
+		// No workflow carries it: it ends stopped, with nothing done.
+		if endErr := m.DB.EndReplayBatch(context.WithoutCancel(ctx), in.OrgID, id, "stopped"); endErr != nil {
+			logging.From(ctx, m.Log).Error("stopping a bulk replay that did not start", zap.Error(endErr))
+		}
 		return db.ReplayBatch{}, err
 	}
 	return m.DB.GetReplayBatch(ctx, in.OrgID, id)
