@@ -32,6 +32,8 @@ type Activities struct {
 	// NightlyAt is the time of day, from midnight UTC, of the nightly retry
 	// run of failed webhook deliveries.
 	NightlyAt time.Duration
+	// Replays replays the receipts of bulk replays.
+	Replays BatchReplayer
 }
 
 func (a *Activities) now() time.Time {

@@ -35,9 +35,10 @@ const userAgent = "commerce-webhooks/1.0"
 const excerptLimit = 1024
 
 // DeliverWebhook sends one attempt of a delivery: the event as JSON, signed
-// now with the subscription's secret by both schemes (X-Service-Signature
-// and Standard Webhooks), waiting at most 10 seconds for the
-// answer. A 2xx answer is success; anything else (another status, a
+// now with the subscription's secret (and, for 24 hours after a rotation,
+// also with the secret it replaced) by both schemes (X-Service-Signature and
+// Standard Webhooks), waiting at most 10 seconds for the answer. A 2xx
+// answer is success; anything else (another status, a
 // timeout, a refused address) is a failed attempt, reported in the result,
 // not as an error: errors are for the service's own faults (the database),
 // which Temporal retries. The attempt and where it leaves the delivery are
@@ -54,7 +55,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 		}
 		return domain.DeliverResult{Skipped: true, Error: "subscription disabled"}, nil
 	}
-	secret, err := t.Secret(a.Sealer)
+	signing, err := t.Secrets(a.Sealer, a.now())
 	if err != nil {
 		return domain.DeliverResult{}, fmt.Errorf("open subscription secret: %w", err)
 	}
@@ -64,7 +65,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 	}
 
 	started := a.now()
-	res, excerpt := a.send(ctx, t, in, secret, body, started)
+	res, excerpt := a.send(ctx, t, in, signing, body, started)
 	rec := db.WebhookAttemptRecord{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: in.Attempt, Manual: in.Manual,
 		StartedAt: started, Duration: a.now().Sub(started), Excerpt: excerpt}
 	if res.StatusCode != 0 {
@@ -90,7 +91,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 }
 
 // send makes the request and reads the start of the answer.
-func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.DeliverInput, secret string, body []byte, at time.Time) (domain.DeliverResult, *string) {
+func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.DeliverInput, secrets []string, body []byte, at time.Time) (domain.DeliverResult, *string) {
 	rctx, cancel := context.WithTimeout(ctx, outbound.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.URL, bytes.NewReader(body))
@@ -106,8 +107,9 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.Del
 	req.Header.Set(HeaderAttempt, strconv.Itoa(in.Attempt))
 	// Both schemes (DESIGN.md section 14): X-Service-Signature, and the
 	// Standard Webhooks headers with the event id as the message id, which
-	// every attempt of every delivery of the event repeats.
-	signature.SignRequest(req.Header, secret, t.Event.ID.String(), at, body)
+	// every attempt of every delivery of the event repeats; each secret
+	// that signs gives one signature of each.
+	signature.SignRequest(req.Header, secrets, t.Event.ID.String(), at, body)
 	resp, err := a.Webhooks.Do(req)
 	if err != nil {
 		return domain.DeliverResult{Error: outbound.Describe(err)}, nil

@@ -214,6 +214,9 @@ type InboundRunner struct {
 	// Wait is how long a post waits for its workflow's first answer before
 	// it is answered 202 and left to finish (20 seconds when zero).
 	Wait time.Duration
+	// BaseURL is the public {base_url}, for the URLs a dry run's answer
+	// would carry.
+	BaseURL string
 }
 
 // Run starts (or joins) the workflow of a stored receipt and waits for its

@@ -41,9 +41,7 @@ func (r *InboundRunner) Replay(ctx context.Context, orgID, receiptID uuid.UUID) 
 	if err != nil {
 		return Replayed{}, err
 	}
-	id, inFlight, err := r.DB.StoreReplay(ctx, db.NewReceipt{OrgID: orgID, EndpointID: src.EndpointID, Action: src.Action,
-		ReceivedAt: time.Now(), Headers: src.Headers, Body: src.RawBody(), Size: len(src.RawBody()), BodyComplete: true,
-		ReplayOf: &src.ID})
+	id, inFlight, err := r.DB.StoreReplay(ctx, replayReceipt(orgID, src))
 	if err != nil {
 		return Replayed{}, err
 	}
@@ -52,6 +50,90 @@ func (r *InboundRunner) Replay(ctx context.Context, orgID, receiptID uuid.UUID) 
 	}
 	status, body := r.Run(ctx, domain.InboundInput{OrgID: orgID, EndpointID: src.EndpointID, ReceiptID: id, Source: src.ID, Action: src.Action})
 	return Replayed{ReceiptID: id, Status: status, Body: body}, nil
+}
+
+// replayReceipt is the new receipt of a replay of src.
+func replayReceipt(orgID uuid.UUID, src db.Receipt) db.NewReceipt {
+	return db.NewReceipt{OrgID: orgID, EndpointID: src.EndpointID, Action: src.Action,
+		ReceivedAt: time.Now(), Headers: src.Headers, Body: src.RawBody(), Size: len(src.RawBody()), BodyComplete: true,
+		ReplayOf: &src.ID}
+}
+
+// DryRun applies the replay rules to a receipt, as Replay does, and works
+// out what replaying it would change, in a transaction that is rolled
+// back: no receipt, no event, no workflow. The action's own refusal (the
+// order cannot move that way, ...) is returned as its error.
+func (r *InboundRunner) DryRun(ctx context.Context, orgID, receiptID uuid.UUID) (domain.InboundResult, error) {
+	src, err := r.replayable(ctx, orgID, receiptID)
+	if err != nil {
+		return domain.InboundResult{}, err
+	}
+	parsed, err := domain.ParseInbound(src.Action, src.RawBody())
+	if err != nil {
+		return domain.InboundResult{}, err
+	}
+	return r.DB.DryRunInbound(ctx, orgID, src.ID, src.Action, parsed, r.BaseURL)
+}
+
+// ReplayBatchItem replays one receipt of a bulk replay, at most once for
+// the batch however often it is called: the replay's receipt is stored in
+// the same transaction that claims the batch's item for it, and a call for
+// an item already claimed (its worker died) carries that replay on instead
+// of making another. It returns how the item came out (applied, unchanged,
+// parked, failed, or skipped with the reason the rules refused it), or ""
+// when the replay is still running and the item should be looked at again.
+// A dry run batch replays nothing: each item is a dry run.
+func (r *InboundRunner) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, item db.ReplayBatchItem, dryRun bool) (outcome, reason string, err error) {
+	refusal := func(err error) (string, string, error) {
+		switch domain.ErrorCode(err) {
+		case domain.ECONFLICT, domain.ENOTFOUND:
+			return "skipped", domain.ErrorMessage(err), nil
+		case domain.EINTERNAL:
+			return "", "", err
+		}
+		return "failed", domain.ErrorMessage(err), nil
+	}
+	if dryRun {
+		res, err := r.DryRun(ctx, orgID, item.ReceiptID)
+		if err != nil {
+			return refusal(err)
+		}
+		if res.Outcome == domain.OutcomeApplied && len(res.Changes) == 0 {
+			res.Outcome = domain.OutcomeUnchanged
+		}
+		return batchOutcome(res.Outcome), "", nil
+	}
+	replayID := item.ReplayReceiptID
+	if replayID == nil {
+		src, err := r.replayable(ctx, orgID, item.ReceiptID)
+		if err != nil {
+			return refusal(err)
+		}
+		id, inFlight, existing, err := r.DB.StoreBatchReplay(ctx, replayReceipt(orgID, src), batchID, item.ReceiptID)
+		switch {
+		case err != nil:
+			return refusal(err)
+		case inFlight != uuid.Nil:
+			return refusal(replayInFlight(item.ReceiptID, inFlight))
+		case existing != uuid.Nil:
+			id = existing
+		}
+		replayID = &id
+	}
+	rec, err := r.DB.GetReceipt(ctx, orgID, *replayID)
+	if err != nil {
+		return "", "", err
+	}
+	if rec.Outcome == domain.OutcomePending && rec.ReplayOf != nil {
+		r.Run(ctx, domain.InboundInput{OrgID: orgID, EndpointID: rec.EndpointID, ReceiptID: rec.ID, Source: *rec.ReplayOf, Action: rec.Action})
+		if rec, err = r.DB.GetReceipt(ctx, orgID, *replayID); err != nil {
+			return "", "", err
+		}
+	}
+	if rec.Error != nil {
+		reason = *rec.Error
+	}
+	return batchOutcome(rec.Outcome), reason, nil
 }
 
 // replayable checks a receipt against the replay rules and returns the

@@ -51,6 +51,12 @@ type Deps struct {
 	// AnswerWait is how long an inbound post waits for its workflow's first
 	// answer before it is answered 202 (20 seconds when zero).
 	AnswerWait time.Duration
+	// TemporalUIURL is the Temporal Web UI's address, for the links to a
+	// receipt's workflow ("" for none).
+	TemporalUIURL string
+	// AllowPrivateTargets lets webhook subscriptions name private, loopback
+	// and link-local addresses.
+	AllowPrivateTargets bool
 }
 
 // Server routes HTTP requests.
@@ -58,6 +64,7 @@ type Server struct {
 	db       *db.DB
 	temporal client.Client
 	inbounds *InboundRunner
+	manage   *Manager
 	large    chan struct{} // see boundLargeWrites
 	log      *zap.Logger
 	cursors  *cursor.Codec
@@ -82,10 +89,12 @@ func New(d Deps) *Server {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	s.inbounds = &InboundRunner{DB: d.DB, Log: s.log, Sealer: d.Sealer, Wait: d.AnswerWait}
+	s.inbounds = &InboundRunner{DB: d.DB, Log: s.log, Sealer: d.Sealer, Wait: d.AnswerWait, BaseURL: d.BaseURL}
 	if d.Temporal != nil {
 		s.inbounds.Workflows = workflows.NewClient(d.Temporal, d.Namespace)
 	}
+	s.manage = &Manager{InboundRunner: s.inbounds, TemporalUIURL: d.TemporalUIURL, Namespace: d.Namespace,
+		AllowPrivateTargets: d.AllowPrivateTargets}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newHTTPMetrics(s.registry)
 
@@ -112,6 +121,7 @@ func New(d Deps) *Server {
 	s.registerPurchaseOrders()
 	s.registerCustomers()
 	s.registerRequests()
+	s.registerManagement()
 	s.documentInbound()
 	s.documentWebhooks()
 	documentIdempotency(s.api.OpenAPI())

@@ -35,13 +35,35 @@ func applied(changes []domain.Change, extras map[string]any) domain.InboundResul
 // does not exist yet is parked (nothing is written). Business rejections are
 // domain errors (409, 422, ...).
 func (d *DB) ApplyInbound(ctx context.Context, orgID, source uuid.UUID, action domain.Action, parsed any, baseURL string) (domain.InboundResult, error) {
+	return d.applyInbound(ctx, orgID, source, action, parsed, baseURL, false)
+}
+
+// errDryRun rolls back the transaction of a dry run.
+var errDryRun = errors.New("dry run: rolled back")
+
+// DryRunInbound works out what ApplyInbound would do, in a transaction that
+// is rolled back: nothing is written, no event is emitted. A post whose
+// effect was recorded already would change nothing: it answers unchanged,
+// with no changes.
+func (d *DB) DryRunInbound(ctx context.Context, orgID, source uuid.UUID, action domain.Action, parsed any, baseURL string) (domain.InboundResult, error) {
+	return d.applyInbound(ctx, orgID, source, action, parsed, baseURL, true)
+}
+
+func (d *DB) applyInbound(ctx context.Context, orgID, source uuid.UUID, action domain.Action, parsed any, baseURL string, dry bool) (domain.InboundResult, error) {
 	var res domain.InboundResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('effect:' || $1::text, 0))`, source); err != nil {
+		// The events the effect emits carry the post it belongs to (the
+		// column default of events.receipt_id reads this setting).
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('effect:' || $1::text, 0)),
+			set_config('commerce.receipt_id', $1::text, true)`, source); err != nil {
 			return err
 		}
 		var stored []byte
 		err := tx.QueryRow(ctx, `SELECT result FROM inbound_effects WHERE org_id = $1 AND receipt_id = $2`, orgID, source).Scan(&stored)
+		if err == nil && dry {
+			res = domain.InboundResult{Outcome: domain.OutcomeUnchanged, Status: 200, Changes: []domain.Change{}}
+			return errDryRun
+		}
 		if err == nil {
 			return json.Unmarshal(stored, &res)
 		}
@@ -72,10 +94,13 @@ func (d *DB) ApplyInbound(ctx context.Context, orgID, source uuid.UUID, action d
 		if err != nil || res.Parked() {
 			return err
 		}
+		if dry {
+			return errDryRun
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO inbound_effects (org_id, receipt_id, result) VALUES ($1, $2, $3)`, orgID, source, res)
 		return err
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errDryRun) {
 		return domain.InboundResult{}, err
 	}
 	return res, nil

@@ -83,10 +83,10 @@ func (d *DB) CreateEndpoint(ctx context.Context, sealer *secrets.Sealer, in NewE
 		sealed = sealer.Seal(s, sealedAt(endpointSecrets, id))
 	}
 	out.Endpoint, err = scanEndpoint(d.pool.QueryRow(ctx, `
-		INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, secret_sealed, require_signature, created_by)
-		SELECT $1, $2, $3, $4, $5, $6, $7, id FROM users WHERE org_id = $2 AND email = lower($8)
+		INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, secret_sealed, require_signature, created_by, token_hint)
+		SELECT $1, $2, $3, $4, $5, $6, $7, id, $9 FROM users WHERE org_id = $2 AND email = lower($8)
 		RETURNING `+endpointColumns, id, in.OrgID, in.Name, in.Action, secrets.Hash(out.Token), sealed,
-		in.RequireSignature, strings.TrimSpace(in.AsEmail)))
+		in.RequireSignature, strings.TrimSpace(in.AsEmail), out.Token[len(out.Token)-4:]))
 	return out, err
 }
 

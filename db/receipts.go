@@ -342,6 +342,15 @@ func replayInFlight(ctx context.Context, q querier, orgID, sourceID uuid.UUID) (
 // returns that replay's id as inFlight. Replays of one source are
 // serialised on its row, so two at once cannot both be stored.
 func (d *DB) StoreReplay(ctx context.Context, r NewReceipt) (id, inFlight uuid.UUID, err error) {
+	return d.storeReplay(ctx, r, nil)
+}
+
+// errClaimed rolls back a replay whose batch item has a replay already.
+var errClaimed = errors.New("the batch item has a replay already")
+
+// storeReplay is StoreReplay, with then run in its transaction after the
+// receipt is inserted (its error rolls everything back).
+func (d *DB) storeReplay(ctx context.Context, r NewReceipt, then func(pgx.Tx, uuid.UUID) error) (id, inFlight uuid.UUID, err error) {
 	if r.ReplayOf == nil {
 		return uuid.Nil, uuid.Nil, errors.New("a replay names its source receipt")
 	}
@@ -355,8 +364,10 @@ func (d *DB) StoreReplay(ctx context.Context, r NewReceipt) (id, inFlight uuid.U
 		if inFlight, err = replayInFlight(ctx, tx, r.OrgID, *r.ReplayOf); err != nil || inFlight != uuid.Nil {
 			return err
 		}
-		id, err = insertReceipt(ctx, tx, r)
-		return err
+		if id, err = insertReceipt(ctx, tx, r); err != nil || then == nil {
+			return err
+		}
+		return then(tx, id)
 	})
 	return id, inFlight, err
 }

@@ -202,6 +202,9 @@ type WebhookTarget struct {
 	Status         domain.WebhookStatus
 	Event          Envelope
 	secretSealed   []byte
+	// The secret a rotation replaced, and until when it still signs.
+	previousSealed    []byte
+	previousExpiresAt *time.Time
 }
 
 // Secret opens the subscription's signing secret, sealed to the
@@ -210,17 +213,36 @@ func (t WebhookTarget) Secret(sealer *secrets.Sealer) (string, error) {
 	return sealer.Open(t.secretSealed, sealedAt(subscriptionSecrets, t.SubscriptionID))
 }
 
+// Secrets opens the secrets a delivery is signed with at now: the current
+// one, then, for 24 hours after a rotation, the one it replaced.
+func (t WebhookTarget) Secrets(sealer *secrets.Sealer, now time.Time) ([]string, error) {
+	current, err := t.Secret(sealer)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{current}
+	if t.previousSealed != nil && t.previousExpiresAt != nil && now.Before(*t.previousExpiresAt) {
+		previous, err := sealer.Open(t.previousSealed, sealedAt(subscriptionSecrets, t.SubscriptionID))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, previous)
+	}
+	return out, nil
+}
+
 // WebhookTarget loads a delivery's subscription and event.
 func (d *DB) WebhookTarget(ctx context.Context, orgID, deliveryID uuid.UUID) (WebhookTarget, error) {
 	var t WebhookTarget
 	var createdAt time.Time
 	err := d.pool.QueryRow(ctx, `
-		SELECT w.id, s.id, s.url, s.active, w.status, s.secret_sealed, e.id, e.type, e.created_at, e.data::text
+		SELECT w.id, s.id, s.url, s.active, w.status, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_expires_at,
+		       e.id, e.type, e.created_at, e.data::text
 		FROM webhook_deliveries w
 		JOIN webhook_subscriptions s ON s.org_id = w.org_id AND s.id = w.subscription_id
 		JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
 		WHERE w.org_id = $1 AND w.id = $2`, orgID, deliveryID).Scan(
-		&t.DeliveryID, &t.SubscriptionID, &t.URL, &t.Active, &t.Status, &t.secretSealed,
+		&t.DeliveryID, &t.SubscriptionID, &t.URL, &t.Active, &t.Status, &t.secretSealed, &t.previousSealed, &t.previousExpiresAt,
 		&t.Event.ID, &t.Event.Type, &createdAt, &t.Event.Data)
 	t.Event.CreatedAt = domain.NewTimestamp(createdAt)
 	return t, notFound(err, "delivery")

@@ -204,3 +204,21 @@ type WebhookDeliveryRef struct {
 	SubscriptionID uuid.UUID
 	Attempts       int
 }
+
+// ReplayBatchWorkflowID names the workflow of a bulk replay.
+func ReplayBatchWorkflowID(batchID uuid.UUID) string { return "replay-batch/" + batchID.String() }
+
+// ReplayBatchInput names a bulk replay to carry out.
+type ReplayBatchInput struct {
+	OrgID   uuid.UUID `json:"org_id"`
+	BatchID uuid.UUID `json:"batch_id"`
+	DryRun  bool      `json:"dry_run"`
+}
+
+// ReplayChunkResult is what one chunk of a bulk replay did: how many
+// receipts it finished, and whether any are left (none once the batch is
+// stopped).
+type ReplayChunkResult struct {
+	Done      int  `json:"done"`
+	Remaining bool `json:"remaining"`
+}

@@ -94,14 +94,22 @@ const (
 	ScopeCustomersWrite     Scope = "customers:write"
 	ScopeRequestsRead       Scope = "requests:read"
 	ScopeRequestsWrite      Scope = "requests:write"
+	// The management API (DESIGN.md section 12).
+	ScopeInboundRead   Scope = "inbound:read"
+	ScopeInboundReplay Scope = "inbound:replay"
+	ScopeWebhooksRead  Scope = "webhooks:read"
+	ScopeWebhooksWrite Scope = "webhooks:write"
+	ScopeEventsRead    Scope = "events:read"
 )
 
-// AllScopes lists every scope in the spec's order.
+// AllScopes lists every scope: the spec's, in its order, then the
+// management API's.
 var AllScopes = []Scope{
 	ScopeProductsRead, ScopeProductsWrite, ScopeQuotesRead, ScopeOrdersRead,
 	ScopeStockRead, ScopeStockWrite, ScopeDeliveriesRead, ScopeSuppliersRead,
 	ScopePurchaseOrdersRead, ScopeCustomersRead, ScopeCustomersWrite,
 	ScopeRequestsRead, ScopeRequestsWrite,
+	ScopeInboundRead, ScopeInboundReplay, ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead,
 }
 
 // ParseScopes reads a comma-separated scope list, or "all". Duplicates are

@@ -60,6 +60,18 @@ func Sign(secret string, t time.Time, body []byte) string {
 	return fmt.Sprintf("t=%d,v1=%s", ts, Compute(secret, ts, body))
 }
 
+// SignAll returns the header value for body signed at t with each of
+// secrets, one v1 per secret: during a secret rotation both the new and the
+// old secret sign, so a receiver holding either verifies.
+func SignAll(secrets []string, t time.Time, body []byte) string {
+	ts := t.Unix()
+	v := fmt.Sprintf("t=%d", ts)
+	for _, s := range secrets {
+		v += ",v1=" + Compute(s, ts, body)
+	}
+	return v
+}
+
 // Verify checks a header value against body: its timestamp must be within
 // tolerance of now and one of its v1 signatures must be the body's under
 // secret (compared in constant time).

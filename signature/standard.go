@@ -85,20 +85,27 @@ func StandardCompute(key []byte, id string, t int64, body []byte) string {
 }
 
 // SignRequest sets on h the signature headers of both schemes for body,
-// signed at t with secret: X-Service-Signature, and webhook-id (id),
-// webhook-timestamp and webhook-signature, at the same second. A secret
-// with no Standard Webhooks key (not one the service issued) gets
+// signed at t with each of secrets (during a rotation the new and the old
+// secret both sign): X-Service-Signature with one v1 per secret, and
+// webhook-id (id), webhook-timestamp and webhook-signature with one
+// space-separated v1 per secret, at the same second. A secret with no
+// Standard Webhooks key (not one the service issued) signs
 // X-Service-Signature only.
-func SignRequest(h http.Header, secret, id string, t time.Time, body []byte) {
-	h.Set(Header, Sign(secret, t, body))
-	key, err := StandardKey(secret)
-	if err != nil {
+func SignRequest(h http.Header, secrets []string, id string, t time.Time, body []byte) {
+	h.Set(Header, SignAll(secrets, t, body))
+	ts := t.Unix()
+	var standard []string
+	for _, secret := range secrets {
+		if key, err := StandardKey(secret); err == nil {
+			standard = append(standard, "v1,"+StandardCompute(key, id, ts, body))
+		}
+	}
+	if len(standard) == 0 {
 		return
 	}
-	ts := t.Unix()
 	h.Set(HeaderWebhookID, id)
 	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
-	h.Set(HeaderWebhookSignature, "v1,"+StandardCompute(key, id, ts, body))
+	h.Set(HeaderWebhookSignature, strings.Join(standard, " "))
 }
 
 // StandardVerified checks the Standard Webhooks header values of a request

@@ -54,7 +54,7 @@ func TestSignRequestSignsBothSchemes(t *testing.T) {
 	body := []byte(`{"id":"evt_1"}`)
 	now := time.Unix(1_800_000_000, 0)
 	h := http.Header{}
-	SignRequest(h, secret, "evt_1", now, body)
+	SignRequest(h, []string{secret}, "evt_1", now, body)
 	if h.Get(HeaderWebhookID) != "evt_1" || h.Get(HeaderWebhookTimestamp) != "1800000000" || !strings.HasPrefix(h.Get(Header), "t=1800000000,") {
 		t.Fatalf("headers %v", h)
 	}
@@ -81,7 +81,7 @@ func TestSignRequestSignsBothSchemes(t *testing.T) {
 	}
 	// A secret with no Standard Webhooks key signs X-Service-Signature only.
 	plain := http.Header{}
-	SignRequest(plain, "not-a-whsec", "evt_1", now, body)
+	SignRequest(plain, []string{"not-a-whsec"}, "evt_1", now, body)
 	if plain.Get(Header) == "" || plain.Get(HeaderWebhookSignature) != "" || plain.Get(HeaderWebhookID) != "" {
 		t.Fatalf("headers %v", plain)
 	}
@@ -136,7 +136,7 @@ func TestVerifyRequestErrors(t *testing.T) {
 	body := []byte(`{}`)
 	now := time.Unix(1_800_000_000, 0)
 	signed := http.Header{}
-	SignRequest(signed, secret, "evt_1", now, body)
+	SignRequest(signed, []string{secret}, "evt_1", now, body)
 	standardOnly := signed.Clone()
 	standardOnly.Del(Header)
 	for name, c := range map[string]struct {

@@ -23,6 +23,10 @@ type Activities interface {
 	DeliverWebhook(context.Context, domain.DeliverInput) (domain.DeliverResult, error)
 	// ExpireQuote moves a quote past its valid_until to expired.
 	ExpireQuote(context.Context, domain.ExpireQuoteInput) (domain.ExpireQuoteResult, error)
+	// ReplayBatchChunk replays the next receipts of a bulk replay.
+	ReplayBatchChunk(context.Context, domain.ReplayBatchInput) (domain.ReplayChunkResult, error)
+	// EndReplayBatch marks a bulk replay ended.
+	EndReplayBatch(context.Context, domain.ReplayBatchInput) error
 }
 
 // The activities' names: the methods of Activities.
@@ -33,4 +37,6 @@ const (
 	raiseNoReceipt       = "RaiseNoReceipt"
 	deliverWebhook       = "DeliverWebhook"
 	expireQuote          = "ExpireQuote"
+	replayBatchChunk     = "ReplayBatchChunk"
+	endReplayBatch       = "EndReplayBatch"
 )

@@ -11,7 +11,8 @@ import (
 // Activities interface, which package activities implements.
 func TestActivityNamesAreTheInterfaceMethods(t *testing.T) {
 	iface := reflect.TypeFor[Activities]()
-	names := []string{applyInbound, recordOutcome, matchSupplierInvoice, raiseNoReceipt, deliverWebhook, expireQuote}
+	names := []string{applyInbound, recordOutcome, matchSupplierInvoice, raiseNoReceipt, deliverWebhook, expireQuote,
+		replayBatchChunk, endReplayBatch}
 	if len(names) != iface.NumMethod() {
 		t.Fatalf("%d activity names for %d methods of Activities", len(names), iface.NumMethod())
 	}

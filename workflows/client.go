@@ -141,6 +141,23 @@ func (c *Client) ResendWebhook(ctx context.Context, ref domain.WebhookDeliveryRe
 	return err
 }
 
+// StartReplayBatch starts a bulk replay's workflow, replay-batch/<id>; one
+// that exists already is left as it is.
+func (c *Client) StartReplayBatch(ctx context.Context, in domain.ReplayBatchInput) error {
+	if err := c.ensureSearchAttributes(ctx); err != nil {
+		return err
+	}
+	_, err := c.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       domain.ReplayBatchWorkflowID(in.BatchID),
+		TaskQueue:                TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(OrgIDAttr.ValueSet(in.OrgID.String())),
+		Memo:                     map[string]any{"org_id": in.OrgID.String(), "batch_id": in.BatchID.String(), "dry_run": in.DryRun},
+	}, ReplayBatch, in)
+	return ignoreAlreadyStarted(err)
+}
+
 // StartQuoteExpiry starts a quote's expiry timer; a timer that exists
 // already is left as it is.
 func (c *Client) StartQuoteExpiry(ctx context.Context, q domain.QuoteExpiryInput) error {

@@ -40,4 +40,5 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(InboundAction)
 	r.RegisterWorkflow(ThreeWayMatch)
 	r.RegisterWorkflow(WebhookDelivery)
+	r.RegisterWorkflow(ReplayBatch)
 }

@@ -36,7 +36,7 @@ func NewRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd())
+	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd(), auditCmd())
 	return root
 }
 

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"strings"
 	"time"
 
@@ -142,33 +145,50 @@ func receiptsCmd() *cobra.Command {
 }
 
 // receiptJSON is one receipt as `receipts list --json` prints it; show and
-// replay add "response" (the answer) and the body.
+// replay add "response" (the answer), the body, its trace and the link to
+// its workflow.
 type receiptJSON struct {
-	ID          uuid.UUID       `json:"id"`
-	EndpointID  uuid.UUID       `json:"endpoint_id"`
-	Action      domain.Action   `json:"action"`
-	ReceivedAt  string          `json:"received_at"`
-	StatusCode  *int            `json:"status_code"`
-	Outcome     domain.Outcome  `json:"outcome"`
-	WaitingFor  *string         `json:"waiting_for,omitempty"`
-	ReplayOf    *uuid.UUID      `json:"replay_of"`
-	WorkflowID  *string         `json:"workflow_id"`
-	Error       *string         `json:"error"`
-	DurationMS  *int            `json:"duration_ms"`
-	Response    json.RawMessage `json:"response,omitempty"`
-	Body        json.RawMessage `json:"body,omitempty"`
-	SizeBytes   int             `json:"size_bytes"`
-	CompletedAt *string         `json:"completed_at"`
+	ID            uuid.UUID       `json:"id"`
+	EndpointID    uuid.UUID       `json:"endpoint_id"`
+	Action        domain.Action   `json:"action"`
+	ReceivedAt    string          `json:"received_at"`
+	StatusCode    *int            `json:"status_code"`
+	Outcome       domain.Outcome  `json:"outcome"`
+	WaitingFor    *string         `json:"waiting_for,omitempty"`
+	ReplayOf      *uuid.UUID      `json:"replay_of"`
+	WorkflowID    *string         `json:"workflow_id"`
+	Error         *string         `json:"error"`
+	DurationMS    *int            `json:"duration_ms"`
+	Response      json.RawMessage `json:"response,omitempty"`
+	Body          json.RawMessage `json:"body,omitempty"`
+	SizeBytes     int             `json:"size_bytes"`
+	CompletedAt   *string         `json:"completed_at"`
+	Replays       []uuid.UUID     `json:"replays,omitempty"`
+	TemporalUIURL *string         `json:"temporal_ui_url,omitempty"`
+	Trace         *db.Trace       `json:"trace,omitempty"`
 }
 
-func newReceiptJSON(r db.Receipt) receiptJSON {
+func newReceiptJSON(r api.ReceiptSummary) receiptJSON {
 	j := receiptJSON{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt.String(), StatusCode: r.StatusCode,
 		Outcome: r.Outcome, WaitingFor: r.WaitingFor, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
-		DurationMS: r.DurationMS, Response: r.Response, Body: r.Body, SizeBytes: r.SizeBytes}
+		DurationMS: r.DurationMS, SizeBytes: r.SizeBytes}
 	if r.CompletedAt != nil {
 		s := r.CompletedAt.String()
 		j.CompletedAt = &s
 	}
+	return j
+}
+
+// detailJSON is a receipt as `receipts show|replay|cancel` print it.
+func detailJSON(r api.ReceiptDetail) receiptJSON {
+	j := newReceiptJSON(r.ReceiptSummary)
+	if r.Response != nil {
+		j.Response, _ = json.Marshal(r.Response)
+	}
+	if r.Body != nil {
+		j.Body, _ = json.Marshal(r.Body)
+	}
+	j.Replays, j.TemporalUIURL, j.Trace = r.Replays, r.TemporalUIURL, &r.Trace
 	return j
 }
 
@@ -191,8 +211,25 @@ func printReceipt(w io.Writer, r receiptJSON) {
 	if r.WorkflowID != nil {
 		fmt.Fprintf(w, "workflow\t%s\n", *r.WorkflowID)
 	}
+	if r.TemporalUIURL != nil {
+		fmt.Fprintf(w, "temporal ui\t%s\n", *r.TemporalUIURL)
+	}
 	if len(r.Response) > 0 {
 		fmt.Fprintf(w, "response\t%s\n", r.Response)
+	}
+	if r.Trace != nil {
+		for _, c := range r.Trace.Changes {
+			fmt.Fprintf(w, "change\t%s %s %s: %v -> %v\n", c.Entity, cmp.Or(c.Ref, c.ID), c.Field, c.From, c.To)
+		}
+		for _, e := range r.Trace.Events {
+			fmt.Fprintf(w, "event\t%s %s\n", e.Type, e.ID)
+			for _, x := range e.Deliveries {
+				fmt.Fprintf(w, "  delivery\t%s %s (%d attempts)\n", x.ID, x.Status, x.Attempts)
+			}
+		}
+	}
+	for _, id := range r.Replays {
+		fmt.Fprintf(w, "replay\t%s\n", id)
 	}
 }
 
@@ -224,7 +261,9 @@ func receiptsListCmd() *cobra.Command {
 				if err != nil {
 					return nil, err
 				}
-				receipts, err := d.ListReceipts(ctx, db.ReceiptFilter{OrgID: orgID, EndpointID: id, Outcomes: outcomes, Limit: limit})
+				receipts, err := operatorManager(d, nil, nil, cfg).ListReceipts(ctx, orgID,
+					db.OrgReceiptFilter{EndpointID: &id, Outcomes: outcomes}, db.Page{Limit: limit})
+				receipts = receipts[:min(len(receipts), limit)]
 				out := make([]receiptJSON, len(receipts))
 				for i, r := range receipts {
 					out[i] = newReceiptJSON(r)
@@ -259,15 +298,21 @@ func receiptsListCmd() *cobra.Command {
 }
 
 func receiptsShowCmd() *cobra.Command {
+	cfg := config.Load()
 	show := func(d *db.DB, ctx context.Context, id uuid.UUID) (receiptJSON, error) {
-		r, err := receiptOfAnyOrganisation(ctx, d, id)
-		return newReceiptJSON(r), err
+		orgID, err := d.ReceiptOrg(ctx, id)
+		if err != nil {
+			return receiptJSON{}, err
+		}
+		r, err := operatorManager(d, nil, nil, cfg).Receipt(ctx, orgID, id)
+		return detailJSON(r), err
 	}
 	return recordCmd("show RECEIPT_ID", "Show a receipt: what was posted, what it answered, where it stands", show, printReceipt)
 }
 
 func receiptsReplayCmd() *cobra.Command {
 	cfg := config.Load()
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "replay RECEIPT_ID",
 		Short: "Run a receipt's action again on its stored body (a new receipt, pointing at the original)",
@@ -277,7 +322,8 @@ func receiptsReplayCmd() *cobra.Command {
 			"it names was loaded) carries it out now. Refused, with the reason: a post refused for its signature (401) or\n" +
 			"size (413), one stored while its endpoint was paused, a deleted or paused endpoint (resume it first), a post\n" +
 			"with a replay still running or parked, and a signed endpoint's post whose stored signature does not verify\n" +
-			"at the time it was received (which needs COMMERCE_SECRET_KEY).",
+			"at the time it was received (which needs COMMERCE_SECRET_KEY). --dry-run shows the changes it would make and\n" +
+			"writes nothing (no receipt, no event, no workflow).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID("RECEIPT_ID", args[0])
@@ -297,27 +343,45 @@ func receiptsReplayCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				runner := &api.InboundRunner{DB: d, Sealer: sealer}
+				m := operatorManager(d, sealer, nil, cfg)
+				print := func(res api.ReplayResult) error {
+					if res.Receipt != nil {
+						out := detailJSON(*res.Receipt)
+						return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
+					}
+					return newPrinter(cmd).print(res, func(w io.Writer) {
+						fmt.Fprintf(w, "dry run\t%s would be %s\n", id, res.Outcome)
+						if res.Error != nil {
+							fmt.Fprintf(w, "error\t%s\n", *res.Error)
+						}
+						for _, c := range res.Changes {
+							fmt.Fprintf(w, "change\t%s %s %s: %v -> %v\n", c.Entity, cmp.Or(c.Ref, c.ID), c.Field, c.From, c.To)
+						}
+					})
+				}
+				if dryRun {
+					res, err := m.ReplayReceipt(ctx, operator(), orgID, id, true)
+					if err != nil {
+						return err
+					}
+					return print(res)
+				}
 				// A refused replay is told before Temporal is reached.
-				if err := runner.CheckReplay(ctx, orgID, id); err != nil {
+				if err := m.CheckReplay(ctx, orgID, id); err != nil {
 					return err
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, log *zap.Logger) error {
-					runner.Workflows, runner.Log = workflows.NewClient(tc, cfg.TemporalNamespace), log
-					replayed, err := runner.Replay(ctx, orgID, id)
+					m.Workflows, m.Log = workflows.NewClient(tc, cfg.TemporalNamespace), log
+					res, err := m.ReplayReceipt(ctx, operator(), orgID, id, false)
 					if err != nil {
 						return err
 					}
-					r, err := d.GetReceipt(ctx, orgID, replayed.ReceiptID)
-					if err != nil {
-						return err
-					}
-					out := newReceiptJSON(r)
-					return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
+					return print(res)
 				})
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the changes a replay would make, and write nothing")
 	jsonFlag(cmd)
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_BASE_URL")
 	return cmd
@@ -330,17 +394,6 @@ func configSealer(cfg config.Config) (*secrets.Sealer, error) {
 		return nil, err
 	}
 	return secrets.NewSealer(key)
-}
-
-// receiptOfAnyOrganisation reads a receipt given its id alone, as the
-// administration commands are: it finds the owning organisation first and
-// reads the receipt scoped by it.
-func receiptOfAnyOrganisation(ctx context.Context, d *db.DB, id uuid.UUID) (db.Receipt, error) {
-	orgID, err := d.ReceiptOrg(ctx, id)
-	if err != nil {
-		return db.Receipt{}, err
-	}
-	return d.GetReceipt(ctx, orgID, id)
 }
 
 // withTemporal runs fn with a Temporal client, given up on when Temporal
@@ -372,28 +425,26 @@ func receiptsCancelCmd() *cobra.Command {
 				return err
 			}
 			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
-				r, err := receiptOfAnyOrganisation(ctx, d, id)
+				orgID, err := d.ReceiptOrg(ctx, id)
 				if err != nil {
 					return err
 				}
+				m := operatorManager(d, nil, nil, cfg)
+				r, err := d.GetReceipt(ctx, orgID, id)
+				if err != nil {
+					return err
+				}
+				// Refused before Temporal is reached.
 				if r.Outcome != domain.OutcomeParked {
 					return domain.Errorf(domain.ECONFLICT, "receipt %s is %s, not parked", id, r.Outcome)
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					if err := workflows.NewClient(tc, cfg.TemporalNamespace).CancelInbound(ctx, r.ID); err != nil {
+					m.Workflows = workflows.NewClient(tc, cfg.TemporalNamespace)
+					d, err := m.CancelReceipt(ctx, operator(), orgID, id)
+					if err != nil {
 						return err
 					}
-					// The workflow records the cancellation; wait for it briefly.
-					for range 50 {
-						if r, err = d.GetReceipt(ctx, r.OrgID, id); err != nil {
-							return err
-						}
-						if r.Outcome != domain.OutcomeParked {
-							break
-						}
-						time.Sleep(100 * time.Millisecond)
-					}
-					out := newReceiptJSON(r)
+					out := detailJSON(d)
 					return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
 				})
 			})
@@ -402,4 +453,24 @@ func receiptsCancelCmd() *cobra.Command {
 	jsonFlag(cmd)
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
 	return cmd
+}
+
+// operatorManager is the management code the routes call, for an operator
+// at the command line: sealer opens signing secrets (nil when the command
+// needs none) and wf reaches Temporal (nil until the command dials it).
+func operatorManager(d *db.DB, sealer *secrets.Sealer, wf *workflows.Client, cfg config.Config) *api.Manager {
+	return &api.Manager{
+		InboundRunner: &api.InboundRunner{DB: d, Sealer: sealer, Workflows: wf, BaseURL: cfg.BaseURL, Log: zap.NewNop()},
+		TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, AllowPrivateTargets: cfg.AllowPrivateTargets,
+	}
+}
+
+// operator is the audit log's name for who runs the command: the operating
+// system's user.
+func operator() api.Actor {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return api.OperatorActor(name)
 }

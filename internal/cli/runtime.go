@@ -133,6 +133,7 @@ func (rt *Runtime) APIHandler() (http.Handler, error) {
 	}
 	return api.New(api.Deps{
 		DB: rt.DB, Temporal: rt.Temporal, Namespace: rt.Cfg.TemporalNamespace, Logger: rt.Log, Cursors: cursor.New(key), Sealer: sealer, BaseURL: rt.Cfg.BaseURL,
+		TemporalUIURL: rt.Cfg.TemporalUIURL, AllowPrivateTargets: rt.Cfg.AllowPrivateTargets,
 	}).Handler(), nil
 }
 
@@ -176,14 +177,20 @@ func (rt *Runtime) activities() (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
+	wf := workflows.NewClient(rt.Temporal, rt.Cfg.TemporalNamespace)
 	return &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities"), BaseURL: rt.Cfg.BaseURL,
-		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), NightlyAt: nightly}, nil
+		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), NightlyAt: nightly,
+		Replays: &api.InboundRunner{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("replays"), Sealer: sealer, BaseURL: rt.Cfg.BaseURL}}, nil
 }
 
 // RunWorker registers the workflows and activities on the task queue and
 // runs them, with the sweeps beside them, until ctx ends.
 func (rt *Runtime) RunWorker(ctx context.Context) error {
 	acts, err := rt.activities()
+	if err != nil {
+		return err
+	}
+	retention, err := rt.Cfg.Retention()
 	if err != nil {
 		return err
 	}
@@ -212,6 +219,10 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		(&relay.Outbox{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("outbox")}).Run(ctx)
+		return nil
+	})
+	g.Go(func() error {
+		(&relay.Pruner{DB: rt.DB, Log: rt.Log.Named("prune"), Retention: retention}).Run(ctx)
 		return nil
 	})
 	return g.Wait()

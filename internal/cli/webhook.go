@@ -16,7 +16,6 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/outbound"
-	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -25,7 +24,7 @@ func webhookCmd() *cobra.Command {
 	cmd.AddCommand(webhookAddCmd(), webhookListCmd(),
 		webhookActiveCmd("disable", false, "Disable a subscription: no new deliveries, and waiting retries end"),
 		webhookActiveCmd("enable", true, "Enable a disabled subscription again (for events from now on)"),
-		webhookDeliveriesCmd(), webhookShowCmd(), webhookResendCmd())
+		webhookDeliveriesCmd(), webhookShowCmd(), webhookResendCmd(), webhookRotateCmd(), webhookRecoverCmd())
 	return cmd
 }
 
@@ -69,20 +68,15 @@ func webhookAddCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			u, err := outbound.CheckURL(cmd.Context(), url, cfg.AllowPrivateTargets)
-			if err != nil {
+			if _, err := outbound.CheckURL(cmd.Context(), url, cfg.AllowPrivateTargets); err != nil {
 				return usagef("--url: %v", err)
 			}
-			key, err := cfg.ServiceKey()
-			if err != nil {
-				return err
-			}
-			sealer, err := secrets.NewSealer(key)
+			sealer, err := configSealer(cfg)
 			if err != nil {
 				return err
 			}
 			add := func(ctx context.Context, d *db.DB) (subscriptionJSON, error) {
-				s, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: orgID, URL: u.String(), EventTypes: types})
+				s, err := operatorManager(d, sealer, nil, cfg).CreateSubscription(ctx, operator(), orgID, url, types)
 				return subscriptionJSON{Subscription: s.Subscription, Secret: s.Secret}, err
 			}
 			return printFromDB(cmd, cfg, add, func(w io.Writer, s subscriptionJSON) {
@@ -231,32 +225,22 @@ func webhookResendCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				x, err := d.GetWebhookDelivery(ctx, orgID, id)
-				if err != nil {
-					return err
-				}
-				// A delivery that is over gets a run of one attempt; one still
-				// under way is told to attempt now (or, if its workflow is
-				// gone, carried on from where it stands).
-				over := x.Status == domain.WebhookSucceeded || x.Status == domain.WebhookExhausted
-				ref := domain.WebhookDeliveryRef{ID: x.ID, OrgID: x.OrgID, EventID: x.EventID, EventType: x.EventType,
-					SubscriptionID: x.SubscriptionID, Attempts: x.Attempts}
+				var x db.WebhookDelivery
 				err = withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					return workflows.NewClient(tc, cfg.TemporalNamespace).ResendWebhook(ctx, ref, over)
+					x, err = operatorManager(d, nil, workflows.NewClient(tc, cfg.TemporalNamespace), cfg).Resend(ctx, operator(), orgID, id)
+					return err
 				})
 				if err != nil {
 					return err
 				}
-				if err := d.MarkWebhookDeliveriesStarted(ctx, []uuid.UUID{x.ID}); err != nil {
-					return err
-				}
+				attempts := x.Attempts
 				// Wait for the attempt to be logged (a request takes at most 10 s).
 				deadline := time.Now().Add(wait)
 				for {
 					if x, err = d.GetWebhookDelivery(ctx, orgID, id); err != nil {
 						return err
 					}
-					if len(x.AttemptLog) > 0 && x.AttemptLog[len(x.AttemptLog)-1].Attempt > ref.Attempts || time.Now().After(deadline) {
+					if len(x.AttemptLog) > 0 && x.AttemptLog[len(x.AttemptLog)-1].Attempt > attempts || time.Now().After(deadline) {
 						break
 					}
 					time.Sleep(200 * time.Millisecond)
@@ -266,6 +250,89 @@ func webhookResendCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 20*time.Second, "how long to wait for the attempt before printing the delivery")
+	orgFlag(cmd, &org)
+	jsonFlag(cmd)
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
+	return cmd
+}
+
+func webhookRotateCmd() *cobra.Command {
+	cfg := config.Load()
+	var org string
+	cmd := &cobra.Command{
+		Use:   "rotate-secret SUBSCRIPTION_ID",
+		Short: "Give a subscription a new secret (printed once); the old one signs beside it for 24 hours",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("SUBSCRIPTION_ID", args[0])
+			if err != nil {
+				return err
+			}
+			sealer, err := configSealer(cfg)
+			if err != nil {
+				return err
+			}
+			rotate := func(ctx context.Context, d *db.DB) (rotatedJSON, error) {
+				orgID, err := recordOrg(ctx, d, org, (*db.DB).SubscriptionOrg, id)
+				if err != nil {
+					return rotatedJSON{}, err
+				}
+				r, err := operatorManager(d, sealer, nil, cfg).RotateSecret(ctx, operator(), orgID, id)
+				return rotatedJSON{Subscription: r.Subscription, Secret: r.Secret, PreviousExpiresAt: r.PreviousExpiresAt.String()}, err
+			}
+			return printFromDB(cmd, cfg, rotate, func(w io.Writer, r rotatedJSON) {
+				printSubscription(w, r.Subscription)
+				fmt.Fprintf(w, "secret\t%s\nold secret signs until\t%s\n\nThe secret is shown once: keep it now.\n", r.Secret, r.PreviousExpiresAt)
+			})
+		},
+	}
+	orgFlag(cmd, &org)
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+// rotatedJSON is `webhook rotate-secret --json`.
+type rotatedJSON struct {
+	db.Subscription
+	Secret            string `json:"secret"`
+	PreviousExpiresAt string `json:"previous_secret_expires_at"`
+}
+
+func webhookRecoverCmd() *cobra.Command {
+	cfg := config.Load()
+	var org, since string
+	cmd := &cobra.Command{
+		Use:   "recover SUBSCRIPTION_ID --since TIME",
+		Short: "Resend every failed or exhausted delivery of a subscription created since TIME (RFC 3339)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("SUBSCRIPTION_ID", args[0])
+			if err != nil {
+				return err
+			}
+			t, err := time.Parse(time.RFC3339Nano, since)
+			if err != nil {
+				return usagef("--since: not an RFC 3339 time")
+			}
+			return withDB(cmd, cfg, func(ctx context.Context, d *db.DB) error {
+				orgID, err := recordOrg(ctx, d, org, (*db.DB).SubscriptionOrg, id)
+				if err != nil {
+					return err
+				}
+				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
+					n, err := operatorManager(d, nil, workflows.NewClient(tc, cfg.TemporalNamespace), cfg).Recover(ctx, operator(), orgID, id, t)
+					if err != nil {
+						return err
+					}
+					out := map[string]int{"resent": n}
+					return newPrinter(cmd).print(out, func(w io.Writer) { fmt.Fprintf(w, "resent\t%d\n", n) })
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&since, "since", "", "RFC 3339 time: deliveries created since then (required)")
+	_ = cmd.MarkFlagRequired("since")
 	orgFlag(cmd, &org)
 	jsonFlag(cmd)
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")

@@ -26,6 +26,11 @@ type Config struct {
 	NightlyAt         string
 	LogLevel          string
 	LogFormat         string
+	// TemporalUIURL is the Temporal Web UI's address, for links to a
+	// receipt's workflow ("" for none).
+	TemporalUIURL string
+	// RetentionDays is how long receipts and delivery attempts are kept.
+	RetentionDays string
 	// AllowPrivateTargets lets outbound webhooks reach private, loopback and
 	// link-local addresses (development and tests).
 	AllowPrivateTargets bool
@@ -65,6 +70,12 @@ var Vars = []Var{
 		Usage: "log level: debug, info, warn, error", flag: "log-level", field: func(c *Config) *string { return &c.LogLevel }},
 	{Name: "COMMERCE_LOG_FORMAT", Default: "json",
 		Usage: "log format: json or console", flag: "log-format", field: func(c *Config) *string { return &c.LogFormat }},
+	{Name: "COMMERCE_TEMPORAL_UI_URL", Default: "",
+		Usage: "Temporal Web UI address, for links to a receipt's workflow (dev sets it)", flag: "temporal-ui-url",
+		field: func(c *Config) *string { return &c.TemporalUIURL }},
+	{Name: "COMMERCE_RETENTION_DAYS", Default: "90",
+		Usage: "days inbound receipts and webhook delivery attempts are kept (events: 30)", flag: "retention-days",
+		field: func(c *Config) *string { return &c.RetentionDays }},
 	{Name: "COMMERCE_ALLOW_PRIVATE_TARGETS", Default: "false",
 		Usage: "let webhooks reach private, loopback and link-local addresses", flag: "allow-private-targets"},
 }
@@ -140,6 +151,16 @@ func (c Config) MaxConns() (int32, error) {
 		return 0, fmt.Errorf("COMMERCE_DB_MAX_CONNS %q is not a number from 1 to 1000", c.DBMaxConns)
 	}
 	return int32(n), nil
+}
+
+// Retention parses RetentionDays: how long receipts and delivery attempts
+// are kept, 1 to 3650 days.
+func (c Config) Retention() (time.Duration, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(c.RetentionDays))
+	if err != nil || n < 1 || n > 3650 {
+		return 0, fmt.Errorf("COMMERCE_RETENTION_DAYS %q is not a number of days from 1 to 3650", c.RetentionDays)
+	}
+	return time.Duration(n) * 24 * time.Hour, nil
 }
 
 // Nightly parses NightlyAt ("HH:MM", UTC) into an offset from midnight.

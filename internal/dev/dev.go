@@ -187,6 +187,8 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	}
 	defer tsrv.Stop()
 	cfg.TemporalAddress = tsrv.FrontendAddress()
+	// Receipts link to their workflows in the embedded server's Web UI.
+	cfg.TemporalUIURL = tsrv.UIURL()
 
 	rt := &cli.Runtime{Cfg: cfg, Log: log, DB: d, ServiceKey: key}
 	if err := step(out, "Temporal client", func() error {

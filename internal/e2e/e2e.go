@@ -75,6 +75,9 @@ func Start(t *testing.T) *Env {
 // BaseURL is the {base_url} the environment's API and activities use.
 const BaseURL = "http://commerce.test"
 
+// TemporalUIURL is the Temporal Web UI address receipts link to.
+const TemporalUIURL = "http://temporal-ui.test"
+
 // NightlyAt is the environment's nightly retry run: 02:00 UTC.
 const NightlyAt = 2 * time.Hour
 
@@ -82,7 +85,8 @@ const NightlyAt = 2 * time.Hour
 // webhooks may reach loopback receivers.
 func (e *Env) Activities() *activities.Activities {
 	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL,
-		Sealer: Sealer(), Webhooks: outbound.Client(true), NightlyAt: NightlyAt}
+		Sealer: Sealer(), Webhooks: outbound.Client(true), NightlyAt: NightlyAt,
+		Replays: &api.InboundRunner{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sealer: Sealer(), BaseURL: BaseURL}}
 }
 
 // Outbox runs an outbox relay (as a worker process does) until the
@@ -119,7 +123,7 @@ func Sealer() *secrets.Sealer {
 // wakes waiting workflows when records arrive. Both stop with the test.
 func (e *Env) API(answerWait time.Duration) *httptest.Server {
 	s := api.New(api.Deps{DB: e.DB.DB, Temporal: e.Temporal, Namespace: e.Namespace, Logger: e.Log, Cursors: cursor.New(ServiceKey),
-		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait})
+		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, AllowPrivateTargets: true})
 	srv := httptest.NewServer(s.Handler())
 	e.T.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,169 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// EndpointSummary is an endpoint as support lists it: never its token or
+// secret, with the last four characters of its token and what its posts of
+// the last 24 hours came to.
+type EndpointSummary struct {
+	Endpoint
+	TokenHint *string
+	// Counts are the receipts of the last 24 hours by outcome.
+	Counts map[domain.Outcome]int
+}
+
+// ListEndpointSummaries lists the organisation's endpoints, newest first,
+// with their last 24 hours of receipts counted by outcome.
+func (d *DB) ListEndpointSummaries(ctx context.Context, orgID uuid.UUID, p Page) ([]EndpointSummary, error) {
+	c := newConds()
+	c.add("e.org_id = ?", orgID)
+	return listPage(ctx, d.pool, `SELECT e.id, e.org_id, e.name, e.action, e.require_signature, e.state, e.rate_limited_count,
+		e.created_at, e.token_hint,
+		coalesce((SELECT jsonb_object_agg(outcome, n) FROM (
+			SELECT r.outcome, count(*) AS n FROM inbound_receipts r
+			WHERE r.org_id = e.org_id AND r.endpoint_id = e.id AND r.received_at > now() - interval '24 hours'
+			GROUP BY r.outcome) c), '{}')
+		FROM inbound_endpoints e`, "inbound_endpoints", "e", c, p, func(r pgx.Row) (EndpointSummary, error) {
+		var s EndpointSummary
+		err := r.Scan(&s.ID, &s.OrgID, &s.Name, &s.Action, &s.RequireSignature, &s.State, &s.RateLimitedCount,
+			&s.CreatedAt, &s.TokenHint, &s.Counts)
+		return s, err
+	})
+}
+
+// OrgReceiptFilter narrows the organisation's receipt list.
+type OrgReceiptFilter struct {
+	EndpointID     *uuid.UUID
+	Outcomes       []domain.Outcome
+	ReceivedAfter  *time.Time
+	ReceivedBefore *time.Time
+	// Ref keeps the receipts whose body contains it (an order number, a
+	// delivery or invoice reference).
+	Ref string
+}
+
+func (f OrgReceiptFilter) conds(orgID uuid.UUID) *conds {
+	c := newConds()
+	c.add("r.org_id = ?", orgID)
+	c.addIf(f.EndpointID != nil, "r.endpoint_id = ?", f.EndpointID)
+	c.addIf(len(f.Outcomes) > 0, "r.outcome = ANY(?)", f.Outcomes)
+	c.addIf(f.ReceivedAfter != nil, "r.received_at > ?", f.ReceivedAfter)
+	c.addIf(f.ReceivedBefore != nil, "r.received_at < ?", f.ReceivedBefore)
+	c.addIf(f.Ref != "", "position(convert_to(?::text, 'UTF8') IN r.body) > 0", f.Ref)
+	return c
+}
+
+// ListOrgReceipts lists the organisation's receipts, newest first (by
+// received_at, then id), keyset-paged like every list.
+func (d *DB) ListOrgReceipts(ctx context.Context, orgID uuid.UUID, f OrgReceiptFilter, p Page) ([]Receipt, error) {
+	c := f.conds(orgID)
+	if p.After != nil {
+		c.parts = append(c.parts, "(r.received_at, r.id) < ("+c.param(p.After.At)+", "+c.param(p.After.ID)+")")
+	}
+	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts r WHERE `+c.where()+
+		` ORDER BY r.received_at DESC, r.id DESC LIMIT `+c.param(p.Limit+1), c.args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Receipt, error) { return scanReceipt(r) })
+}
+
+// TraceEvent is an event an inbound post's effect emitted, with the
+// deliveries of it.
+type TraceEvent struct {
+	ID         uuid.UUID         `json:"id"`
+	Type       string            `json:"type"`
+	CreatedAt  domain.Timestamp  `json:"created_at"`
+	Data       domain.JSONObject `json:"data"`
+	Deliveries []TraceDelivery   `json:"deliveries" doc:"The event's deliveries to subscriptions, with where each stands now."`
+}
+
+// TraceDelivery is a delivery of a traced event and its latest status.
+type TraceDelivery struct {
+	ID             uuid.UUID            `json:"id"`
+	SubscriptionID uuid.UUID            `json:"subscription_id"`
+	Status         domain.WebhookStatus `json:"status" enum:"pending,succeeded,failed,exhausted"`
+	Attempts       int                  `json:"attempts"`
+	LastStatusCode *int                 `json:"last_status_code"`
+	UpdatedAt      domain.Timestamp     `json:"updated_at"`
+}
+
+// Trace is what a post did: the changes its effect made (the effect of the
+// original post, for a replay), the events they emitted and those events'
+// deliveries.
+type Trace struct {
+	// EffectOf is the receipt the effect is keyed by: the original post.
+	EffectOf uuid.UUID       `json:"effect_of" doc:"The receipt the effect belongs to: this one, or the original post of a replay."`
+	Applied  bool            `json:"applied" doc:"Whether the effect was recorded (false while the post has not gone through)."`
+	Changes  []domain.Change `json:"changes"`
+	Events   []TraceEvent    `json:"events"`
+}
+
+// ReceiptTrace returns the trace of one of the organisation's receipts and
+// the ids of its replays, oldest first.
+func (d *DB) ReceiptTrace(ctx context.Context, orgID uuid.UUID, r Receipt) (Trace, []uuid.UUID, error) {
+	t := Trace{EffectOf: r.ID, Changes: []domain.Change{}, Events: []TraceEvent{}}
+	if r.ReplayOf != nil {
+		t.EffectOf = *r.ReplayOf
+	}
+	var result []byte
+	err := d.pool.QueryRow(ctx, `SELECT result FROM inbound_effects WHERE org_id = $1 AND receipt_id = $2`, orgID, t.EffectOf).Scan(&result)
+	switch {
+	case err == nil:
+		var res domain.InboundResult
+		if err := json.Unmarshal(result, &res); err != nil {
+			return t, nil, err
+		}
+		t.Applied = true
+		if res.Changes != nil {
+			t.Changes = res.Changes
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return t, nil, err
+	}
+	rows, err := d.pool.Query(ctx, `
+		SELECT e.id, e.type, e.created_at, e.data,
+		       coalesce((SELECT jsonb_agg(jsonb_build_object('id', w.id, 'subscription_id', w.subscription_id, 'status', w.status,
+		                     'attempts', w.attempts, 'last_status_code', w.last_status_code,
+		                     'updated_at', to_char(w.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+		                   ORDER BY w.created_at, w.id)
+		                 FROM webhook_deliveries w WHERE w.org_id = e.org_id AND w.event_id = e.id), '[]')
+		FROM events e WHERE e.org_id = $1 AND e.receipt_id = $2 ORDER BY e.created_at, e.id`, orgID, t.EffectOf)
+	if err != nil {
+		return t, nil, err
+	}
+	t.Events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (TraceEvent, error) {
+		var e TraceEvent
+		var deliveries []byte
+		if err := row.Scan(&e.ID, &e.Type, &e.CreatedAt, &e.Data, &deliveries); err != nil {
+			return e, err
+		}
+		err := json.Unmarshal(deliveries, &e.Deliveries)
+		return e, err
+	})
+	if err != nil {
+		return t, nil, err
+	}
+	if t.Events == nil {
+		t.Events = []TraceEvent{}
+	}
+	rows, err = d.pool.Query(ctx, `SELECT id FROM inbound_receipts WHERE org_id = $1 AND replay_of = $2 ORDER BY received_at, id`, orgID, r.ID)
+	if err != nil {
+		return t, nil, err
+	}
+	replays, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if replays == nil {
+		replays = []uuid.UUID{}
+	}
+	return t, replays, err
+}
