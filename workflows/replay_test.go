@@ -4,10 +4,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/commerce-integration/commerce/domain"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -20,8 +23,28 @@ import (
 // COMMERCE_RECORD_HISTORIES=1 go test ./internal/e2e -run TestRecordHistories.
 const historiesDir = "testdata/histories"
 
-// workflowNames are the names the worker registers the workflows under.
-var workflowNames = []string{"InboundAction", "ThreeWayMatch", "WebhookDelivery", "QuoteExpiry"}
+// workflowNames are the names the worker registers the workflows under,
+// read from RegisterWorkflows: a workflow type added there must come with
+// its recorded histories.
+func workflowNames() []string {
+	var r names
+	RegisterWorkflows(&r)
+	return r
+}
+
+// names is a workflow registry that keeps only the names registered.
+type names []string
+
+func (n *names) RegisterWorkflow(w any) {
+	full := runtime.FuncForPC(reflect.ValueOf(w).Pointer()).Name()
+	*n = append(*n, full[strings.LastIndex(full, ".")+1:])
+}
+
+func (n *names) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
+	*n = append(*n, o.Name)
+}
+
+func (n *names) RegisterDynamicWorkflow(any, workflow.DynamicRegisterOptions) {}
 
 type recorded struct {
 	file, workflowType string
@@ -56,7 +79,7 @@ func loadHistories(t *testing.T) []recorded {
 		seen[typ] = true
 		out = append(out, recorded{file: filepath.Base(file), workflowType: typ, history: h})
 	}
-	for _, name := range workflowNames {
+	for _, name := range workflowNames() {
 		if !seen[name] {
 			t.Errorf("no recorded history of %s", name)
 		}
@@ -101,6 +124,10 @@ func changedReplayer(marked bool) worker.WorkflowReplayer {
 	r.RegisterWorkflowWithOptions(withTimerFirst(InboundAction, marked), workflow.RegisterOptions{Name: "InboundAction"})
 	r.RegisterWorkflowWithOptions(withTimerFirst(ThreeWayMatch, marked), workflow.RegisterOptions{Name: "ThreeWayMatch"})
 	r.RegisterWorkflowWithOptions(withTimerFirst(WebhookDelivery, marked), workflow.RegisterOptions{Name: "WebhookDelivery"})
+	replayBatch := func(ctx workflow.Context, in domain.ReplayBatchInput) (struct{}, error) {
+		return struct{}{}, ReplayBatch(ctx, in)
+	}
+	r.RegisterWorkflowWithOptions(withTimerFirst(replayBatch, marked), workflow.RegisterOptions{Name: "ReplayBatch"})
 	return r
 }
 

@@ -192,4 +192,21 @@ func TestRecordHistories(t *testing.T) {
 	if got := f.one(`SELECT status FROM quotes WHERE org_id = $1 AND number = 'Q-PAST'`); got != "expired" {
 		t.Fatalf("quote %s, want expired", got)
 	}
+
+	// A bulk replay of three posts that failed (their order did not exist
+	// then; it does now).
+	_, invoiceEndpoint, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	f.one(`WITH ins AS (
+		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, workflow_id, outcome, status_code)
+		SELECT id, $1, $2, 'order_invoice', now() - make_interval(secs => 60 - i), b, length(b), 'inbound/' || id, 'failed', 422
+		FROM (SELECT gen_random_uuid() AS id, i,
+		             convert_to(format('{"order_ref": "SO-1", "invoice_ref": "HIST-%s", "amount_minor": 1}', i), 'UTF8') AS b
+		      FROM generate_series(1, 3) i) s
+		RETURNING 1) SELECT count(*)::text FROM ins`, invoiceEndpoint)
+	var batch struct{ ID, Status string }
+	if status, raw := f.call("POST", "/api/v1/inbound/replays", f.apiKey(),
+		fmt.Sprintf(`{"endpoint_id": %q, "outcome": "failed"}`, invoiceEndpoint), &batch); status != 202 {
+		t.Fatalf("bulk replay: %d %s", status, raw)
+	}
+	record(domain.ReplayBatchWorkflowID(mustID(t, batch.ID)), "ReplayBatch.completed.json")
 }
