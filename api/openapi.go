@@ -23,7 +23,9 @@ var apiTags = []*huma.Tag{
 	{Name: "Customers", Description: "Customer companies: paged reads and batched upserts matched by external id or email domain."},
 	{Name: "Requests", Description: "Request threads: open one with its first message, read them with their messages."},
 	{Name: "Inbound", Description: "Tokenised inbound URLs that each perform one configured action on what is posted to them; the token in the URL is the credential."},
-	{Name: "Webhooks", Description: "Events the service posts to subscribed URLs, signed with the subscription's secret."},
+	{Name: "Webhooks", Description: "Events the service posts to subscribed URLs, signed with the subscription's secret; subscriptions, deliveries and their attempts, resend and recovery."},
+	{Name: "Inbound management", Description: "For support staff and integrators: the inbound endpoints, the receipts of what was posted with their traces, replay (one, a dry run, or in bulk) and cancelling a parked post."},
+	{Name: "Events", Description: "The outbox as a feed, kept 30 days: what a webhook receiver may have missed."},
 }
 
 // License and contact of the OpenAPI document. No licence is granted with

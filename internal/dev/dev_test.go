@@ -3,8 +3,10 @@ package dev
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -20,12 +22,19 @@ import (
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Below the kernel's ephemeral range (32768 and up): a port from there,
+	// closed again, can be taken before dev binds it by any outgoing
+	// connection or :0 listener of the tests running beside this one.
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port between 20000 and 32000")
+	return 0
 }
 
 // syncBuffer collects output written from another goroutine.
