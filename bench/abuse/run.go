@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,9 +125,10 @@ type suite struct {
 	otherKey string // a key of the second organisation
 	otherOrg string
 
-	signed map[string]endpoint // action → signed endpoint of the demo organisation
-	ids    map[string]string   // order, delivery and product references → ids
-	routes []getRoute
+	signed   map[string]endpoint // action → signed endpoint of the demo organisation
+	receiver *httptest.Server    // answers the webhook deliveries of the management data
+	ids      map[string]string   // order, delivery and product references → ids
+	routes   []getRoute
 	// cursors are, per list, a genuine cursor of the demo organisation and
 	// one of the other organisation.
 	cursors      map[string][2]string
@@ -197,7 +199,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	s := &suite{size: o.Size, clients: o.Clients, out: out, srv: srv, tmp: tmp, base: srv.state.BaseURL,
 		http: &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{
 			MaxIdleConnsPerHost: o.Clients * 2, DisableCompression: true}},
-		byName: map[string]*check{}}
+		byName:   map[string]*check{},
+		receiver: httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))}
+	defer s.receiver.Close()
 	mem := watchMemory(srv.pid(), memoryGuard, func() {
 		s.stopped.Store(true)
 		srv.kill()
@@ -368,6 +372,11 @@ func (s *suite) setup(ctx context.Context) error {
 	if err := s.lookUpIDs(ctx); err != nil {
 		return err
 	}
+	for org, who := range map[string][2]string{st.OrgID: {s.keys[0], "owner@demo.example"}, s.otherOrg: {s.otherKey, "owner@other.abuse.example"}} {
+		if err := s.managementData(ctx, org, who[0], who[1]); err != nil {
+			return err
+		}
+	}
 	if err := s.secondPages(ctx); err != nil {
 		return err
 	}
@@ -407,6 +416,62 @@ func (s *suite) otherOrganisation(ctx context.Context) error {
 	}
 	s.otherKey = k.Key
 	return nil
+}
+
+// managementData gives an organisation what the management lists page
+// through, two of each: inbound endpoints with receipts (posts refused 400),
+// webhook subscriptions, events (customers created) and their deliveries,
+// to a receiver of the suite's own.
+func (s *suite) managementData(ctx context.Context, org, key, owner string) (err error) {
+	for i := range 2 {
+		var e endpoint
+		if err := s.srv.cliJSON(ctx, &e, "endpoint", "create", "--org", org, "--as", owner,
+			"--name", fmt.Sprintf("abuse management %d", i), "--action", "erp_order_status"); err != nil {
+			return err
+		}
+		if a, err := s.sendClient(ctx, probe{method: http.MethodPost, url: e.URL, body: []byte("not JSON")}); err != nil || a.status != http.StatusBadRequest {
+			return fmt.Errorf("a refused post to %s: %v %+v", e.URL, err, a)
+		}
+	}
+	var subs []string
+	for i := range 2 {
+		body := fmt.Sprintf(`{"url": "%s/hook/%d", "events": ["customer.created"]}`, s.receiver.URL, i)
+		var sub struct{ ID string }
+		if err := s.callJSON(ctx, http.MethodPost, key, "/webhooks/subscriptions", []byte(body), &sub); err != nil {
+			return err
+		}
+		subs = append(subs, sub.ID)
+	}
+	// Once delivered, the subscriptions are switched off: the checks create
+	// customers by the thousand, and their deliveries would crowd the
+	// worker out.
+	defer func() {
+		for _, id := range subs {
+			if perr := s.callJSON(ctx, http.MethodPatch, key, "/webhooks/subscriptions/"+id, []byte(`{"active": false}`), nil); err == nil {
+				err = perr
+			}
+		}
+	}()
+	if err := s.callJSON(ctx, http.MethodPost, key, "/customers",
+		[]byte(`{"customers": [{"company": "Abuse Management A"}, {"company": "Abuse Management B"}]}`), nil); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var page struct {
+			Next *string `json:"next_cursor"`
+		}
+		if err := s.getJSON(ctx, key, "/webhooks/deliveries?limit=1", &page); err != nil {
+			return err
+		}
+		if page.Next != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the organisation's webhook deliveries were not made within a minute")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // lookUpIDs finds the records the checks name by reference.
