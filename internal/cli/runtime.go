@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
@@ -180,6 +181,29 @@ func (rt *Runtime) activities() (*activities.Activities, error) {
 		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), NightlyAt: nightly}, nil
 }
 
+// CheckSearchAttributes fails when the namespace lacks the service's
+// search attributes, naming them and the commands that create them, or does
+// not exist. While Temporal does not answer it waits and asks again.
+func (rt *Runtime) CheckSearchAttributes(ctx context.Context) error {
+	delay := 500 * time.Millisecond
+	for {
+		err := workflows.CheckSearchAttributes(ctx, rt.Temporal, rt.Cfg.TemporalNamespace)
+		var missing *workflows.MissingSearchAttributesError
+		var noNamespace *serviceerror.NamespaceNotFound
+		var denied *serviceerror.PermissionDenied
+		if err == nil || errors.As(err, &missing) || errors.As(err, &noNamespace) || errors.As(err, &denied) {
+			return err
+		}
+		rt.Log.Warn("Temporal not answering yet; asking again", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
+}
+
 // RunWorker registers the workflows and activities on the task queue and
 // runs them, with the sweeps beside them, until ctx ends.
 func (rt *Runtime) RunWorker(ctx context.Context) error {
@@ -187,7 +211,7 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := workflows.EnsureSearchAttributes(ctx, rt.Temporal, rt.Cfg.TemporalNamespace); err != nil {
+	if err := rt.CheckSearchAttributes(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
