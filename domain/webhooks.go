@@ -10,7 +10,7 @@ const (
 	WebhookPending   WebhookStatus = "pending"   // not attempted yet
 	WebhookSucceeded WebhookStatus = "succeeded" // a 2xx answer within 10 s
 	WebhookFailed    WebhookStatus = "failed"    // waiting for the nightly retry
-	WebhookExhausted WebhookStatus = "exhausted" // 5 attempts failed, or the subscription was disabled
+	WebhookExhausted WebhookStatus = "exhausted" // 5 attempts failed, the subscription was disabled, or its secret cannot be opened
 )
 
 // WebhookStatuses lists the delivery statuses.
