@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -16,13 +17,14 @@ import (
 
 type composeFile struct {
 	Services map[string]struct {
-		Image       string            `yaml:"image"`
-		Build       any               `yaml:"build"`
-		Command     []string          `yaml:"command"`
-		Environment map[string]string `yaml:"environment"`
-		Ports       []string          `yaml:"ports"`
-		DependsOn   any               `yaml:"depends_on"`
-		Healthcheck struct {
+		Image           string            `yaml:"image"`
+		Build           any               `yaml:"build"`
+		Command         []string          `yaml:"command"`
+		Environment     map[string]string `yaml:"environment"`
+		Ports           []string          `yaml:"ports"`
+		DependsOn       any               `yaml:"depends_on"`
+		StopGracePeriod string            `yaml:"stop_grace_period"`
+		Healthcheck     struct {
 			Test []string `yaml:"test"`
 		} `yaml:"healthcheck"`
 		Configs []struct {
@@ -122,6 +124,9 @@ func TestComposeFileMatchesTheBinary(t *testing.T) {
 	}
 
 	checkComposeTemporal(t, cf, raw)
+	if grace, err := time.ParseDuration(cf.Services["worker"].StopGracePeriod); err != nil || grace <= cli.WorkerStopTimeout {
+		t.Errorf("worker: stop_grace_period %q does not outlast the worker's drain of %s", cf.Services["worker"].StopGracePeriod, cli.WorkerStopTimeout)
+	}
 
 	dockerfile, err := os.ReadFile("../../Dockerfile")
 	if err != nil {

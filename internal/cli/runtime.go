@@ -181,6 +181,11 @@ func (rt *Runtime) activities() (*activities.Activities, error) {
 		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), NightlyAt: nightly}, nil
 }
 
+// WorkerStopTimeout is how long a stopping worker lets the activities in
+// flight finish (a webhook attempt takes at most 10 seconds), so a deploy
+// drains deliveries instead of cutting them off to be sent again.
+const WorkerStopTimeout = 30 * time.Second
+
 // CheckSearchAttributes fails when the namespace lacks the service's
 // search attributes, naming them and the commands that create them, or does
 // not exist. While Temporal does not answer it waits and asks again.
@@ -217,7 +222,7 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 		}
 		return err
 	}
-	w := worker.New(rt.Temporal, workflows.TaskQueue, worker.Options{})
+	w := worker.New(rt.Temporal, workflows.TaskQueue, worker.Options{WorkerStopTimeout: WorkerStopTimeout})
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
