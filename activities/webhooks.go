@@ -79,7 +79,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 	}
 	rec.Status = domain.WebhookStatusAfter(res.Succeeded, in.Last)
 	if rec.Status == domain.WebhookFailed {
-		retry := domain.NextNightly(a.now(), a.NightlyAt)
+		retry := domain.NextNightlyFor(a.now(), a.NightlyAt, in.DeliveryID)
 		rec.NextAttemptAt, res.RetryAt = &retry, &retry
 	}
 	if err := a.DB.RecordWebhookAttempt(ctx, rec); err != nil {
