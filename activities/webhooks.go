@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
@@ -43,7 +44,8 @@ const excerptLimit = 1024
 // not as an error: errors are for the service's own faults (the database),
 // which Temporal retries. The attempt and where it leaves the delivery are
 // recorded. A retry after a crash sends the same attempt again, with the
-// same delivery id and attempt number.
+// same delivery id and attempt number. A subscription secret that cannot be
+// opened ends the delivery with a non-retryable error.
 func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
 	t, err := a.DB.WebhookTarget(ctx, in.OrgID, in.DeliveryID)
 	if err != nil {
@@ -57,7 +59,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 	}
 	signing, err := t.Secrets(a.Sealer, a.now())
 	if err != nil {
-		return domain.DeliverResult{}, fmt.Errorf("open subscription secret: %w", err)
+		return domain.DeliverResult{}, a.unopenableSecret(ctx, in, err)
 	}
 	body, err := json.Marshal(t.Event)
 	if err != nil {
@@ -78,7 +80,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 	}
 	rec.Status = domain.WebhookStatusAfter(res.Succeeded, in.Last)
 	if rec.Status == domain.WebhookFailed {
-		retry := domain.NextNightly(a.now(), a.NightlyAt)
+		retry := domain.NextNightlyFor(a.now(), a.NightlyAt, in.DeliveryID)
 		rec.NextAttemptAt, res.RetryAt = &retry, &retry
 	}
 	if err := a.DB.RecordWebhookAttempt(ctx, rec); err != nil {
@@ -134,3 +136,19 @@ func validUTF8(b []byte) string {
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
+
+// unopenableSecret ends a delivery whose subscription secret cannot be
+// opened (sealed under another key, or damaged), which no retry can change,
+// and fails its workflow for good.
+func (a *Activities) unopenableSecret(ctx context.Context, in domain.DeliverInput, cause error) error {
+	const reason = "the subscription's signing secret cannot be opened"
+	a.Log.Error(reason, zap.String("delivery_id", in.DeliveryID.String()), zap.Error(cause))
+	if err := a.DB.EndWebhookDelivery(ctx, in.OrgID, in.DeliveryID, reason); err != nil {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(reason, ErrSecretUnopenable, nil)
+}
+
+// ErrSecretUnopenable is the application error type of a delivery whose
+// subscription secret cannot be opened.
+const ErrSecretUnopenable = "ESECRET"

@@ -154,21 +154,63 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 	return taken, err
 }
 
+// unstartedDeliveries selects up to $1 deliveries whose workflow has not
+// been started, oldest first, skipping those another relay holds.
+const unstartedDeliveries = `
+	SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts
+	FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+	WHERE w.workflow_started_at IS NULL ORDER BY w.created_at, w.id LIMIT $1
+	FOR UPDATE OF w SKIP LOCKED`
+
+func scanDeliveryRef(r pgx.CollectableRow) (domain.WebhookDeliveryRef, error) {
+	var x domain.WebhookDeliveryRef
+	err := r.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.Attempts)
+	return x, err
+}
+
 // UnstartedWebhookDeliveries lists up to limit deliveries whose workflow has not
-// been started, oldest first.
+// been started, oldest first, leaving out those a relay holds
+// (ClaimWebhookDeliveries).
 func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]domain.WebhookDeliveryRef, error) {
-	rows, err := d.pool.Query(ctx, `
-		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts
-		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
-		WHERE w.workflow_started_at IS NULL ORDER BY w.created_at, w.id LIMIT $1`, limit)
+	rows, err := d.pool.Query(ctx, unstartedDeliveries, limit)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.WebhookDeliveryRef, error) {
-		var x domain.WebhookDeliveryRef
-		err := r.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.Attempts)
-		return x, err
+	return pgx.CollectRows(rows, scanDeliveryRef)
+}
+
+// ClaimWebhookDeliveries takes up to limit deliveries whose workflow has not
+// been started (oldest first, skipping those another relay holds), hands
+// them to start, and marks started those whose workflows start reports as
+// existing, in one transaction: two relays never hold the same delivery. It
+// returns how many it took and how many it marked; start's error comes back
+// after the marks are kept.
+func (d *DB) ClaimWebhookDeliveries(ctx context.Context, limit int,
+	start func([]domain.WebhookDeliveryRef) ([]uuid.UUID, error)) (claimed, started int, err error) {
+	var startErr error
+	err = d.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, unstartedDeliveries, limit)
+		if err != nil {
+			return err
+		}
+		refs, err := pgx.CollectRows(rows, scanDeliveryRef)
+		if err != nil || len(refs) == 0 {
+			return err
+		}
+		claimed = len(refs)
+		var ok []uuid.UUID
+		ok, startErr = start(refs)
+		started = len(ok)
+		if started == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET workflow_started_at = now() WHERE id = ANY ($1) AND workflow_started_at IS NULL`, ok)
+		return err
 	})
+	if err != nil {
+		return claimed, 0, err
+	}
+	return claimed, started, startErr
 }
 
 // MarkWebhookDeliveriesStarted records that the deliveries' workflows exist.

@@ -1,6 +1,11 @@
 package domain
 
-import "time"
+import (
+	"hash/fnv"
+	"time"
+
+	"github.com/google/uuid"
+)
 
 // WebhookStatus is where a webhook delivery stands.
 type WebhookStatus string
@@ -10,7 +15,7 @@ const (
 	WebhookPending   WebhookStatus = "pending"   // not attempted yet
 	WebhookSucceeded WebhookStatus = "succeeded" // a 2xx answer within 10 s
 	WebhookFailed    WebhookStatus = "failed"    // waiting for the nightly retry
-	WebhookExhausted WebhookStatus = "exhausted" // 5 attempts failed, or the subscription was disabled
+	WebhookExhausted WebhookStatus = "exhausted" // 5 attempts failed, the subscription was disabled, or its secret cannot be opened
 )
 
 // WebhookStatuses lists the delivery statuses.
@@ -33,8 +38,28 @@ func WebhookStatusAfter(succeeded, last bool) WebhookStatus {
 	return WebhookFailed
 }
 
+// NightlySpread is the window after the nightly run's time over which the
+// retries of failed deliveries are spread, so that they do not all fall on
+// the workers and the receivers in the same second.
+const NightlySpread = time.Hour
+
+// NightlyOffset is a delivery's own place in the nightly window, in
+// [0, NightlySpread), whole seconds: a hash of its id, so the same
+// delivery keeps it every night and on every worker.
+func NightlyOffset(deliveryID uuid.UUID) time.Duration {
+	h := fnv.New64a()
+	h.Write(deliveryID[:])
+	return time.Duration(h.Sum64()%uint64(NightlySpread/time.Second)) * time.Second
+}
+
+// NextNightlyFor is when a failed delivery is retried: the first time after
+// now that is at the nightly run's time plus the delivery's NightlyOffset.
+func NextNightlyFor(now time.Time, at time.Duration, deliveryID uuid.UUID) time.Time {
+	return NextNightly(now, (at+NightlyOffset(deliveryID))%(24*time.Hour))
+}
+
 // NextNightly is the first time after now that is at (a time of day,
-// from midnight) in UTC: when the nightly run retries failed deliveries.
+// from midnight) in UTC.
 func NextNightly(now time.Time, at time.Duration) time.Time {
 	now = now.UTC()
 	t := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).Add(at)

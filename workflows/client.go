@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,9 +22,6 @@ import (
 type Client struct {
 	temporal  client.Client
 	namespace string
-
-	mu         sync.Mutex
-	attrsReady bool
 }
 
 // NewClient wraps a Temporal client connected to namespace ("default" when
@@ -45,21 +41,6 @@ const describeWait = 5 * time.Second
 // did not answer within the caller's deadline: it goes on by itself.
 var ErrStillRunning = errors.New("the workflow is still running")
 
-// ensureSearchAttributes registers the search attributes once per client,
-// so that an API process started before any worker can start workflows.
-func (c *Client) ensureSearchAttributes(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.attrsReady {
-		return nil
-	}
-	if err := EnsureSearchAttributes(ctx, c.temporal, c.namespace); err != nil {
-		return err
-	}
-	c.attrsReady = true
-	return nil
-}
-
 // RunInbound starts (or joins) the workflow of a stored receipt,
 // inbound/<receipt_id>, and waits until ctx ends for its first answer
 // (update-with-start). When the wait ends first but the workflow exists, it
@@ -67,9 +48,6 @@ func (c *Client) ensureSearchAttributes(ctx context.Context) error {
 // started.
 func (c *Client) RunInbound(ctx context.Context, in domain.InboundInput) (domain.InboundOutcome, error) {
 	var out domain.InboundOutcome
-	if err := c.ensureSearchAttributes(ctx); err != nil {
-		return out, err
-	}
 	start := c.temporal.NewWithStartWorkflowOperation(inboundOptions(in), InboundAction, in)
 	handle, err := c.temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
@@ -144,9 +122,6 @@ func (c *Client) ResendWebhook(ctx context.Context, ref domain.WebhookDeliveryRe
 // StartReplayBatch starts a bulk replay's workflow, replay-batch/<id>; one
 // that exists already is left as it is.
 func (c *Client) StartReplayBatch(ctx context.Context, in domain.ReplayBatchInput) error {
-	if err := c.ensureSearchAttributes(ctx); err != nil {
-		return err
-	}
 	_, err := c.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       domain.ReplayBatchWorkflowID(in.BatchID),
 		TaskQueue:                TaskQueue,

@@ -14,11 +14,13 @@ const ResendSignal = "resend"
 
 // deliverOptions: an attempt is a 10-second request and two short writes.
 // The activity fails only for the service's own faults (the database),
-// which are retried with backoff for as long as they last; a receiver's
-// failure is a result, which the workflow retries at the nightly run.
+// which are retried with backoff for up to a day, or for good (a secret that
+// cannot be opened); a receiver's failure is a result, which the workflow
+// retries at the nightly run.
 var deliverOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: 30 * time.Second,
-	RetryPolicy:         outageRetry,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 24 * time.Hour,
+	RetryPolicy:            outageRetry,
 }
 
 // WebhookDelivery sends one event to one subscription: attempt 1 at once;

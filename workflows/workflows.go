@@ -19,7 +19,8 @@ const TaskQueue = "commerce"
 
 // outageRetry retries an activity that failed for the service's own fault
 // (the database) with a growing pause, up to five minutes apart; business
-// rejections are non-retryable errors and never reach it.
+// rejections are non-retryable errors and never reach it. Every activity
+// that uses it bounds it with a ScheduleToCloseTimeout.
 var outageRetry = &temporal.RetryPolicy{
 	InitialInterval:    time.Second,
 	BackoffCoefficient: 2,

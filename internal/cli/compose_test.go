@@ -6,22 +6,35 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/commerce-integration/commerce/internal/cli"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/workflows"
 )
 
 type composeFile struct {
 	Services map[string]struct {
-		Image       string            `yaml:"image"`
-		Build       any               `yaml:"build"`
-		Command     []string          `yaml:"command"`
-		Environment map[string]string `yaml:"environment"`
-		Ports       []string          `yaml:"ports"`
-		DependsOn   any               `yaml:"depends_on"`
+		Image           string            `yaml:"image"`
+		Build           any               `yaml:"build"`
+		Command         []string          `yaml:"command"`
+		Environment     map[string]string `yaml:"environment"`
+		Ports           []string          `yaml:"ports"`
+		DependsOn       any               `yaml:"depends_on"`
+		StopGracePeriod string            `yaml:"stop_grace_period"`
+		Healthcheck     struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
+		Configs []struct {
+			Source string `yaml:"source"`
+			Target string `yaml:"target"`
+		} `yaml:"configs"`
 	} `yaml:"services"`
+	Configs map[string]struct {
+		Content string `yaml:"content"`
+	} `yaml:"configs"`
 }
 
 // TestComposeFileMatchesTheBinary holds docker-compose.yml (which cannot be
@@ -35,7 +48,7 @@ func TestComposeFileMatchesTheBinary(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &cf); err != nil {
 		t.Fatalf("docker-compose.yml does not parse: %v", err)
 	}
-	for _, name := range []string{"postgres", "temporal", "temporal-ui", "migrate", "api", "worker"} {
+	for _, name := range []string{"postgres", "temporal-schema", "temporal", "temporal-setup", "temporal-ui", "migrate", "api", "worker"} {
 		if _, ok := cf.Services[name]; !ok {
 			t.Errorf("service %q is missing", name)
 		}
@@ -110,6 +123,11 @@ func TestComposeFileMatchesTheBinary(t *testing.T) {
 		t.Errorf("temporal does not persist to the postgres service: %v", tmp)
 	}
 
+	checkComposeTemporal(t, cf, raw)
+	if grace, err := time.ParseDuration(cf.Services["worker"].StopGracePeriod); err != nil || grace <= cli.WorkerStopTimeout {
+		t.Errorf("worker: stop_grace_period %q does not outlast the worker's drain of %s", cf.Services["worker"].StopGracePeriod, cli.WorkerStopTimeout)
+	}
+
 	dockerfile, err := os.ReadFile("../../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +137,102 @@ func TestComposeFileMatchesTheBinary(t *testing.T) {
 			t.Errorf("Dockerfile does not contain %s", want)
 		}
 	}
+}
+
+// checkComposeTemporal holds the compose file's Temporal to what the service
+// needs: the server go.mod pins, its namespace and search attributes made by
+// a job the service waits for, health checks, and no development switches.
+func checkComposeTemporal(t *testing.T, cf composeFile, raw []byte) {
+	t.Helper()
+	version := goModVersion(t, "go.temporal.io/server")
+	for name, image := range map[string]string{"temporal": "temporalio/server", "temporal-schema": "temporalio/admin-tools", "temporal-setup": "temporalio/admin-tools"} {
+		if want := image + ":" + version; cf.Services[name].Image != want {
+			t.Errorf("%s runs %s; go.mod pins go.temporal.io/server v%s, so want %s", name, cf.Services[name].Image, version, want)
+		}
+	}
+	waits := func(name, on, condition string) {
+		deps, _ := cf.Services[name].DependsOn.(map[string]any)
+		dep, _ := deps[on].(map[string]any)
+		if dep["condition"] != condition {
+			t.Errorf("%s does not wait for %s to be %s (depends_on %v)", name, on, condition, deps)
+		}
+	}
+	waits("temporal", "temporal-schema", "service_completed_successfully")
+	waits("temporal-setup", "temporal", "service_healthy")
+	for _, name := range []string{"api", "worker", "temporal-ui"} {
+		waits(name, "temporal-setup", "service_completed_successfully")
+	}
+	for _, name := range []string{"postgres", "temporal"} {
+		if len(cf.Services[name].Healthcheck.Test) == 0 {
+			t.Errorf("%s has no health check", name)
+		}
+	}
+	// The setup job creates, with the namespace, every search attribute the
+	// workflows carry, with its type.
+	setup := strings.Join(cf.Services["temporal-setup"].Command, "\n")
+	for _, want := range []string{"temporal operator namespace create", "temporal operator search-attribute create"} {
+		if !strings.Contains(setup, want) {
+			t.Errorf("temporal-setup does not run %s", want)
+		}
+	}
+	for name, typ := range workflows.SearchAttributes() {
+		kind := strings.TrimPrefix(typ.String(), "INDEXED_VALUE_TYPE_")
+		kind = kind[:1] + strings.ToLower(kind[1:])
+		if want := "create_attribute " + name + " " + kind + "\n"; !strings.Contains(setup, want) {
+			t.Errorf("temporal-setup does not create the search attribute %s (%s)", name, kind)
+		}
+	}
+	// The server reads a production dynamic config: none of the switches of
+	// the development and test servers.
+	dc := cf.Services["temporal"].Environment["DYNAMIC_CONFIG_FILE_PATH"]
+	mounted := false
+	for _, c := range cf.Services["temporal"].Configs {
+		if c.Target == dc {
+			mounted = true
+			var values map[string]any
+			if err := yaml.Unmarshal([]byte(cf.Configs[c.Source].Content), &values); err != nil {
+				t.Errorf("dynamic config %s: %v", c.Source, err)
+			}
+			for key := range values {
+				if slices.Contains(devOnlyDynamicConfig, key) {
+					t.Errorf("the dynamic config sets %s, a development switch", key)
+				}
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("temporal reads its dynamic config from %q, which no config is mounted at", dc)
+	}
+	for _, bad := range append(devOnlyDynamicConfig, "development-sql.yaml", "development-cass.yaml", "auto-setup") {
+		if strings.Contains(strings.ToLower(string(raw)), strings.ToLower(bad)) {
+			t.Errorf("docker-compose.yml mentions %s", bad)
+		}
+	}
+}
+
+// devOnlyDynamicConfig are the dynamic config keys the embedded servers of
+// `commerce dev` and the tests set, and a real cluster must not.
+var devOnlyDynamicConfig = []string{
+	"system.forceSearchAttributesCacheRefreshOnRead",
+	"matching.numTaskqueueReadPartitions",
+	"matching.numTaskqueueWritePartitions",
+	"history.transferProcessorMaxPollRPS",
+}
+
+// goModVersion is the version go.mod requires of module, without its "v".
+func goModVersion(t *testing.T, module string) string {
+	t.Helper()
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require ")); len(f) >= 2 && f[0] == module {
+			return strings.TrimPrefix(f[1], "v")
+		}
+	}
+	t.Fatalf("go.mod does not require %s", module)
+	return ""
 }
 
 func toString(v any) string {

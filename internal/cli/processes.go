@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/config"
@@ -84,7 +85,17 @@ func serveCmd() *cobra.Command {
 					return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 				}
 				rt.Log.Info("serving", zap.String("listen", l.Addr().String()), zap.String("base_url", cfg.BaseURL))
-				return ServeHTTP(ctx, l, h, rt.Log)
+				// Serve while Temporal comes up, but stop when its namespace
+				// lacks the search attributes every workflow start needs.
+				g, gctx := errgroup.WithContext(ctx)
+				g.Go(func() error { return ServeHTTP(gctx, l, h, rt.Log) })
+				g.Go(func() error {
+					if err := rt.CheckSearchAttributes(gctx); err != nil && gctx.Err() == nil {
+						return err
+					}
+					return nil
+				})
+				return g.Wait()
 			}
 			return runProcess(cmd.Context(), cfg, nil, migrated, lazy, serve)
 		},

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
@@ -183,6 +184,34 @@ func (rt *Runtime) activities() (*activities.Activities, error) {
 		Replays: &api.InboundRunner{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("replays"), Sealer: sealer, BaseURL: rt.Cfg.BaseURL}}, nil
 }
 
+// WorkerStopTimeout is how long a stopping worker lets the activities in
+// flight finish (a webhook attempt takes at most 10 seconds), so a deploy
+// drains deliveries instead of cutting them off to be sent again.
+const WorkerStopTimeout = 30 * time.Second
+
+// CheckSearchAttributes fails when the namespace lacks the service's
+// search attributes, naming them and the commands that create them, or does
+// not exist. While Temporal does not answer it waits and asks again.
+func (rt *Runtime) CheckSearchAttributes(ctx context.Context) error {
+	delay := 500 * time.Millisecond
+	for {
+		err := workflows.CheckSearchAttributes(ctx, rt.Temporal, rt.Cfg.TemporalNamespace)
+		var missing *workflows.MissingSearchAttributesError
+		var noNamespace *serviceerror.NamespaceNotFound
+		var denied *serviceerror.PermissionDenied
+		if err == nil || errors.As(err, &missing) || errors.As(err, &noNamespace) || errors.As(err, &denied) {
+			return err
+		}
+		rt.Log.Warn("Temporal not answering yet; asking again", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
+}
+
 // RunWorker registers the workflows and activities on the task queue and
 // runs them, with the sweeps beside them, until ctx ends.
 func (rt *Runtime) RunWorker(ctx context.Context) error {
@@ -194,13 +223,13 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := workflows.EnsureSearchAttributes(ctx, rt.Temporal, rt.Cfg.TemporalNamespace); err != nil {
+	if err := rt.CheckSearchAttributes(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
 		return err
 	}
-	w := worker.New(rt.Temporal, workflows.TaskQueue, worker.Options{})
+	w := worker.New(rt.Temporal, workflows.TaskQueue, worker.Options{WorkerStopTimeout: WorkerStopTimeout})
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

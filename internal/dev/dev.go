@@ -31,6 +31,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/workflows"
 )
 
 // devState is what `commerce dev` writes to .commerce/dev.json.
@@ -180,6 +181,9 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 			FrontendPort: opts.temporalPort,
 			UIPort:       opts.uiPort,
 			Logger:       serverLog,
+
+			// Created with the namespace, before anything starts a workflow.
+			SearchAttributes: workflows.SearchAttributes(),
 		})
 		return err
 	}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/common/dynamicconfig"
@@ -45,7 +46,7 @@ type Env struct {
 	Worker    worker.Worker
 }
 
-// Start brings up a Temporal server, registers the search attributes,
+// Start brings up a Temporal server with the search attributes,
 // starts a worker on the service's task queue and returns the environment.
 // Everything stops when the test ends.
 func Start(t *testing.T) *Env {
@@ -54,8 +55,9 @@ func Start(t *testing.T) *Env {
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			// As the test server has it: search attributes added by a test
-			// are seen at once.
+			// The test server makes its namespace before it can be given the
+			// search attributes, which Start adds at once; without this its
+			// namespace registry would learn them only at its next refresh.
 			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
 			// As `commerce dev` has it: a task scheduled on the one history
 			// shard is dispatched at once, not at the next of 20 polls a second.
@@ -65,7 +67,11 @@ func Start(t *testing.T) *Env {
 	env.Workflows = workflows.NewClient(env.Temporal, env.Namespace)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := workflows.EnsureSearchAttributes(ctx, env.Temporal, env.Namespace); err != nil {
+	// The server is made with the search attributes, as an operator makes a
+	// namespace, before anything starts a workflow.
+	if _, err := env.Temporal.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: env.Namespace, SearchAttributes: workflows.SearchAttributes(),
+	}); err != nil {
 		t.Fatal(err)
 	}
 	env.Worker = env.StartWorker()

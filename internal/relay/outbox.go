@@ -86,21 +86,14 @@ func (o *Outbox) Drain(ctx context.Context) (int, error) {
 	}
 	started := 0
 	for {
-		refs, err := o.DB.UnstartedWebhookDeliveries(ctx, batch)
+		claimed, n, err := o.DB.ClaimWebhookDeliveries(ctx, batch, func(refs []domain.WebhookDeliveryRef) ([]uuid.UUID, error) {
+			return o.start(ctx, refs)
+		})
+		started += n
 		if err != nil {
 			return started, err
 		}
-		ok, err := o.start(ctx, refs)
-		started += len(ok)
-		if len(ok) > 0 {
-			if merr := o.DB.MarkWebhookDeliveriesStarted(ctx, ok); merr != nil {
-				return started, merr
-			}
-		}
-		if err != nil {
-			return started, err
-		}
-		if len(refs) < batch {
+		if claimed < batch {
 			return started, nil
 		}
 	}

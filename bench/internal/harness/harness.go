@@ -115,7 +115,7 @@ func Temporal(ctx context.Context, acts *activities.Activities) (client.Client, 
 		return nil, nil, err
 	}
 	tsrv, err := devtemporal.Start(ctx, devtemporal.Config{DBFile: filepath.Join(dir, "temporal.db"), Namespace: "default",
-		FrontendPort: port, UIPort: -1, Logger: zap.NewNop()})
+		FrontendPort: port, UIPort: -1, Logger: zap.NewNop(), SearchAttributes: workflows.SearchAttributes()})
 	if err != nil {
 		stop()
 		return nil, nil, err
@@ -127,10 +127,6 @@ func Temporal(ctx context.Context, acts *activities.Activities) (client.Client, 
 		return nil, nil, err
 	}
 	stops = append(stops, tc.Close)
-	if err := workflows.EnsureSearchAttributes(ctx, tc, "default"); err != nil {
-		stop()
-		return nil, nil, err
-	}
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{})
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {

@@ -168,7 +168,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(tlog.NewZapLogger(logger)),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
 			// One server: one partition per task queue, so a task never waits
 			// in a partition that no poller is polling to be forwarded.
 			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  []dynamicconfig.ConstrainedValue{{Value: 1}},
