@@ -87,7 +87,10 @@ func (a specAdapter) Handle(op *huma.Operation, handler func(huma.Context)) {
 //     name no scopes (3.0 allows scopes only there); each operation's scope
 //     stays in its description and its x-required-scope extension;
 //   - the top-level webhooks, which 3.0 does not have, are left out (the
-//     3.1 document carries them).
+//     3.1 document carries them);
+//   - a $ref with other keywords beside it (a property's description),
+//     which 3.0 readers ignore, becomes allOf of the reference, the other
+//     keywords kept.
 func (s *Server) OpenAPI30() ([]byte, error) {
 	raw, err := s.api.OpenAPI().Downgrade()
 	if err != nil {
@@ -130,7 +133,27 @@ func (s *Server) OpenAPI30() ([]byte, error) {
 		}
 	}
 	pruneSchemas(doc)
+	wrapRefSiblings(doc)
 	return json.Marshal(doc)
+}
+
+// wrapRefSiblings rewrites every {"$ref": r, ...others} in v as
+// {"allOf": [{"$ref": r}], ...others}.
+func wrapRefSiblings(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if ref, ok := t["$ref"]; ok && len(t) > 1 {
+			delete(t, "$ref")
+			t["allOf"] = []any{map[string]any{"$ref": ref}}
+		}
+		for _, child := range t {
+			wrapRefSiblings(child)
+		}
+	case []any:
+		for _, child := range t {
+			wrapRefSiblings(child)
+		}
+	}
 }
 
 // pruneSchemas removes the component schemas nothing in the document refers

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -450,4 +451,34 @@ func jsonValue(t *testing.T, b []byte) any {
 		t.Fatalf("%s: %v", b, err)
 	}
 	return v
+}
+
+// OpenAPI 3.0 readers ignore what stands beside a $ref: the 3.0 rendering
+// has none (a described reference is allOf the reference).
+func TestOpenAPI30HasNoSiblingsBesideARef(t *testing.T) {
+	raw, err := api.New(api.Deps{BaseURL: "http://localhost:8080"}).OpenAPI30()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if _, ok := v["$ref"]; ok && len(v) > 1 {
+				t.Errorf("%s: $ref beside %d other keywords", path, len(v)-1)
+			}
+			for k, child := range v {
+				walk(child, path+"/"+k)
+			}
+		case []any:
+			for i, child := range v {
+				walk(child, fmt.Sprintf("%s/%d", path, i))
+			}
+		}
+	}
+	walk(doc, "")
 }

@@ -1913,7 +1913,9 @@ type ReplayResult struct {
 	// Error Why it did not go through (the action's refusal), when it did not.
 	Error   *string             `json:"error"`
 	Outcome ReplayResultOutcome `json:"outcome"`
-	Receipt ReceiptDetail       `json:"receipt"`
+
+	// Receipt The replay's new receipt, with its outcome and trace; null for a dry run.
+	Receipt ReceiptDetail `json:"receipt"`
 }
 
 // ReplayResultOutcome defines model for ReplayResult.Outcome.
