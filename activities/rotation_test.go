@@ -28,10 +28,10 @@ func TestRotatedSecretSignsBesideTheNewOneFor24Hours(t *testing.T) {
 	d := testdb.New(t)
 	sealer, _ := secrets.NewSealer(make([]byte, secrets.KeySize))
 	org, _, _ := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme"})
-	var got []string
+	var got []http.Header
 	var body []byte
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.Header.Get(signature.Header))
+		got = append(got, r.Header.Clone())
 		body, _ = io.ReadAll(r.Body)
 	}))
 	defer receiver.Close()
@@ -39,16 +39,7 @@ func TestRotatedSecretSignsBesideTheNewOneFor24Hours(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.UpsertCustomers(ctx, org.ID, []domain.CustomerInput{{Company: "A"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.RelayEvents(ctx, 10); err != nil {
-		t.Fatal(err)
-	}
-	refs, err := d.UnstartedWebhookDeliveries(ctx, 10)
-	if err != nil || len(refs) != 1 {
-		t.Fatalf("%d deliveries, %v", len(refs), err)
-	}
+	deliveryID := customerDelivery(t, d, org.ID, "A")
 	rotated, err := d.RotateSubscriptionSecret(ctx, sealer, org.ID, sub.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -63,27 +54,44 @@ func TestRotatedSecretSignsBesideTheNewOneFor24Hours(t *testing.T) {
 	now := time.Now()
 	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(true),
 		NightlyAt: 2 * time.Hour, Now: func() time.Time { return now }}
-	attempt := func(n int, at time.Time) string {
+	attempt := func(n int, at time.Time) http.Header {
 		t.Helper()
 		now = at
-		res, err := a.DeliverWebhook(ctx, domain.DeliverInput{OrgID: org.ID, DeliveryID: refs[0].ID, Attempt: n, Manual: true})
+		res, err := a.DeliverWebhook(ctx, domain.DeliverInput{OrgID: org.ID, DeliveryID: deliveryID, Attempt: n, Manual: true})
 		if err != nil || !res.Succeeded {
 			t.Fatalf("attempt %d: %+v %v", n, res, err)
 		}
 		return got[len(got)-1]
 	}
-	verifies := func(header, secret string, at time.Time) bool {
-		return signature.Verify(header, secret, body, at, signature.DefaultTolerance) == nil
+	// verifies checks both schemes: X-Service-Signature and Standard
+	// Webhooks' webhook-signature, each of which must carry one value per
+	// secret that signs.
+	verifies := func(h http.Header, secret string, at time.Time) (service, standard bool) {
+		service = signature.Verify(h.Get(signature.Header), secret, body, at, signature.DefaultTolerance) == nil
+		_, err := signature.StandardVerified(h.Get(signature.HeaderWebhookID), h.Get(signature.HeaderWebhookTimestamp),
+			h.Get(signature.HeaderWebhookSignature), secret, body, at, signature.DefaultTolerance)
+		return service, err == nil
+	}
+	signs := func(h http.Header, secret string, at time.Time) bool {
+		service, standard := verifies(h, secret, at)
+		return service && standard
+	}
+	signsNeither := func(h http.Header, secret string, at time.Time) bool {
+		service, standard := verifies(h, secret, at)
+		return !service && !standard
+	}
+	values := func(h http.Header) (int, int) {
+		return strings.Count(h.Get(signature.Header), "v1="), len(strings.Fields(h.Get(signature.HeaderWebhookSignature)))
 	}
 
 	within := now.Add(23 * time.Hour)
 	h := attempt(1, within)
-	if strings.Count(h, "v1=") != 2 || !verifies(h, rotated.Secret, within) || !verifies(h, sub.Secret, within) {
-		t.Fatalf("within 24 hours of the rotation: %s, want two v1 values, one per secret", h)
+	if service, standard := values(h); service != 2 || standard != 2 || !signs(h, rotated.Secret, within) || !signs(h, sub.Secret, within) {
+		t.Fatalf("within 24 hours of the rotation: %v, want two signatures in each scheme, one per secret", h)
 	}
 	after := now.Add(25 * time.Hour)
 	h = attempt(2, after)
-	if strings.Count(h, "v1=") != 1 || !verifies(h, rotated.Secret, after) || verifies(h, sub.Secret, after) {
-		t.Fatalf("after 24 hours: %s, want one v1, made with the new secret only", h)
+	if service, standard := values(h); service != 1 || standard != 1 || !signs(h, rotated.Secret, after) || !signsNeither(h, sub.Secret, after) {
+		t.Fatalf("after 24 hours: %v, want one signature in each scheme, made with the new secret only", h)
 	}
 }
