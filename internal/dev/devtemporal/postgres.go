@@ -144,6 +144,17 @@ func (p Postgres) setup(logger tlog.Logger) error {
 			return fmt.Errorf("schema of %s: %w", s.database, err)
 		}
 	}
+	// The services of a previous run, which is over (the store is one
+	// server's), are still members until their records expire: a new ring
+	// would wait for them, and route to them, until it found them dead.
+	conn, err := toolsql.NewConnection(p.sql(p.Database), logger)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.Exec("DELETE FROM cluster_membership"); err != nil {
+		return fmt.Errorf("clear the previous run's cluster membership: %w", err)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	pgschema "go.temporal.io/server/schema/postgresql/v12"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
@@ -111,18 +114,21 @@ func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
 		}
 	})
 	const namespace = "devtemporal-test"
-	start := func() (*Server, client.Client, worker.Worker) {
+	// The server's warnings and errors go to the test's output, shown when it
+	// fails.
+	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	start := func() (stop func(), c client.Client) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		s, err := Start(ctx, Config{
-			Postgres: &store, Namespace: namespace, FrontendPort: -1, UIPort: -1,
+			Postgres: &store, Namespace: namespace, FrontendPort: -1, UIPort: -1, Logger: logger,
 			SearchAttributes: map[string]enumspb.IndexedValueType{orderRef.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := client.DialContext(ctx, client.Options{HostPort: s.FrontendAddress(), Namespace: namespace})
+		c, err = client.DialContext(ctx, client.Options{HostPort: s.FrontendAddress(), Namespace: namespace})
 		if err != nil {
 			s.Stop()
 			t.Fatal(err)
@@ -135,17 +141,21 @@ func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
 			s.Stop()
 			t.Fatal(err)
 		}
-		return s, c, w
-	}
-	stop := func(s *Server, c client.Client, w worker.Worker) {
-		w.Stop()
-		c.Close()
-		s.Stop()
+		var once sync.Once
+		stop = func() {
+			once.Do(func() {
+				w.Stop()
+				c.Close()
+				s.Stop()
+			})
+		}
+		t.Cleanup(stop)
+		return stop, c
 	}
 
 	// First start: the databases and their schemas are made, at the versions
 	// this server expects.
-	s, c, w := start()
+	stop, c := start()
 	persistence, visibility, err := store.SchemaVersions()
 	if err != nil {
 		t.Fatal(err)
@@ -158,12 +168,11 @@ func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
 		t.Fatalf("first workflow returned %q", got)
 	}
 	findByRef(t, c, namespace, "SO-1", "first")
-	stop(s, c, w)
+	stop()
 
 	// Second start: the same schemas, untouched, and the first start's
 	// workflow is still there.
-	s, c, w = start()
-	defer func() { stop(s, c, w) }()
+	_, c = start()
 	if n, m := schemaSteps(t, store, store.Database), schemaSteps(t, store, store.VisibilityDatabase); n != steps || m != visSteps {
 		t.Fatalf("the second start ran schema steps again: %d -> %d, %d -> %d", steps, n, visSteps, m)
 	}

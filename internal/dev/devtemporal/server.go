@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -274,6 +275,10 @@ func portFree(ip string, port int) error {
 	return l.Close()
 }
 
+// freePorts finds n ports free on ip, between 20000 and 32767: the Postgres
+// schema keeps the services' membership ports in a smallint (a port from the
+// kernel's ephemeral range, 32768 and up, does not fit), and a port there is
+// not handed to another listener on port 0 between this check and the bind.
 func freePorts(ip string, n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
@@ -282,10 +287,13 @@ func freePorts(ip string, n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	for tries := 0; len(ports) < n; tries++ {
+		if tries >= 1000 {
+			return nil, fmt.Errorf("no %d free ports between 20000 and 32767 on %s", n, ip)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(20000+rand.IntN(12768))))
 		if err != nil {
-			return nil, err
+			continue
 		}
 		listeners = append(listeners, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
