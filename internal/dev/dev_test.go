@@ -242,10 +242,11 @@ func TestDevRunsTemporalOnPostgresBesideTheServiceDatabase(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".commerce")
 	opts := devOptions{temporalPort: freePort(t), uiPort: freePort(t), temporalStore: "postgres"}
 
-	post := func(st devState) {
+	// Each post changes the order, through a workflow of the embedded server.
+	post := func(st devState, status string) {
 		t.Helper()
 		resp, err := http.Post(st.InboundURLs[domain.ActionERPOrderStatus], "application/json",
-			strings.NewReader(`{"order_ref": "SO-2026-0204", "status": "processing"}`))
+			strings.NewReader(`{"order_ref": "SO-2026-0204", "status": "`+status+`"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +271,7 @@ func TestDevRunsTemporalOnPostgresBesideTheServiceDatabase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "temporal.db")); err == nil {
 		t.Fatal("the postgres store made a SQLite file")
 	}
-	post(st)
+	post(st, "processing")
 	stop()
 
 	st2, stop2 := startDev(t, dir, opts, st.BaseURL)
@@ -278,5 +279,5 @@ func TestDevRunsTemporalOnPostgresBesideTheServiceDatabase(t *testing.T) {
 	if st2.APIKey != st.APIKey {
 		t.Fatal("second start made a new key")
 	}
-	post(st2)
+	post(st2, "fulfilled")
 }
