@@ -100,6 +100,8 @@ func serveCmd() *cobra.Command {
 			return runProcess(cmd.Context(), cfg, nil, migrated, lazy, serve)
 		},
 	}
+	// Configured by its environment and flags alone, never by a dev directory.
+	cmd.Annotations = map[string]string{OwnSettings: "true"}
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN",
 		"COMMERCE_BASE_URL", "COMMERCE_TEMPORAL_UI_URL", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
@@ -120,6 +122,8 @@ func workerCmd() *cobra.Command {
 			return runProcess(cmd.Context(), cfg, nightly, open, DialTemporal, (*Runtime).RunWorker)
 		},
 	}
+	// Configured by its environment and flags alone, never by a dev directory.
+	cmd.Annotations = map[string]string{OwnSettings: "true"}
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE",
 		"COMMERCE_NIGHTLY_AT", "COMMERCE_RETENTION_DAYS", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd

@@ -7,6 +7,7 @@ package dev
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,11 @@ type devState struct {
 	TemporalUIURL     string `json:"temporal_ui_url"`
 	TemporalNamespace string `json:"temporal_namespace"`
 	DatabaseURL       string `json:"database_url"`
+	// SecretKey and AllowPrivateTargets are for the commands run beside dev
+	// (config.DevSettings): its service key, and that its webhooks may reach
+	// loopback and private addresses.
+	SecretKey           string `json:"secret_key"`
+	AllowPrivateTargets bool   `json:"allow_private_targets"`
 	// InboundTokens are the demo organisation's inbound endpoints, one per
 	// action; InboundURLs the same as URLs under BaseURL.
 	InboundTokens map[domain.Action]string `json:"inbound_tokens"`
@@ -79,6 +85,8 @@ func Command() *cobra.Command {
 			return runDev(cmd.Context(), cfg, opts, cmd.OutOrStdout())
 		},
 	}
+	// dev makes the settings of a dev directory; it does not read them.
+	cmd.Annotations = map[string]string{cli.OwnSettings: "true"}
 	cmd.Flags().StringVar(&opts.dir, "dir", ".commerce", "directory for local state (databases, key, dev.json)")
 	cmd.Flags().IntVar(&opts.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port")
 	cmd.Flags().IntVar(&opts.uiPort, "ui-port", 8233, "Temporal Web UI port")
@@ -215,6 +223,8 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	state.TemporalUIURL = tsrv.UIURL()
 	state.TemporalNamespace = cfg.TemporalNamespace
 	state.DatabaseURL = cfg.DatabaseURL
+	state.SecretKey = hex.EncodeToString(key)
+	state.AllowPrivateTargets = cfg.AllowPrivateTargets
 	state.InboundURLs = map[domain.Action]string{}
 	for action, token := range state.InboundTokens {
 		state.InboundURLs[action] = cli.InboundURL(baseURL, token)
@@ -226,6 +236,10 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return rt.RunWorker(gctx) })
 	g.Go(func() error { return cli.ServeHTTP(gctx, listener, handler, log) })
+	// Not fatal: the demo receipts are a convenience.
+	if err := step(out, "demo inbound posts", func() error { return postDemoReceipts(gctx, d, handler, state) }); err != nil {
+		log.Warn("demo inbound posts", zap.Error(err))
+	}
 	printState(out, opts.dir, state)
 	err = g.Wait()
 	fmt.Fprintln(out, "\nStopping commerce dev.")
@@ -358,7 +372,11 @@ func writeState(dir string, s devState) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(statePath(dir), append(b, '\n'), 0o600)
+	// It holds the keys: only its owner reads it, also when it was there.
+	if err := os.WriteFile(statePath(dir), append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(statePath(dir), 0o600)
 }
 
 func printState(out io.Writer, dir string, s devState) {
