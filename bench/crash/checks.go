@@ -324,7 +324,7 @@ func countBy(ctx context.Context, q interface {
 
 // printTable prints one row per run.
 func printTable(w io.Writer, results []Result) {
-	fmt.Fprintf(w, "\n%-4s | %6s %7s %4s %7s %8s | %10s %9s %4s %7s %7s | %-28s %7s\n",
+	fmt.Fprintf(w, "\n%-4s | %6s %7s %4s %7s %8s | %10s %9s %4s %7s %7s | %-33s %8s\n",
 		"run", "posts", "applied", "lost", "doubled", "202 then", "deliveries", "delivered", "lost", "doubled", "repeats",
 		"worker killed at", "settled")
 	for _, r := range results {
@@ -333,7 +333,7 @@ func printTable(w io.Writer, results []Result) {
 		if r.TimedOut {
 			settled = "timeout"
 		}
-		fmt.Fprintf(w, "%-4d | %6d %7d %4d %7d %8d | %10d %9d %4d %7d %7d | %-28s %7s\n",
+		fmt.Fprintf(w, "%-4d | %6d %7d %4d %7d %8d | %10d %9d %4d %7d %7d | %-33s %8s\n",
 			r.Run, r.Posts, r.Applied, r.PostsLost, r.PostsDoubled, r.Accepted,
 			r.Deliveries, r.Delivered, r.DeliveriesLost, r.DeliveriesDoubled, r.Repeats, at, settled)
 		if r.Unexpected > 0 || r.ExtraRuns > 0 {
