@@ -324,16 +324,16 @@ func countBy(ctx context.Context, q interface {
 
 // printTable prints one row per run.
 func printTable(w io.Writer, results []Result) {
-	fmt.Fprintf(w, "\n%-4s | %6s %7s %4s %7s %8s | %10s %9s %4s %7s %7s | %-33s %8s\n",
+	fmt.Fprintf(w, "\n%-4s | %6s %7s %4s %7s %8s | %10s %9s %4s %7s %7s | %-42s %8s\n",
 		"run", "posts", "applied", "lost", "doubled", "202 then", "deliveries", "delivered", "lost", "doubled", "repeats",
-		"worker killed at", "settled")
+		"worker killed at (+ until a new one polls)", "settled")
 	for _, r := range results {
-		at := fmt.Sprintf("%.1fs (%d applied, %d deliv.)", r.Kill.after.Seconds(), r.Kill.applied, r.Kill.delivered)
+		at := fmt.Sprintf("%.1fs (%d applied, %d deliv.) +%.1fs", r.Kill.after.Seconds(), r.Kill.applied, r.Kill.delivered, r.Kill.down.Seconds())
 		settled := fmt.Sprintf("%.1fs", r.Settled.Seconds())
 		if r.TimedOut {
 			settled = "timeout"
 		}
-		fmt.Fprintf(w, "%-4d | %6d %7d %4d %7d %8d | %10d %9d %4d %7d %7d | %-33s %8s\n",
+		fmt.Fprintf(w, "%-4d | %6d %7d %4d %7d %8d | %10d %9d %4d %7d %7d | %-42s %8s\n",
 			r.Run, r.Posts, r.Applied, r.PostsLost, r.PostsDoubled, r.Accepted,
 			r.Deliveries, r.Delivered, r.DeliveriesLost, r.DeliveriesDoubled, r.Repeats, at, settled)
 		if r.Unexpected > 0 || r.ExtraRuns > 0 {

@@ -20,6 +20,10 @@ func TestKilledWorkerProcessLosesAndDoublesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range results {
+		if r.Kill.applied >= r.Posts || r.Kill.delivered >= r.Deliveries {
+			t.Errorf("run %d: the worker was killed with %d/%d posts applied and %d/%d delivered, not in the middle of the burst",
+				r.Run, r.Kill.applied, r.Posts, r.Kill.delivered, r.Deliveries)
+		}
 		if r.Failed() {
 			t.Errorf("run %d: %d/%d posts applied, %d lost, %d doubled; %d/%d delivered, %d lost, %d doubled; %d unexpected, %d extra workflow runs",
 				r.Run, r.Applied, r.Posts, r.PostsLost, r.PostsDoubled, r.Delivered, r.Deliveries, r.DeliveriesLost, r.DeliveriesDoubled,
