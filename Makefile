@@ -1,9 +1,9 @@
 # The two commands the README starts with:
 #   make run    runs the whole service locally (go run ./cmd/commerce dev)
-#   make test   runs vet, every test (the abuse suite of bench/abuse at its
-#               small size among them), and a short fuzz run of the write
-#               and inbound bodies, the list queries and the cursors
-#               (needs Postgres on 127.0.0.1:5432)
+#   make test   runs vet, every test (the abuse suite of bench/abuse and the
+#               crash test of bench/crash at their small sizes among them),
+#               and a short fuzz run of the write and inbound bodies, the
+#               list queries and the cursors (needs Postgres on 127.0.0.1:5432)
 
 GO ?= go
 
