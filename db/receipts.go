@@ -194,6 +194,9 @@ type ReceiptUpdate struct {
 	// post did not go through. Both are set with the outcome.
 	WaitingFor *string
 	Error      *string
+	// WaitingKeys are a parked post's wait keys (domain.WaitKey); they are
+	// kept only while the post is parked.
+	WaitingKeys []string
 	// RunID is the workflow run that moved the receipt, when one did.
 	RunID string
 	// Status and Response are the HTTP answer the sender got; Status 0 when
@@ -223,6 +226,7 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			    run_id = coalesce(nullif($6, ''), r.run_id),
 			    outcome = CASE WHEN $3 = '' THEN r.outcome ELSE $3 END,
 			    waiting_for = CASE WHEN $3 = '' THEN r.waiting_for ELSE $4 END,
+			    waiting_keys = CASE WHEN $3 = '' THEN r.waiting_keys WHEN $3 = 'parked' THEN $9::text[] END,
 			    error = CASE WHEN $3 = '' THEN r.error ELSE $5 END,
 			    completed_at = CASE WHEN $3 = '' THEN r.completed_at
 			                        WHEN $3 IN ('parked', 'pending') THEN NULL ELSE clock_timestamp() END,
@@ -232,7 +236,7 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			FROM inbound_receipts old
 			WHERE r.org_id = $1 AND r.id = $2 AND old.org_id = r.org_id AND old.id = r.id
 			RETURNING old.outcome, r.action, r.endpoint_id`,
-			orgID, id, string(u.Outcome), u.WaitingFor, u.Error, u.RunID, status, jsonOrNil(u.Response)).Scan(&previous, &action, &endpoint)
+			orgID, id, string(u.Outcome), u.WaitingFor, u.Error, u.RunID, status, jsonOrNil(u.Response), u.WaitingKeys).Scan(&previous, &action, &endpoint)
 		if err != nil {
 			return notFound(err, "receipt")
 		}
@@ -370,15 +374,4 @@ func (d *DB) storeReplay(ctx context.Context, r NewReceipt, then func(pgx.Tx, uu
 		return then(tx, id)
 	})
 	return id, inFlight, err
-}
-
-// ParkedReceipts lists the receipts parked waiting for a record, of one
-// organisation (or of all, for the sweep, when orgID is nil).
-func (d *DB) ParkedReceipts(ctx context.Context, orgID *uuid.UUID) ([]Receipt, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts
-		WHERE outcome = 'parked' AND ($1::uuid IS NULL OR org_id = $1) ORDER BY received_at`, orgID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Receipt, error) { return scanReceipt(r) })
 }
