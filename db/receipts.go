@@ -195,7 +195,7 @@ type ReceiptUpdate struct {
 	WaitingFor *string
 	Error      *string
 	// WaitingKeys are a parked post's wait keys (domain.WaitKey); they are
-	// kept only while the post is parked.
+	// kept (inbound_receipt_waits) only while the post is parked.
 	WaitingKeys []string
 	// RunID is the workflow run that moved the receipt, when one did.
 	RunID string
@@ -226,7 +226,6 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			    run_id = coalesce(nullif($6, ''), r.run_id),
 			    outcome = CASE WHEN $3 = '' THEN r.outcome ELSE $3 END,
 			    waiting_for = CASE WHEN $3 = '' THEN r.waiting_for ELSE $4 END,
-			    waiting_keys = CASE WHEN $3 = '' THEN r.waiting_keys WHEN $3 = 'parked' THEN $9::text[] END,
 			    error = CASE WHEN $3 = '' THEN r.error ELSE $5 END,
 			    completed_at = CASE WHEN $3 = '' THEN r.completed_at
 			                        WHEN $3 IN ('parked', 'pending') THEN NULL ELSE clock_timestamp() END,
@@ -236,9 +235,12 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			FROM inbound_receipts old
 			WHERE r.org_id = $1 AND r.id = $2 AND old.org_id = r.org_id AND old.id = r.id
 			RETURNING old.outcome, r.action, r.endpoint_id`,
-			orgID, id, string(u.Outcome), u.WaitingFor, u.Error, u.RunID, status, jsonOrNil(u.Response), u.WaitingKeys).Scan(&previous, &action, &endpoint)
+			orgID, id, string(u.Outcome), u.WaitingFor, u.Error, u.RunID, status, jsonOrNil(u.Response)).Scan(&previous, &action, &endpoint)
 		if err != nil {
 			return notFound(err, "receipt")
+		}
+		if err := setWaits(ctx, tx, orgID, id, u); err != nil {
+			return err
 		}
 		if !u.Outcome.Failed() || previous == u.Outcome {
 			return nil
@@ -247,6 +249,28 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			"receipt_id": id, "endpoint_id": endpoint, "action": action, "outcome": u.Outcome, "error": u.Error,
 		})
 	})
+}
+
+// setWaits keeps a receipt's wait keys (inbound_receipt_waits) while it is
+// parked: an update that moves it sets them anew ('*' when it names none,
+// which any load of the organisation wakes), or clears them.
+func setWaits(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID, u ReceiptUpdate) error {
+	if u.Outcome == "" {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM inbound_receipt_waits WHERE org_id = $1 AND receipt_id = $2`, orgID, id); err != nil {
+		return err
+	}
+	if u.Outcome != domain.OutcomeParked {
+		return nil
+	}
+	keys := u.WaitingKeys
+	if len(keys) == 0 {
+		keys = []string{anyRecord}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO inbound_receipt_waits (org_id, receipt_id, key)
+		SELECT $1, $2, k FROM unnest($3::text[]) k ON CONFLICT DO NOTHING`, orgID, id, keys)
+	return err
 }
 
 func jsonOrNil(b []byte) any {

@@ -26,11 +26,16 @@ type RecordWake struct {
 	Keys       []string
 }
 
+// anyRecord is the wait key of a parked post that any load of its
+// organisation wakes: one that names no key, or was parked before wait keys
+// existed.
+const anyRecord = "*"
+
 // queueWakes writes, in the transaction that created records, a wake for
 // each workflow those records concern: the parked posts of the
-// organisation whose wait keys are among keys (and those parked before
-// posts had keys, which any load wakes), and the matches waiting for goods
-// against a purchase order in received. It notifies recordsChannel when it
+// organisation waiting for one of keys (or for anyRecord), with the keys
+// they wait for among them, and the matches waiting for goods against a
+// purchase order in received. It notifies recordsChannel when it
 // wrote any, so the relay sends them once the transaction commits.
 func queueWakes(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, keys []string, received []uuid.UUID) error {
 	if len(keys) == 0 && len(received) == 0 {
@@ -45,11 +50,11 @@ func queueWakes(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, keys []string, 
 	_, err := tx.Exec(ctx, `
 		WITH parked AS (
 			INSERT INTO record_wakes (org_id, kind, receipt_id, keys)
-			SELECT org_id, 'inbound', id, ARRAY(SELECT unnest(waiting_keys) INTERSECT SELECT unnest($2::text[]))
-			FROM inbound_receipts WHERE org_id = $1 AND outcome = 'parked' AND waiting_keys && $2::text[]
-			UNION ALL
-			SELECT org_id, 'inbound', id, '{}'
-			FROM inbound_receipts WHERE org_id = $1 AND outcome = 'parked' AND waiting_keys IS NULL
+			SELECT w.org_id, 'inbound', w.receipt_id, coalesce(array_agg(w.key ORDER BY w.key) FILTER (WHERE w.key <> $4), '{}')
+			FROM inbound_receipt_waits w
+			JOIN inbound_receipts r ON r.org_id = w.org_id AND r.id = w.receipt_id AND r.outcome = 'parked'
+			WHERE w.org_id = $1 AND w.key = ANY ($2::text[] || $4::text)
+			GROUP BY w.org_id, w.receipt_id
 			RETURNING 1
 		), matches AS (
 			INSERT INTO record_wakes (org_id, kind, po_id, invoice_ref)
@@ -58,7 +63,7 @@ func queueWakes(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, keys []string, 
 			RETURNING 1
 		)
 		SELECT pg_notify('`+recordsChannel+`', $1::text)
-		WHERE EXISTS (SELECT 1 FROM parked) OR EXISTS (SELECT 1 FROM matches)`, orgID, keys, received)
+		WHERE EXISTS (SELECT 1 FROM parked) OR EXISTS (SELECT 1 FROM matches)`, orgID, keys, received, anyRecord)
 	return err
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // parkedReceipt stores a post of org and records it parked, waiting for
-// keys (nil: recorded the way posts parked before wait keys were).
+// keys (none: any load wakes it, as the posts parked before wait keys).
 func parkedReceipt(t *testing.T, d *testdb.DB, org uuid.UUID, keys []string) uuid.UUID {
 	return parkedReceiptAs(t, d, org, "o@acme.example", keys)
 }
@@ -88,8 +88,8 @@ func inboundWakes(ws []db.RecordWake) map[uuid.UUID][]string {
 // A load of records wakes exactly the parked posts that wait for a record
 // it created (by reference: an order's number or customer PO reference,
 // the quote it was made from, a delivery's number, consignment or order, a
-// purchase order's number) in its own organisation, and posts parked
-// before wait keys existed; and the matches waiting for goods against a
+// purchase order's number) in its own organisation, and posts that name no
+// key (those parked before wait keys existed); and the matches waiting for goods against a
 // purchase order it received.
 func TestALoadWakesOnlyTheWorkflowsWaitingForItsRecords(t *testing.T) {
 	ctx := context.Background()

@@ -2,12 +2,21 @@
 -- organisation.
 
 -- What a parked post waits for, as wait keys ("order:SO-1",
--- "purchase_order:P-7": domain.WaitKey): a load of records wakes the parked
--- posts whose keys it created. NULL on a post parked before this column
--- (any load of its organisation wakes it) and on a post no longer parked.
-ALTER TABLE inbound_receipts ADD COLUMN waiting_keys text[];
-CREATE INDEX inbound_receipts_waiting ON inbound_receipts USING gin (waiting_keys) WHERE outcome = 'parked';
-CREATE INDEX inbound_receipts_parked_unkeyed ON inbound_receipts (org_id) WHERE outcome = 'parked' AND waiting_keys IS NULL;
+-- "purchase_order:P-7": domain.WaitKey), one row per key while the post is
+-- parked: a load of records wakes the parked posts whose keys it created.
+-- The key '*' is woken by any load of the organisation: it stands for a
+-- post that names no key, and for the posts parked before wait keys
+-- existed (below).
+CREATE TABLE inbound_receipt_waits (
+    org_id      uuid NOT NULL,
+    receipt_id  uuid NOT NULL,
+    key         text NOT NULL,
+    PRIMARY KEY (org_id, receipt_id, key),
+    FOREIGN KEY (org_id, receipt_id) REFERENCES inbound_receipts (org_id, id) ON DELETE CASCADE
+);
+CREATE INDEX inbound_receipt_waits_key ON inbound_receipt_waits (org_id, key);
+INSERT INTO inbound_receipt_waits (org_id, receipt_id, key)
+SELECT org_id, id, '*' FROM inbound_receipts WHERE outcome = 'parked';
 
 -- The supplier invoices waiting for goods, by purchase order: a goods
 -- receipt wakes the matches of its purchase order.
