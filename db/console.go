@@ -77,7 +77,7 @@ func (d *DB) StartConsoleSession(ctx context.Context, linkToken string) (string,
 	if err != nil {
 		return "", u, err
 	}
-	return session, u, nil
+	return session, u, d.sweepConsole(ctx)
 }
 
 // ConsoleSession returns the user of a live session (EUNAUTHORIZED for an
@@ -102,14 +102,19 @@ func consoleUser(ctx context.Context, q querier, hash []byte) (ConsoleUser, erro
 	return u, err
 }
 
-// EndConsoleSession signs a session out, and forgets links and sessions
-// that are over.
+// EndConsoleSession signs a session out.
 func (d *DB) EndConsoleSession(ctx context.Context, sessionToken string) error {
-	_, err := d.pool.Exec(ctx, `DELETE FROM console_sessions WHERE token_hash = $1 OR expires_at < now() - interval '1 day'`,
-		secrets.Hash(sessionToken))
-	if err != nil {
+	if _, err := d.pool.Exec(ctx, `DELETE FROM console_sessions WHERE token_hash = $1`, secrets.Hash(sessionToken)); err != nil {
 		return err
 	}
-	_, err = d.pool.Exec(ctx, `DELETE FROM console_links WHERE expires_at < now() - interval '1 day'`)
+	return d.sweepConsole(ctx)
+}
+
+// sweepConsole forgets the links and sessions that ended over a day ago.
+func (d *DB) sweepConsole(ctx context.Context) error {
+	if _, err := d.pool.Exec(ctx, `DELETE FROM console_sessions WHERE expires_at < now() - interval '1 day'`); err != nil {
+		return err
+	}
+	_, err := d.pool.Exec(ctx, `DELETE FROM console_links WHERE expires_at < now() - interval '1 day'`)
 	return err
 }

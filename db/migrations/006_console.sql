@@ -1,5 +1,6 @@
 -- The support console (DESIGN.md section 13): one-time sign-in links and
--- the sessions they become. Both are kept as SHA-256 of their tokens only.
+-- the sessions they become. Both are kept as SHA-256 of their tokens only,
+-- and forgotten a day after they end (at each sign-in and sign-out).
 
 -- A sign-in link printed by `commerce console login`: valid ten minutes,
 -- used once.
@@ -12,7 +13,6 @@ CREATE TABLE console_links (
     used_at     timestamptz,
     FOREIGN KEY (org_id, user_id) REFERENCES users (org_id, id) ON DELETE CASCADE
 );
-CREATE INDEX console_links_age ON console_links (expires_at);
 
 -- A signed-in console user: the session cookie's token, hashed; twelve
 -- hours from sign-in.
@@ -24,4 +24,3 @@ CREATE TABLE console_sessions (
     expires_at  timestamptz NOT NULL,
     FOREIGN KEY (org_id, user_id) REFERENCES users (org_id, id) ON DELETE CASCADE
 );
-CREATE INDEX console_sessions_age ON console_sessions (expires_at);
