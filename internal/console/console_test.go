@@ -293,6 +293,13 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 		!strings.Contains(page, `<td><code>invoice:INV-9</code></td><td>—</td><td>issued</td>`) {
 		t.Fatalf("dry run: %d %s", status, page)
 	}
+	// A receipt the replay rules refuse says why, on its page.
+	owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}})
+	status, page = owner.post("/console/receipts/"+f.receipt+"/dry-run", url.Values{"csrf": {token}})
+	if status != 200 || !strings.Contains(page, `<p class="flash bad" role="status" id="flash">Refused: `) || !strings.Contains(page, "paused") ||
+		!strings.Contains(page, "order SO-9 not found") {
+		t.Fatalf("dry run of a paused endpoint's receipt: %d %s", status, page)
+	}
 	var receipts int
 	f.d.Pool().QueryRow(context.Background(), `SELECT count(*) FROM inbound_receipts WHERE org_id = $1`, f.org.ID).Scan(&receipts)
 	if receipts != 1 {
