@@ -417,8 +417,8 @@ func printConsoleLink(ctx context.Context, out io.Writer, d *db.DB, cfg config.C
 		var token string
 		if token, err = d.CreateConsoleLink(ctx, orgID, demoOwner); err == nil {
 			fmt.Fprintf(out, "\n  Console       %s\n                (signs in %s; works once, within 10 minutes: for another,\n"+
-				"                 commerce console login --org %s --as %s --base-url %s)\n",
-				console.LoginURL(s.BaseURL, token), demoOwner, s.OrgID, demoOwner, s.BaseURL)
+				"                 commerce console login --org %s --as %s)\n",
+				console.LoginURL(s.BaseURL, token), demoOwner, s.OrgID, demoOwner)
 			return
 		}
 	}
