@@ -40,7 +40,7 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	devSettingsFlag(root)
-	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd(), auditCmd())
+	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd(), auditCmd(), consoleCmd())
 	return root
 }
 

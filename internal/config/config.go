@@ -35,6 +35,8 @@ type Config struct {
 	// AllowPrivateTargets lets outbound webhooks reach private, loopback and
 	// link-local addresses (development and tests).
 	AllowPrivateTargets bool
+	// Console says whether the support console is served at /console.
+	Console string
 }
 
 // Var describes one environment variable.
@@ -79,6 +81,9 @@ var Vars = []Var{
 		field: func(c *Config) *string { return &c.RetentionDays }},
 	{Name: "COMMERCE_ALLOW_PRIVATE_TARGETS", Default: "false",
 		Usage: "let webhooks reach private, loopback and link-local addresses", flag: "allow-private-targets"},
+	{Name: "COMMERCE_CONSOLE", Default: "true",
+		Usage: "serve the support console at /console (serve and dev): true or false", flag: "console",
+		field: func(c *Config) *string { return &c.Console }},
 }
 
 // Names returns the names of every environment variable the binary reads.
@@ -198,6 +203,18 @@ func UseDev(fs *pflag.FlagSet, s DevSettings) bool {
 		used = true
 	}
 	return used
+}
+
+// ConsoleOn says whether the support console is served.
+func (c Config) ConsoleOn() (bool, error) {
+	if c.Console == "" {
+		return true, nil
+	}
+	on, err := strconv.ParseBool(c.Console)
+	if err != nil {
+		return false, fmt.Errorf("COMMERCE_CONSOLE is %q, not true or false", c.Console)
+	}
+	return on, nil
 }
 
 // ServiceKey parses the secret key; it is required by whatever seals

@@ -28,6 +28,7 @@ import (
 	"github.com/commerce-integration/commerce/examples"
 	"github.com/commerce-integration/commerce/internal/cli"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/console"
 	"github.com/commerce-integration/commerce/internal/dev/devpg"
 	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
 	"github.com/commerce-integration/commerce/internal/logging"
@@ -241,6 +242,7 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		log.Warn("demo inbound posts", zap.Error(err))
 	}
 	printState(out, opts.dir, state)
+	printConsoleLink(ctx, out, d, cfg, state)
 	err = g.Wait()
 	fmt.Fprintln(out, "\nStopping commerce dev.")
 	if errors.Is(err, context.Canceled) {
@@ -402,6 +404,25 @@ commerce dev is running.
 
 The same is in %s. Ctrl-C stops everything.
 `, s.APIKey, s.BaseURL, s.InboundURLs[domain.ActionERPOrderStatus], statePath(dir))
+}
+
+// printConsoleLink prints a one-time sign-in link to the support console
+// for the demo owner (unless the console is switched off).
+func printConsoleLink(ctx context.Context, out io.Writer, d *db.DB, cfg config.Config, s devState) {
+	if on, _ := cfg.ConsoleOn(); !on {
+		return
+	}
+	orgID, err := uuid.Parse(s.OrgID)
+	if err == nil {
+		var token string
+		if token, err = d.CreateConsoleLink(ctx, orgID, demoOwner); err == nil {
+			fmt.Fprintf(out, "\n  Console       %s\n                (signs in %s; works once, within 10 minutes: for another,\n"+
+				"                 commerce console login --org %s --as %s)\n",
+				console.LoginURL(s.BaseURL, token), demoOwner, s.OrgID, demoOwner)
+			return
+		}
+	}
+	fmt.Fprintf(out, "\n  Console       no sign-in link: %v\n", err)
 }
 
 // redactURL hides a password in a database URL.
