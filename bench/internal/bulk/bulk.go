@@ -1,4 +1,4 @@
-// Command bulk benchmarks POST /api/v1/products/bulk with 10,000 products in
+// Package bulk benchmarks POST /api/v1/products/bulk with 10,000 products in
 // three cases (all new, all updated, none changed) next to a raw pgx COPY
 // into a temporary table plus one upsert of the same rows, in the same run.
 //
@@ -6,13 +6,12 @@
 //
 // It uses BENCH_DATABASE_URL (default: database commerce_bench on the local
 // server, created when missing) and drops its schema when done.
-package main
+package bulk
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -40,35 +39,48 @@ const (
 
 var profileCase, profileFile string
 
-func main() {
-	rounds := flag.Int("rounds", 5, "rounds per case; the median is reported")
-	flag.StringVar(&profileCase, "cpuprofile-case", "", "profile the API calls of this case (e.g. \"none changed\")")
-	flag.StringVar(&profileFile, "cpuprofile", "", "write the CPU profile here")
-	harness.Main(func(ctx context.Context) error { return run(ctx, *rounds) })
+// Options say how big a run is.
+type Options struct {
+	Rounds int // rounds per case; the median is reported
+	// ProfileCase names the case whose first API call is profiled (CPU)
+	// into ProfileFile.
+	ProfileCase, ProfileFile string
 }
 
-func run(ctx context.Context, rounds int) error {
+// Case is one case's medians.
+type Case struct {
+	Name     string
+	API, Raw time.Duration
+}
+
+// Run measures the three cases.
+func Run(ctx context.Context, o Options) ([]Case, error) {
+	profileCase, profileFile = o.ProfileCase, o.ProfileFile
+	return run(ctx, o.Rounds)
+}
+
+func run(ctx context.Context, rounds int) ([]Case, error) {
 	d, done, err := harness.Database(ctx, schema)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer done()
 
 	apiOrg, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "API Ltd", OwnerEmail: "o@api.example"})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rawOrg, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Raw Ltd"})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, key, err := d.CreateAPIKey(ctx, apiOrg.ID, "bench", []domain.Scope{domain.ScopeProductsWrite})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	srv := &http.Server{Handler: api.New(api.Deps{DB: d, Logger: zap.NewNop(), Cursors: cursor.New(make([]byte, 32))}).Handler()}
 	go func() { _ = srv.Serve(l) }()
@@ -93,34 +105,36 @@ func run(ctx context.Context, rounds int) error {
 		{"all updated", "updated", "original", updated, original},
 		{"none changed", "original", "original", original, original},
 	}
+	var out []Case
 	fmt.Printf("%-14s %12s %12s %8s\n", "case", "API", "raw pgx", "ratio")
 	for _, c := range cases {
 		var apiTimes, rawTimes []time.Duration
 		for range rounds {
 			// The API organisation, then the raw one, from the same start.
 			if err := reset(ctx, d, apiOrg.ID, c.prevRows); err != nil {
-				return err
+				return nil, err
 			}
 			stop := profile(c.name)
 			t, err := post(endpoint, key, bodies[c.body])
 			stop()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			apiTimes = append(apiTimes, t)
 			if err := reset(ctx, d, rawOrg.ID, c.prevRows); err != nil {
-				return err
+				return nil, err
 			}
 			t, err = raw(ctx, d, rawOrg.ID, c.rows)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			rawTimes = append(rawTimes, t)
 		}
 		a, r := median(apiTimes), median(rawTimes)
 		fmt.Printf("%-14s %10.0fms %10.0fms %8.2f\n", c.name, ms(a), ms(r), float64(a)/float64(r))
+		out = append(out, Case{Name: c.name, API: a, Raw: r})
 	}
-	return nil
+	return out, nil
 }
 
 // products makes the batch; version changes every product's price and title.

@@ -1,4 +1,4 @@
-// Command inbound benchmarks the latency of POST /api/in/{token} through the
+// Package inbound benchmarks the latency of POST /api/in/{token} through the
 // full API and an embedded Temporal server (the one `commerce dev` runs,
 // SQLite-backed, with a worker in the same process), next to a bare net/http
 // handler that does the same database work without Temporal: look the
@@ -6,18 +6,17 @@
 // action, record the outcome and the answer. Both run in the same process
 // against the same database, interleaved.
 //
-//	go run ./bench/inbound [-posts 1000] [-clients 8]
+//	go run ./bench/inbound [-posts 1000] [-clients 8] [-temporal-store sqlite]
 //
 // Each post is an order_invoice with a new invoice reference: a real write
 // (the invoice row, its event and the effect record) every time. It uses
 // BENCH_DATABASE_URL (default: database commerce_bench on the local server,
 // created when missing) and drops its schema when done.
-package main
+package inbound
 
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,10 +45,28 @@ const (
 	block       = 50 // posts per path before switching to the other
 )
 
-func main() {
-	posts := flag.Int("posts", 1000, "posts per path for the one-client latency run")
-	clients := flag.Int("clients", 8, "concurrent clients for the throughput run (0 skips it)")
-	harness.Main(func(ctx context.Context) error { return run(ctx, *posts, *clients) })
+// Options say how big a run is.
+type Options struct {
+	Posts   int // posts per path for the one-client latency run
+	Clients int // concurrent clients for the throughput run (0 skips it)
+	// Store is what the embedded Temporal server keeps its state in
+	// (harness.Stores).
+	Store string
+	// CPUProfile, when set, is where a CPU profile of the one-client runs
+	// (both paths, interleaved) is written.
+	CPUProfile string
+}
+
+// Result is what a run measured: the one-client medians, and the posts per
+// second of each path under Clients clients.
+type Result struct {
+	TemporalP50, DirectP50   time.Duration
+	TemporalRate, DirectRate float64
+}
+
+// Run measures both paths.
+func Run(ctx context.Context, o Options) (Result, error) {
+	return run(ctx, o)
 }
 
 type bench struct {
@@ -61,64 +78,69 @@ type bench struct {
 	mu       sync.Mutex
 }
 
-func run(ctx context.Context, posts, clients int) error {
+func run(ctx context.Context, o Options) (Result, error) {
+	posts, clients := o.Posts, o.Clients
+	var res Result
 	d, done, err := harness.Database(ctx, schema)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer done()
 	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Bench Ltd", OwnerEmail: "o@bench.example"})
 	if err != nil {
-		return err
+		return res, err
 	}
 	seed, err := domain.ParseSeed([]byte(`{"orders": [{"number": "SO-B", "status": "confirmed",
 		"lines": [{"description": "Bolts", "qty": 1000000, "unit_price_minor": 1000}]}]}`))
 	if err != nil {
-		return err
+		return res, err
 	}
 	if _, err := d.Seed(ctx, org.ID, seed); err != nil {
-		return err
+		return res, err
 	}
 
 	acts := &activities.Activities{DB: d, Log: zap.NewNop(), BaseURL: "http://bench"}
-	tc, stopTemporal, err := harness.Temporal(ctx, acts)
+	tc, stopTemporal, err := harness.Temporal(ctx, acts, o.Store)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer stopTemporal()
 
 	full, err := harness.Listen(api.New(api.Deps{DB: d, Temporal: tc, Namespace: "default", Logger: zap.NewNop(),
 		Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://bench"}).Handler())
 	if err != nil {
-		return err
+		return res, err
 	}
 	direct, err := harness.Listen(&directHandler{d: d, acts: acts})
 	if err != nil {
-		return err
+		return res, err
 	}
 	b := &bench{d: d, org: org.ID, temporal: full, direct: direct}
 
 	// Warm both paths (connections, plans, the workflow cache).
 	for _, base := range []string{b.temporal, b.direct} {
 		if _, err := b.sequence(ctx, base, 30); err != nil {
-			return err
+			return res, err
 		}
 	}
 
 	fmt.Printf("\none client, %d posts per path, interleaved in blocks of %d\n\n", posts, block)
 	var tLat, dLat []time.Duration
+	stopProfile := harness.CPUProfile(o.CPUProfile)
 	for len(tLat) < posts {
 		n := min(block, posts-len(tLat))
 		t, err := b.sequence(ctx, b.temporal, n)
 		if err != nil {
-			return err
+			return res, err
 		}
 		dd, err := b.sequence(ctx, b.direct, n)
 		if err != nil {
-			return err
+			return res, err
 		}
 		tLat, dLat = append(tLat, t...), append(dLat, dd...)
 	}
+	stopProfile()
+	res.TemporalP50, res.DirectP50 = pct(tLat, 50), pct(dLat, 50)
 	fmt.Printf("%-36s %9s %9s %9s %9s\n", "path", "p50", "p90", "p99", "max")
 	row := func(name string, l []time.Duration) {
 		slices.Sort(l)
@@ -132,16 +154,21 @@ func run(ctx context.Context, posts, clients int) error {
 	if clients > 0 {
 		fmt.Printf("\n%d clients, 10 s per path (each client on its own endpoints)\n\n", clients)
 		fmt.Printf("%-36s %10s %9s %9s\n", "path", "posts/s", "p50", "p99")
-		for _, p := range []struct{ name, base string }{{"API + Temporal workflow", b.temporal}, {"same database work, no Temporal", b.direct}} {
+		for i, p := range []struct{ name, base string }{{"API + Temporal workflow", b.temporal}, {"same database work, no Temporal", b.direct}} {
 			rate, lat, err := b.concurrent(ctx, p.base, clients, 10*time.Second)
 			if err != nil {
-				return err
+				return res, err
+			}
+			if i == 0 {
+				res.TemporalRate = rate
+			} else {
+				res.DirectRate = rate
 			}
 			slices.Sort(lat)
 			fmt.Printf("%-36s %10.0f %7.2fms %7.2fms\n", p.name, rate, ms(pct(lat, 50)), ms(pct(lat, 99)))
 		}
 	}
-	return nil
+	return res, nil
 }
 
 // sequence makes n posts one after another and returns their latencies.

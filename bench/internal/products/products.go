@@ -1,4 +1,4 @@
-// Command products benchmarks GET /api/v1/products?limit=100 on a catalogue
+// Package products benchmarks GET /api/v1/products?limit=100 on a catalogue
 // of 1,000,000 products: the full API (routing, key authentication and rate
 // limit, validation, cursor, JSON) next to a bare net/http + pgx handler
 // running the same query, in the same run; and the latency of a page at 90%
@@ -6,24 +6,29 @@
 //
 //	go run ./bench/products [-products 1000000] [-duration 10s] [-clients 16] [-keep]
 //
+// It also samples the resident memory of the process (which holds the API,
+// the bare handler and the clients) while the API is under load.
+//
 // It uses the database BENCH_DATABASE_URL (default: database commerce_bench
 // on the local server, created when missing) and drops its schema when done
 // unless -keep is given (a kept catalogue is reused by the next run).
-package main
+package products
 
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,29 +45,45 @@ import (
 	"github.com/commerce-integration/commerce/internal/cursor"
 )
 
-func main() {
-	n := flag.Int("products", 1_000_000, "catalogue size")
-	duration := flag.Duration("duration", 10*time.Second, "how long each throughput run lasts")
-	clients := flag.Int("clients", 16, "concurrent clients")
-	keep := flag.Bool("keep", false, "keep the catalogue for the next run")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the API throughput runs to this file")
-	harness.Main(func(ctx context.Context) error { return run(ctx, *n, *duration, *clients, *keep) })
+// Options say how big a run is.
+type Options struct {
+	Products   int           // catalogue size
+	Duration   time.Duration // how long each throughput run lasts
+	Clients    int           // concurrent clients
+	Keep       bool          // keep the catalogue for the next run
+	CPUProfile string        // write a CPU profile of the first API throughput run here
+	MemProfile string        // write an allocation profile after the API throughput runs here
+}
+
+// Result is what a run measured.
+type Result struct {
+	APIRPS, BareRPS float64
+	// PeakRSS is the most resident memory the process held, in bytes,
+	// sampled while the API was under load.
+	PeakRSS  int64
+	Failures int64
 }
 
 const schema = "bench_products"
 
 var cpuProfile string
 
+// Run measures the API next to the bare handler.
+func Run(ctx context.Context, o Options) (Result, error) {
+	cpuProfile = o.CPUProfile
+	return run(ctx, o.Products, o.Duration, o.Clients, o.Keep, o.MemProfile)
+}
+
 func run(ctx context.Context, n int, duration time.Duration, clients int, keep bool) error {
 	d, done, err := harness.ReusedDatabase(ctx, schema, keep)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	defer done()
 
 	orgID, err := catalogue(ctx, d, n)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	// Enough keys that the load never meets a key's rate limit (600 a minute
 	// each): the limit is per integration, the load here is many of them.
@@ -70,7 +91,7 @@ func run(ctx context.Context, n int, duration time.Duration, clients int, keep b
 	for range cap(keys) {
 		_, k, err := d.CreateAPIKey(ctx, orgID, "bench", []domain.Scope{domain.ScopeProductsRead})
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		keys = append(keys, k)
 	}
@@ -80,12 +101,12 @@ func run(ctx context.Context, n int, duration time.Duration, clients int, keep b
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.InfoLevel))
 	apiURL, stopAPI, err := listen(api.New(api.Deps{DB: d, Logger: logger, Cursors: codec, BaseURL: "http://bench"}).Handler())
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	defer stopAPI()
 	bareURL, stopBare, err := listen(bareHandler(d, orgID))
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	defer stopBare()
 
@@ -96,44 +117,63 @@ func run(ctx context.Context, n int, duration time.Duration, clients int, keep b
 	warm := func(u string) { _, _ = load(u+"/api/v1/products?limit=100", keys, clients, time.Second) }
 	warm(apiURL)
 	warm(bareURL)
+	// What loading the catalogue allocated is given back before the API's
+	// memory is sampled.
+	runtime.GC()
+	debug.FreeOSMemory()
+	if memProfile != "" { // the allocations of the runs are this one's difference from the next
+		if err := writeHeapProfile(memProfile + ".base"); err != nil {
+			return Result{}, err
+		}
+	}
 	var apiBest, bareBest result
+	var peakRSS int64
 	for range 2 {
 		stopProfile := startProfile()
+		stopRSS := sampleRSS(&peakRSS)
 		a, err := load(apiURL+"/api/v1/products?limit=100", keys, clients, duration)
+		stopRSS()
 		stopProfile()
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		b, err := load(bareURL+"/api/v1/products?limit=100", keys, clients, duration)
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		apiBest, bareBest = better(apiBest, a), better(bareBest, b)
 	}
+	if memProfile != "" {
+		if err := writeHeapProfile(memProfile); err != nil {
+			return Result{}, err
+		}
+	}
+	res := Result{APIRPS: apiBest.rps, BareRPS: bareBest.rps, PeakRSS: peakRSS, Failures: apiBest.failures + bareBest.failures}
 	fmt.Println("GET /api/v1/products?limit=100, throughput")
 	fmt.Printf("  %-28s %9.0f req/s   p50 %6.2f ms   p99 %6.2f ms   non-200: %d\n", "API (full stack)", apiBest.rps, ms(apiBest.p50), ms(apiBest.p99), apiBest.failures)
 	fmt.Printf("  %-28s %9.0f req/s   p50 %6.2f ms   p99 %6.2f ms   non-200: %d\n", "bare net/http + pgx", bareBest.rps, ms(bareBest.p50), ms(bareBest.p99), bareBest.failures)
-	fmt.Printf("  ratio API/bare: %.2f\n\n", apiBest.rps/bareBest.rps)
+	fmt.Printf("  ratio API/bare: %.2f\n", apiBest.rps/bareBest.rps)
+	fmt.Printf("  process RSS under the API load, at most: %.0f MB\n\n", float64(peakRSS)/(1<<20))
 
 	// A page at 90% depth: the cursor of the product at position 0.9 n.
 	var deepSKU string
 	if err := d.Pool().QueryRow(ctx, `SELECT sku FROM products WHERE org_id = $1 ORDER BY sku OFFSET $2 LIMIT 1`, orgID, n*9/10).Scan(&deepSKU); err != nil {
-		return err
+		return res, err
 	}
 	deep := codec.Encode("products", orgID.String()+"|", deepSKU)
 	first, err := latency(apiURL+"/api/v1/products?limit=100", keys, 500)
 	if err != nil {
-		return err
+		return res, err
 	}
 	deepL, err := latency(apiURL+"/api/v1/products?limit=100&cursor="+url.QueryEscape(deep), keys, 500)
 	if err != nil {
-		return err
+		return res, err
 	}
 	fmt.Println("GET /api/v1/products?limit=100, one client, 500 requests each")
 	fmt.Printf("  %-28s p50 %6.2f ms   p99 %6.2f ms\n", "page 1", ms(first.p50), ms(first.p99))
 	fmt.Printf("  %-28s p50 %6.2f ms   p99 %6.2f ms\n", fmt.Sprintf("page at 90%% depth (#%d)", n*9/10), ms(deepL.p50), ms(deepL.p99))
 	fmt.Printf("  ratio deep/first (p50): %.2f\n", float64(deepL.p50)/float64(first.p50))
-	return nil
+	return res, nil
 }
 
 // catalogue makes sure the benchmark organisation holds n products, loading
@@ -222,6 +262,52 @@ func startProfile() func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}
+}
+
+// sampleRSS records in peak the most resident memory of the process,
+// looked at every 50 ms until the returned function is called.
+func sampleRSS(peak *int64) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			*peak = max(*peak, rss())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// rss is the process's resident memory in bytes (VmRSS; 0 where /proc is
+// not there).
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
 }
 
 func listen(h http.Handler) (string, func(), error) {

@@ -1,4 +1,4 @@
-// Command webhooks benchmarks outbound webhooks: events per second from the
+// Package webhooks benchmarks outbound webhooks: events per second from the
 // outbox to a local receiver, through the relay, one Temporal workflow per
 // delivery and its activity (the embedded Temporal server of `commerce
 // dev`, with the worker in the same process), next to the same database and
@@ -6,18 +6,17 @@
 // delivery activity called as a function from 8 goroutines. Both run in
 // the same process against the same database and receiver.
 //
-//	go run ./bench/webhooks [-events 2000] [-rounds 2]
+//	go run ./bench/webhooks [-events 2000] [-rounds 2] [-temporal-store sqlite]
 //
 // Each round writes its events as customer.created events (one upsert of
 // 500 customers at a time) and times from the commit of the first batch
 // until the receiver has every delivery. It uses BENCH_DATABASE_URL
 // (default: database commerce_bench on the local server, created when
 // missing) and drops its schema when done.
-package main
+package webhooks
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,10 +39,24 @@ import (
 
 const schema = "bench_webhooks"
 
-func main() {
-	events := flag.Int("events", 2000, "events per round and path")
-	rounds := flag.Int("rounds", 2, "rounds per path, interleaved; the better is reported")
-	harness.Main(func(ctx context.Context) error { return run(ctx, *events, *rounds) })
+// Options say how big a run is.
+type Options struct {
+	Events int // events per round and path
+	Rounds int // rounds per path, interleaved; the better is reported
+	// Store is what the embedded Temporal server keeps its state in
+	// (harness.Stores).
+	Store string
+	// CPUProfile, when set, is where a CPU profile of the first Temporal
+	// round is written.
+	CPUProfile string
+}
+
+// Result is the better round of each path, in events per second.
+type Result struct{ Temporal, Direct float64 }
+
+// Run measures both paths.
+func Run(ctx context.Context, o Options) (Result, error) {
+	return run(ctx, o)
 }
 
 // receiver counts the distinct deliveries it is sent, and checks each
@@ -84,10 +97,11 @@ func (rc *receiver) expect(n int) <-chan struct{} {
 	return done
 }
 
-func run(ctx context.Context, events, rounds int) error {
+func run(ctx context.Context, o Options) (Result, error) {
+	events, rounds := o.Events, o.Rounds
 	d, done, err := harness.Database(ctx, schema)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	defer done()
 	sealer, _ := secrets.NewSealer(make([]byte, 32))
@@ -95,22 +109,22 @@ func run(ctx context.Context, events, rounds int) error {
 	rc := &receiver{}
 	receiverURL, err := harness.Listen(rc)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Bench Ltd"})
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	sub, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: org.ID, URL: receiverURL + "/hooks"})
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	rc.secret = sub.Secret
 
 	acts := &activities.Activities{DB: d, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(true), NightlyAt: 2 * time.Hour}
-	tc, stopTemporal, err := harness.Temporal(ctx, acts)
+	tc, stopTemporal, err := harness.Temporal(ctx, acts, o.Store)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	defer stopTemporal()
 	fmt.Printf("\n%d events per round, %d rounds per path, interleaved; the better round is reported\n\n", events, rounds)
@@ -124,28 +138,31 @@ func run(ctx context.Context, events, rounds int) error {
 			defer close(relayDone)
 			(&relay.Outbox{DB: d, Workflows: workflows.NewClient(tc, ""), Log: zap.NewNop()}).Run(rctx)
 		}()
+		stopProfile := harness.CPUProfile(o.CPUProfile)
+		o.CPUProfile = ""
 		rate, err := timeRound(ctx, d, rc, org.ID, events, round*2, nil)
+		stopProfile()
 		stop()
 		<-relayDone
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		best[0] = max(best[0], rate)
 		// The same work without Temporal.
 		rate, err = timeRound(ctx, d, rc, org.ID, events, round*2+1, func(ctx context.Context) error { return directDrain(ctx, d, acts) })
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		best[1] = max(best[1], rate)
 	}
 	if rc.bad > 0 {
-		return fmt.Errorf("%d deliveries did not verify", rc.bad)
+		return Result{}, fmt.Errorf("%d deliveries did not verify", rc.bad)
 	}
 	fmt.Printf("%-44s %12s\n", "path", "events/s")
 	fmt.Printf("%-44s %12.0f\n", "relay + Temporal workflow per delivery", best[0])
 	fmt.Printf("%-44s %12.0f\n", "same database and HTTP work, no Temporal", best[1])
 	fmt.Printf("%-44s %12.2f\n", "ratio Temporal / direct", best[0]/best[1])
-	return nil
+	return Result{Temporal: best[0], Direct: best[1]}, nil
 }
 
 // timeRound writes n events and waits for the receiver to have them all;
