@@ -74,7 +74,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return run(ctx, o.Products, o.Duration, o.Clients, o.Keep, o.MemProfile)
 }
 
-func run(ctx context.Context, n int, duration time.Duration, clients int, keep bool) error {
+func run(ctx context.Context, n int, duration time.Duration, clients int, keep bool, memProfile string) (Result, error) {
 	d, done, err := harness.ReusedDatabase(ctx, schema, keep)
 	if err != nil {
 		return Result{}, err
