@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/api"
@@ -216,7 +217,7 @@ func raw(ctx context.Context, d *db.DB, org uuid.UUID, rows []domain.ProductInpu
 		}
 		src := make([][]any, len(rows))
 		for i, p := range rows {
-			src[i] = []any{db.NewID(), p.SKU, p.Title, p.Category, p.UOM, p.PriceMinor, p.Currency, p.StockQty, p.LeadTimeDays, string(p.Attrs), string(p.Status), p.ExternalID}
+			src[i] = []any{pgtype.UUID{Bytes: db.NewID(), Valid: true}, p.SKU, p.Title, p.Category, p.UOM, p.PriceMinor, p.Currency, p.StockQty, p.LeadTimeDays, string(p.Attrs), string(p.Status), p.ExternalID}
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"incoming"}, []string{"id", "sku", "title", "category", "uom", "price_minor",
 			"currency", "stock_qty", "lead_time_days", "attrs", "status", "external_id"}, pgx.CopyFromRows(src)); err != nil {
