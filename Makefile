@@ -7,7 +7,7 @@
 
 GO ?= go
 
-.PHONY: run test vet build race fmt lint-openapi
+.PHONY: run test vet build race fmt lint-openapi bench
 
 run:
 	$(GO) run ./cmd/commerce dev
@@ -29,6 +29,13 @@ vet:
 
 build:
 	$(GO) build -o bin/commerce ./cmd/commerce
+
+# Every performance harness at a size that finishes in a few minutes, and
+# one table of each hot path against its baseline measured in the same run
+# (docs/benchmarks.md). BENCHFLAGS passes flags, e.g.
+# BENCHFLAGS='-profiles prof -temporal-store sqlite'.
+bench:
+	$(GO) run ./bench $(BENCHFLAGS)
 
 # The race detector rebuilds the Temporal server: slow on small machines.
 race:

@@ -99,9 +99,13 @@ func (c *Client) signalIfRunning(ctx context.Context, workflowID, name string, p
 }
 
 // StartWebhookDelivery starts a delivery's workflow; one that exists
-// already, running or closed, is left as it is.
+// already, running or closed, is left as it is. The start asks for eager
+// execution: when a worker runs on the same Temporal client (as the
+// worker's outbox relay does) and has room, the server hands it the first
+// workflow task in its answer, instead of dispatching it through matching.
 func (c *Client) StartWebhookDelivery(ctx context.Context, ref domain.WebhookDeliveryRef) error {
 	opts := webhookOptions(ref)
+	opts.EnableEagerStart = true
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	_, err := c.temporal.ExecuteWorkflow(ctx, opts, WebhookDelivery,

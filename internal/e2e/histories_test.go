@@ -41,7 +41,10 @@ type nightlySoon struct {
 func (n *nightlySoon) DeliverWebhook(ctx context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
 	a := *n.Activities
 	now := time.Now().UTC()
-	a.NightlyAt = now.Add(time.Second).Sub(now.Truncate(24 * time.Hour))
+	// A second from now, less the delivery's place in the nightly hour
+	// (domain.NightlyOffset), which the attempt adds back.
+	day := 24 * time.Hour
+	a.NightlyAt = (now.Add(time.Second).Sub(now.Truncate(day)) - domain.NightlyOffset(in.DeliveryID) + day) % day
 	return a.DeliverWebhook(ctx, in)
 }
 
