@@ -1,13 +1,13 @@
 # The two commands the README starts with:
 #   make run    runs the whole service locally (go run ./cmd/commerce dev)
-#   make test   runs vet, every test (the abuse suite of bench/abuse at its
-#               small size among them), and a short fuzz run of the write
-#               and inbound bodies, the list queries and the cursors
-#               (needs Postgres on 127.0.0.1:5432)
+#   make test   runs vet, every test (the abuse suite of bench/abuse and the
+#               crash test of bench/crash at their small sizes among them),
+#               and a short fuzz run of the write and inbound bodies, the
+#               list queries and the cursors (needs Postgres on 127.0.0.1:5432)
 
 GO ?= go
 
-.PHONY: run test test-postgres vet build race fmt lint-openapi
+.PHONY: run test test-postgres vet build race fmt lint-openapi bench
 
 run:
 	$(GO) run ./cmd/commerce dev
@@ -34,6 +34,13 @@ vet:
 
 build:
 	$(GO) build -o bin/commerce ./cmd/commerce
+
+# Every performance harness at a size that finishes in a few minutes, and
+# one table of each hot path against its baseline measured in the same run
+# (docs/benchmarks.md). BENCHFLAGS passes flags, e.g.
+# BENCHFLAGS='-profiles prof -temporal-store sqlite'.
+bench:
+	$(GO) run ./bench $(BENCHFLAGS)
 
 # The race detector rebuilds the Temporal server: slow on small machines.
 race:

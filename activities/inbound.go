@@ -52,7 +52,7 @@ func (a *Activities) RecordOutcome(ctx context.Context, in domain.RecordOutcomeI
 	if activity.IsActivity(ctx) {
 		runID = activity.GetInfo(ctx).WorkflowExecution.RunID
 	}
-	return a.DB.UpdateReceipt(ctx, in.OrgID, in.ReceiptID, db.ReceiptUpdate{Outcome: in.Outcome, WaitingFor: waiting, Error: errText, RunID: runID})
+	return a.DB.UpdateReceipt(ctx, in.OrgID, in.ReceiptID, db.ReceiptUpdate{Outcome: in.Outcome, WaitingFor: waiting, WaitingKeys: in.WaitingKeys, Error: errText, RunID: runID})
 }
 
 // MatchSupplierInvoice runs the three-way match of an invoice against the

@@ -34,6 +34,9 @@ func OperatorActor(name string) Actor {
 	return Actor("cli:" + name)
 }
 
+// ConsoleActor is the actor of a write made in the support console.
+func ConsoleActor(email string) Actor { return Actor("console:" + email) }
+
 // Manager is what support staff and integrators do to inbound receipts and
 // webhooks: the management routes and the CLI's receipts and webhook
 // commands both call it, and every write it makes is recorded in the audit
@@ -432,4 +435,50 @@ func batchOutcome(o domain.Outcome) string {
 		return ""
 	}
 	return "failed"
+}
+
+// ---- inbound endpoints
+
+// Endpoints lists a page of the organisation's inbound endpoints, newest
+// first, with their receipts of the last 24 hours counted by outcome; never
+// a token or a secret.
+func (m *Manager) Endpoints(ctx context.Context, orgID uuid.UUID, p db.Page) ([]EndpointItem, error) {
+	rows, err := m.DB.ListEndpointSummaries(ctx, orgID, p)
+	items := make([]EndpointItem, len(rows))
+	for i, e := range rows {
+		items[i] = EndpointItem{ID: e.ID, Name: e.Name, Action: e.Action, URLHint: e.TokenHint, RequireSignature: e.RequireSignature,
+			Active: e.State == domain.EndpointActive, State: string(e.State), CreatedAt: e.CreatedAt, Counts: map[string]int{}}
+		if e.State == domain.EndpointDeleted {
+			items[i].URLHint = nil
+		}
+		for o, n := range e.Counts {
+			items[i].Counts[string(o)] = n
+		}
+	}
+	return items, err
+}
+
+// CreateEndpoint makes an inbound endpoint as the user named in
+// in.AsEmail (who must be an owner or admin); the answer carries its token
+// and secret, never readable again.
+func (m *Manager) CreateEndpoint(ctx context.Context, actor Actor, in db.NewEndpoint) (db.CreatedEndpoint, error) {
+	e, err := m.DB.CreateEndpoint(ctx, m.Sealer, in)
+	if err != nil {
+		return e, err
+	}
+	m.audit(ctx, actor, in.OrgID, "endpoint.create", "endpoint", e.ID, map[string]any{"name": e.Name, "action": e.Action,
+		"require_signature": e.RequireSignature})
+	return e, nil
+}
+
+// SetEndpointState pauses, resumes or deletes one of the organisation's
+// endpoints.
+func (m *Manager) SetEndpointState(ctx context.Context, actor Actor, orgID, id uuid.UUID, to domain.EndpointState) (db.Endpoint, error) {
+	e, err := m.DB.SetEndpointState(ctx, orgID, id, to)
+	if err != nil {
+		return e, err
+	}
+	verb := map[domain.EndpointState]string{domain.EndpointActive: "resume", domain.EndpointPaused: "pause", domain.EndpointDeleted: "delete"}[to]
+	m.audit(ctx, actor, orgID, "endpoint."+verb, "endpoint", id, nil)
+	return e, nil
 }

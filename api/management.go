@@ -308,21 +308,7 @@ func (s *Server) listInboundEndpoints(ctx context.Context, in *SmallPage) (*List
 	out := &ListEndpointsOutput{}
 	var err error
 	out.Body.Endpoints, out.Body.NextCursor, err = newestList(ctx, s, "inbound-endpoints", in.Cursor, in.Limit, nil,
-		func(p db.Page) ([]EndpointItem, error) {
-			rows, err := s.db.ListEndpointSummaries(ctx, orgID(ctx), p)
-			items := make([]EndpointItem, len(rows))
-			for i, e := range rows {
-				items[i] = EndpointItem{ID: e.ID, Name: e.Name, Action: e.Action, URLHint: e.TokenHint, RequireSignature: e.RequireSignature,
-					Active: e.State == domain.EndpointActive, State: string(e.State), CreatedAt: e.CreatedAt, Counts: map[string]int{}}
-				if e.State == domain.EndpointDeleted {
-					items[i].URLHint = nil
-				}
-				for o, n := range e.Counts {
-					items[i].Counts[string(o)] = n
-				}
-			}
-			return items, err
-		},
+		func(p db.Page) ([]EndpointItem, error) { return s.manage.Endpoints(ctx, orgID(ctx), p) },
 		func(e EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID })
 	if err != nil {
 		return nil, err

@@ -136,6 +136,15 @@ func New(d Deps) *Server {
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.router }
 
+// Manager is the management code the routes call, for other faces of the
+// service (the support console) to call too.
+func (s *Server) Manager() *Manager { return s.manage }
+
+// Mount serves h under pattern (a path prefix such as "/console") beside
+// the API, behind the same request ids, logging, metrics and panic
+// recovery.
+func (s *Server) Mount(pattern string, h http.Handler) { s.router.Mount(pattern, h) }
+
 // OpenAPI is the service's OpenAPI description.
 func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 

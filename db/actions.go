@@ -12,8 +12,18 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-func parked(what string) (domain.InboundResult, error) {
-	return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: what}, nil
+// parked is the answer of a post that waits for a record: what names it
+// for people, keys (domain.WaitKey) for the load that creates it.
+func parked(what string, keys ...string) (domain.InboundResult, error) {
+	return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: what, WaitingKeys: keys}, nil
+}
+
+// waitKey is the wait key of ref under kind, or none when ref is nil.
+func waitKey(kind string, ref *string) []string {
+	if ref == nil {
+		return nil
+	}
+	return []string{domain.WaitKey(kind, *ref)}
 }
 
 func applied(changes []domain.Change, extras map[string]any) domain.InboundResult {

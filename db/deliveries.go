@@ -127,7 +127,15 @@ func (a *actor) deliveryStatus(b domain.DeliveryStatusBody) (domain.InboundResul
 		return domain.InboundResult{}, err
 	}
 	if d == nil {
-		return parked(domain.Describe("delivery", b.DeliveryRef, b.ConsignmentRef, b.OrderRef))
+		// findDelivery looks by the first reference given, in this order.
+		keys := waitKey(domain.WaitDelivery, b.DeliveryRef)
+		if keys == nil {
+			keys = waitKey(domain.WaitConsignment, b.ConsignmentRef)
+		}
+		if keys == nil {
+			keys = waitKey(domain.WaitOrder, b.OrderRef)
+		}
+		return parked(domain.Describe("delivery", b.DeliveryRef, b.ConsignmentRef, b.OrderRef), keys...)
 	}
 	changed, err := domain.DeliveryMachine.Move(d.status, to)
 	if err != nil {

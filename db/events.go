@@ -9,8 +9,8 @@ import (
 )
 
 // LISTEN/NOTIFY channels: eventsChannel wakes the outbox relay;
-// recordsChannel (payload: an organisation id) says records were created
-// that parked inbound posts or waiting matches may be waiting for.
+// recordsChannel (payload: an organisation id) says a load of records
+// queued wakes (record_wakes) for the workflows waiting for them.
 const (
 	eventsChannel  = "commerce_events"
 	recordsChannel = "commerce_records"
@@ -26,15 +26,11 @@ func emit(ctx context.Context, q querier, orgID uuid.UUID, eventType string, dat
 	return err
 }
 
-// ListenRecords calls fn with the organisation of every notification that
-// records were created (see recordsChannel), and with nil after every
-// interval without one, until ctx ends. It holds one connection.
-func (d *DB) ListenRecords(ctx context.Context, interval time.Duration, fn func(org *uuid.UUID)) error {
-	return d.listen(ctx, recordsChannel, interval, func(payload string) {
-		if org, err := uuid.Parse(payload); err == nil {
-			fn(&org)
-		}
-	}, func() { fn(nil) })
+// ListenRecords calls fn on every notification that wakes were queued
+// (see recordsChannel), and after every interval without one, until ctx
+// ends. It holds one connection.
+func (d *DB) ListenRecords(ctx context.Context, interval time.Duration, fn func()) error {
+	return d.listen(ctx, recordsChannel, interval, func(string) { fn() }, fn)
 }
 
 // listen holds one connection listening on channel, calling onNotify with

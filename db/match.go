@@ -124,17 +124,6 @@ func invoiceVariances(ctx context.Context, tx pgx.Tx, orgID, invoiceID uuid.UUID
 	})
 }
 
-// AwaitingInvoices lists the supplier invoices of one organisation waiting
-// for a goods receipt (for the sweep that wakes their matches).
-func (d *DB) AwaitingInvoices(ctx context.Context, orgID *uuid.UUID) ([]MatchKey, error) {
-	rows, err := d.pool.Query(ctx, `SELECT org_id, po_id, invoice_ref FROM supplier_invoices
-		WHERE match_status = 'awaiting_receipt' AND ($1::uuid IS NULL OR org_id = $1)`, orgID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[MatchKey])
-}
-
 // MatchKey names a supplier invoice's three-way match.
 type MatchKey struct {
 	OrgID      uuid.UUID

@@ -87,7 +87,12 @@ func (a *actor) findOrder(orderRefText, quoteRefText *string) (*orderRef, domain
 		LIMIT 1
 		FOR UPDATE`, a.org, orderRefText, quoteRefText).Scan(&o.id, &o.number, &o.status, &o.currency, &o.total, &o.trackingURL)
 	if errors.Is(err, pgx.ErrNoRows) {
-		park, err := parked(domain.Describe("order", orderRefText, quoteRefText))
+		// The query looks the quote up only without an order reference.
+		keys := waitKey(domain.WaitOrder, orderRefText)
+		if orderRefText == nil {
+			keys = waitKey(domain.WaitQuote, quoteRefText)
+		}
+		park, err := parked(domain.Describe("order", orderRefText, quoteRefText), keys...)
 		return nil, park, err
 	}
 	if err != nil {

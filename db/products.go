@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/commerce-integration/commerce/domain"
 )
@@ -123,7 +124,11 @@ func upsertProducts(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, products []
 		if attrs == "" {
 			attrs = "{}"
 		}
-		rows[i] = []any{NewID(), p.SKU, p.Title, p.Category, p.UOM, p.PriceMinor, p.Currency, p.StockQty, p.LeadTimeDays,
+		// The id as pgtype.UUID, which COPY writes in binary as it is: a
+		// uuid.UUID goes through its driver.Valuer text, which the binary
+		// encoder refuses, and every row paid for that error (its
+		// message formatted) before the text was parsed instead.
+		rows[i] = []any{pgtype.UUID{Bytes: NewID(), Valid: true}, p.SKU, p.Title, p.Category, p.UOM, p.PriceMinor, p.Currency, p.StockQty, p.LeadTimeDays,
 			attrs, string(p.Status), p.ExternalID}
 	}
 	if err := lockProducts(ctx, tx, orgID); err != nil {

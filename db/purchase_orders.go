@@ -156,7 +156,7 @@ func (a *actor) findPO(number string) (*poRef, domain.InboundResult, error) {
 	err := a.tx.QueryRow(a.ctx, `SELECT id, number, status, currency, supplier_ref FROM purchase_orders
 		WHERE org_id = $1 AND number = $2 FOR UPDATE`, a.org, number).Scan(&p.id, &p.number, &p.status, &p.currency, &p.supplierRef)
 	if errors.Is(err, pgx.ErrNoRows) {
-		park, err := parked(domain.Describe("purchase order", &number))
+		park, err := parked(domain.Describe("purchase order", &number), domain.WaitKey(domain.WaitPurchaseOrder, number))
 		return nil, park, err
 	}
 	if err != nil {

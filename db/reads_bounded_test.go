@@ -62,3 +62,50 @@ func TestReadsByIDBoundTheirContactsAndMessages(t *testing.T) {
 		t.Fatalf("request with %d messages, %v; want the first %d", len(r.Messages), err, domain.MessagesPerRequest)
 	}
 }
+
+// The reads of the worker's relays take at most what they are asked for,
+// however much is waiting: the wakes to send, the events to relay, the
+// quotes awaiting their expiry timer (the retention sweep's batches are
+// TestPruneDeletesOnlyWhatIsPastItsRetention's).
+func TestRelayReadsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	org, _, _ := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
+	const waiting, batch = 250, 100
+	for _, sql := range []string{
+		`INSERT INTO record_wakes (org_id, kind, receipt_id) SELECT $1, 'inbound', gen_random_uuid() FROM generate_series(1, 250)`,
+		`INSERT INTO events (id, org_id, type, data) SELECT gen_random_uuid(), $1, 'order.created', '{}' FROM generate_series(1, 250)`,
+		`INSERT INTO quotes (id, org_id, number, status, currency, valid_until, subtotal_minor, vat_minor, total_minor)
+		 SELECT gen_random_uuid(), $1, 'Q-' || n, 'sent', 'GBP', current_date + 30, 0, 0, 0 FROM generate_series(1, 250) n`,
+	} {
+		if _, err := d.Pool().Exec(ctx, sql, org.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var batches []int
+	for {
+		n, err := d.SendRecordWakes(ctx, batch, func(ws []db.RecordWake) []int64 {
+			batches = append(batches, len(ws))
+			ids := make([]int64, len(ws))
+			for i, w := range ws {
+				ids[i] = w.ID
+			}
+			return ids
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < batch {
+			break
+		}
+	}
+	if len(batches) != 3 || batches[0] != batch || batches[1] != batch || batches[2] != waiting-2*batch {
+		t.Fatalf("wakes sent in batches of %v, want 100, 100, 50", batches)
+	}
+	if n, err := d.RelayEvents(ctx, batch); err != nil || n != batch {
+		t.Fatalf("relayed %d events, %v; want %d of %d", n, err, batch, waiting)
+	}
+	if qs, err := d.QuotesAwaitingExpiryTimer(ctx, batch); err != nil || len(qs) != batch {
+		t.Fatalf("read %d quotes, %v; want %d of %d", len(qs), err, batch, waiting)
+	}
+}

@@ -194,6 +194,9 @@ type ReceiptUpdate struct {
 	// post did not go through. Both are set with the outcome.
 	WaitingFor *string
 	Error      *string
+	// WaitingKeys are a parked post's wait keys (domain.WaitKey); they are
+	// kept (inbound_receipt_waits) only while the post is parked.
+	WaitingKeys []string
 	// RunID is the workflow run that moved the receipt, when one did.
 	RunID string
 	// Status and Response are the HTTP answer the sender got; Status 0 when
@@ -236,6 +239,9 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 		if err != nil {
 			return notFound(err, "receipt")
 		}
+		if err := setWaits(ctx, tx, orgID, id, u); err != nil {
+			return err
+		}
 		if !u.Outcome.Failed() || previous == u.Outcome {
 			return nil
 		}
@@ -243,6 +249,28 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			"receipt_id": id, "endpoint_id": endpoint, "action": action, "outcome": u.Outcome, "error": u.Error,
 		})
 	})
+}
+
+// setWaits keeps a receipt's wait keys (inbound_receipt_waits) while it is
+// parked: an update that moves it sets them anew ('*' when it names none,
+// which any load of the organisation wakes), or clears them.
+func setWaits(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID, u ReceiptUpdate) error {
+	if u.Outcome == "" {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM inbound_receipt_waits WHERE org_id = $1 AND receipt_id = $2`, orgID, id); err != nil {
+		return err
+	}
+	if u.Outcome != domain.OutcomeParked {
+		return nil
+	}
+	keys := u.WaitingKeys
+	if len(keys) == 0 {
+		keys = []string{anyRecord}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO inbound_receipt_waits (org_id, receipt_id, key)
+		SELECT $1, $2, k FROM unnest($3::text[]) k ON CONFLICT DO NOTHING`, orgID, id, keys)
+	return err
 }
 
 func jsonOrNil(b []byte) any {
@@ -370,15 +398,4 @@ func (d *DB) storeReplay(ctx context.Context, r NewReceipt, then func(pgx.Tx, uu
 		return then(tx, id)
 	})
 	return id, inFlight, err
-}
-
-// ParkedReceipts lists the receipts parked waiting for a record, of one
-// organisation (or of all, for the sweep, when orgID is nil).
-func (d *DB) ParkedReceipts(ctx context.Context, orgID *uuid.UUID) ([]Receipt, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts
-		WHERE outcome = 'parked' AND ($1::uuid IS NULL OR org_id = $1) ORDER BY received_at`, orgID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Receipt, error) { return scanReceipt(r) })
 }

@@ -53,10 +53,9 @@ func (d *DB) Seed(ctx context.Context, orgID uuid.UUID, f *domain.SeedFile) (See
 			}
 		}
 		res = s.res
-		// Wake inbound posts parked waiting for records, and matches waiting
-		// for goods receipts: this load may hold what they wait for.
-		_, err := tx.Exec(ctx, `SELECT pg_notify('`+recordsChannel+`', $1::text)`, orgID)
-		return err
+		// Wake the inbound posts parked waiting for the records this load
+		// created, and the matches waiting for goods it received.
+		return queueWakes(ctx, tx, orgID, s.keys, s.received)
 	})
 	return res, err
 }
@@ -70,6 +69,20 @@ type seeder struct {
 	res SeedResult
 	// ids caches natural key → id, keyed "kind\x00key".
 	ids map[string]uuid.UUID
+	// keys are the wait keys (domain.WaitKey) of the records created;
+	// received the purchase orders goods were received against.
+	keys     []string
+	received []uuid.UUID
+}
+
+// waitable records the wait keys of a record the load created (a nil
+// reference has none).
+func (s *seeder) waitable(kind string, refs ...*string) {
+	for _, r := range refs {
+		if r != nil && *r != "" {
+			s.keys = append(s.keys, domain.WaitKey(kind, *r))
+		}
+	}
 }
 
 // seedErr names the record a write failed on.

@@ -84,6 +84,10 @@ func (s *seeder) purchaseOrders() error {
 			s.res.Receipts++
 		}
 		s.remember("purchase order", po.Number, id)
+		s.waitable(domain.WaitPurchaseOrder, &po.Number)
+		if len(po.Receipts) > 0 {
+			s.received = append(s.received, id)
+		}
 		s.res.PurchaseOrders++
 	}
 	return nil
@@ -139,6 +143,7 @@ func (s *seeder) goodsReceipts() error {
 			s.org.ID, po, status); err != nil {
 			return err
 		}
+		s.received = append(s.received, po)
 		s.res.GoodsReceipts++
 	}
 	return nil

@@ -137,6 +137,8 @@ func (s *seeder) orders() error {
 			}
 		}
 		s.remember("order", o.Number, id)
+		s.waitable(domain.WaitOrder, &o.Number, o.CustomerPORef)
+		s.waitable(domain.WaitQuote, o.QuoteNumber)
 		s.res.Orders++
 	}
 	return nil
@@ -145,13 +147,15 @@ func (s *seeder) orders() error {
 func (s *seeder) deliveries() error {
 	for i, dl := range s.f.Deliveries {
 		var order, customer *uuid.UUID
+		var orderPORef *string
 		if dl.OrderNumber != nil {
 			id, err := s.reference("deliveries", i, "order", *dl.OrderNumber, `SELECT id FROM orders WHERE org_id = $1 AND number = $2`)
 			if err != nil {
 				return err
 			}
 			order = &id
-			if err := s.tx.QueryRow(s.ctx, `SELECT customer_id FROM orders WHERE org_id = $1 AND id = $2`, s.org.ID, id).Scan(&customer); err != nil {
+			if err := s.tx.QueryRow(s.ctx, `SELECT customer_id, customer_po_ref FROM orders WHERE org_id = $1 AND id = $2`,
+				s.org.ID, id).Scan(&customer, &orderPORef); err != nil {
 				return err
 			}
 		}
@@ -188,6 +192,10 @@ func (s *seeder) deliveries() error {
 			}
 		}
 		s.remember("delivery", dl.Number, id)
+		// A post about a delivery names it, its consignment or its order.
+		s.waitable(domain.WaitDelivery, &dl.Number)
+		s.waitable(domain.WaitConsignment, dl.ConsignmentRef)
+		s.waitable(domain.WaitOrder, dl.OrderNumber, orderPORef)
 		s.res.Deliveries++
 	}
 	return nil

@@ -70,6 +70,63 @@ type InboundInput struct {
 	// half of it). The service never sets it; it exists so that a run that
 	// parks and runs out can be recorded in seconds (docs/versioning.md).
 	ParkFor time.Duration `json:"park_for,omitempty"`
+	// Parked is set only on a run that a parked post continued as new
+	// (its history had grown long): where the wait stands, so the new run
+	// answers, waits and ends as the first would have.
+	Parked *ParkedState `json:"parked,omitempty"`
+}
+
+// ParkedState is what a parked post's workflow carries into the run it
+// continues as new: the answer it gave (parked), and when its wait ends.
+type ParkedState struct {
+	Answer   InboundOutcome `json:"answer"`
+	Deadline time.Time      `json:"deadline"`
+}
+
+// Wait keys name what a parked post waits for and what a load of records
+// created, "kind:reference": a load wakes the posts whose keys it created.
+const (
+	WaitOrder         = "order"          // an order by number or customer PO reference
+	WaitQuote         = "quote"          // the order made from a quote, by the quote's number
+	WaitDelivery      = "delivery"       // a delivery by number
+	WaitConsignment   = "consignment"    // a delivery by consignment reference
+	WaitPurchaseOrder = "purchase_order" // a purchase order by number
+)
+
+// WaitKey is the key of a record of kind with the reference ref.
+func WaitKey(kind, ref string) string { return kind + ":" + ref }
+
+// RecordsCreated is the payload of the signal that wakes a parked post
+// (workflows.RecordCreatedSignal): the keys of the created records it
+// waits for. An empty list (a signal sent by older code) concerns every
+// parked post.
+type RecordsCreated struct {
+	Keys []string `json:"keys,omitempty"`
+}
+
+// Concerns reports whether records with these keys may be what a post
+// waiting for waiting is waiting for: yes when either list is empty (a
+// wake or a post that names no keys, from older code), else when they
+// share a key.
+func (r RecordsCreated) Concerns(waiting []string) bool {
+	if len(r.Keys) == 0 || len(waiting) == 0 {
+		return true
+	}
+	for _, k := range r.Keys {
+		for _, w := range waiting {
+			if k == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// GoodsReceived is the payload of the signal that wakes a three-way match
+// (workflows.ReceiptRecordedSignal): the purchase order goods were received
+// against. A nil PO (a signal sent by older code) concerns every match.
+type GoodsReceived struct {
+	POID *uuid.UUID `json:"po_id,omitempty"`
 }
 
 // InboundResult is what carrying out an inbound post did.
@@ -78,8 +135,10 @@ type InboundResult struct {
 	Status  int            `json:"status"`
 	Changes []Change       `json:"changes"`
 	Extras  map[string]any `json:"extras,omitempty"`
-	// WaitingFor names the record a parked post waits for.
-	WaitingFor string `json:"waiting_for,omitempty"`
+	// WaitingFor names the record a parked post waits for; WaitingKeys
+	// are its wait keys (WaitKey), by which a load of records wakes it.
+	WaitingFor  string   `json:"waiting_for,omitempty"`
+	WaitingKeys []string `json:"waiting_keys,omitempty"`
 	// InvoiceID and POID name the supplier invoice a supplier_invoice post
 	// recorded, and its purchase order, for the three-way match that follows.
 	InvoiceID  *uuid.UUID `json:"invoice_id,omitempty"`
@@ -108,6 +167,8 @@ type RecordOutcomeInput struct {
 	Outcome    Outcome   `json:"outcome"`
 	WaitingFor string    `json:"waiting_for,omitempty"`
 	Error      string    `json:"error,omitempty"`
+	// WaitingKeys are the wait keys of a parked post (WaitKey).
+	WaitingKeys []string `json:"waiting_keys,omitempty"`
 }
 
 // MatchInput names a supplier invoice's three-way match.
@@ -116,6 +177,9 @@ type MatchInput struct {
 	InvoiceID  uuid.UUID `json:"invoice_id"`
 	POID       uuid.UUID `json:"po_id"`
 	InvoiceRef string    `json:"invoice_ref"`
+	// Deadline is set only on a run that a waiting match continued as new
+	// (its history had grown long): when the wait for goods ends.
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // MatchResult is where a three-way match stands.

@@ -75,20 +75,22 @@ func (c *Client) CancelInbound(ctx context.Context, receiptID uuid.UUID) error {
 	return c.temporal.CancelWorkflow(ctx, domain.InboundWorkflowID(receiptID), "")
 }
 
-// WakeInbound tells a parked post that records it may be waiting for were
-// created. A workflow that has ended is not an error.
-func (c *Client) WakeInbound(ctx context.Context, receiptID uuid.UUID) error {
-	return c.signalIfRunning(ctx, domain.InboundWorkflowID(receiptID), RecordCreatedSignal)
+// WakeInbound tells a parked post that records it waits for were created,
+// with their wait keys (domain.WaitKey; none: any record). A workflow that
+// has ended is not an error.
+func (c *Client) WakeInbound(ctx context.Context, receiptID uuid.UUID, keys []string) error {
+	return c.signalIfRunning(ctx, domain.InboundWorkflowID(receiptID), RecordCreatedSignal, domain.RecordsCreated{Keys: keys})
 }
 
-// WakeMatch tells a three-way match waiting for goods that a receipt was
-// recorded. A workflow that has ended is not an error.
+// WakeMatch tells a three-way match waiting for goods that goods were
+// received against its purchase order. A workflow that has ended is not an
+// error.
 func (c *Client) WakeMatch(ctx context.Context, poID uuid.UUID, invoiceRef string) error {
-	return c.signalIfRunning(ctx, domain.MatchWorkflowID(poID, invoiceRef), ReceiptRecordedSignal)
+	return c.signalIfRunning(ctx, domain.MatchWorkflowID(poID, invoiceRef), ReceiptRecordedSignal, domain.GoodsReceived{POID: &poID})
 }
 
-func (c *Client) signalIfRunning(ctx context.Context, workflowID, name string) error {
-	err := c.temporal.SignalWorkflow(ctx, workflowID, "", name, nil)
+func (c *Client) signalIfRunning(ctx context.Context, workflowID, name string, payload any) error {
+	err := c.temporal.SignalWorkflow(ctx, workflowID, "", name, payload)
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {
 		return nil
@@ -97,9 +99,13 @@ func (c *Client) signalIfRunning(ctx context.Context, workflowID, name string) e
 }
 
 // StartWebhookDelivery starts a delivery's workflow; one that exists
-// already, running or closed, is left as it is.
+// already, running or closed, is left as it is. The start asks for eager
+// execution: when a worker runs on the same Temporal client (as the
+// worker's outbox relay does) and has room, the server hands it the first
+// workflow task in its answer, instead of dispatching it through matching.
 func (c *Client) StartWebhookDelivery(ctx context.Context, ref domain.WebhookDeliveryRef) error {
 	opts := webhookOptions(ref)
+	opts.EnableEagerStart = true
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	_, err := c.temporal.ExecuteWorkflow(ctx, opts, WebhookDelivery,

@@ -61,9 +61,10 @@ var localOptions = workflow.LocalActivityOptions{
 // AnswerUpdate as soon as its first attempt has a result: applied,
 // unchanged, refused (the error's kind), or parked when the record it names
 // does not exist yet. A parked post keeps trying every 15 minutes, and
-// whenever RecordCreatedSignal arrives, for 7 days, then ends unmatched. A
-// recorded supplier invoice goes on to its three-way match. Every move is
-// recorded on the receipt.
+// whenever RecordCreatedSignal says a record it waits for was created, for
+// 7 days, then ends unmatched; a parked run whose history grows long
+// continues as new (see park). A recorded supplier invoice goes on to its
+// three-way match. Every move is recorded on the receipt.
 func InboundAction(ctx workflow.Context, in domain.InboundInput) (domain.InboundOutcome, error) {
 	w := &inbound{in: in}
 	return w.run(ctx)
@@ -85,6 +86,9 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localOptions)
 	signals := workflow.GetSignalChannel(ctx, RecordCreatedSignal)
+	if w.in.Parked != nil {
+		return w.resume(ctx, signals)
+	}
 
 	out, err := w.apply(ctx)
 	if err != nil {
@@ -92,13 +96,16 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 	}
 	if out.Result.Parked() {
 		// The receipt says where the post stands before the sender hears.
-		if err := w.record(ctx, domain.OutcomeParked, out.Result.WaitingFor, ""); err != nil {
+		if err := w.record(ctx, domain.OutcomeParked, out.Result.WaitingFor, "", out.Result.WaitingKeys...); err != nil {
 			return out, err
 		}
 		parkedAnswer := out
 		w.answer = &parkedAnswer
 		parkFor, recheck := w.parking()
 		deadline := workflow.Now(ctx).Add(parkFor)
+		if workflow.GetVersion(ctx, boundedParkWait, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+			return w.parkThenDone(ctx, signals, out, deadline)
+		}
 		for out.Result.Parked() {
 			left := deadline.Sub(workflow.Now(ctx))
 			if left <= 0 {
@@ -113,6 +120,13 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 			}
 		}
 	}
+	return w.done(ctx, out)
+}
+
+// done carries on with a post that applied: a supplier invoice goes on to
+// its three-way match; then the post finishes.
+func (w *inbound) done(ctx workflow.Context, out domain.InboundOutcome) (domain.InboundOutcome, error) {
+	var err error
 	if out.Result.InvoiceID != nil {
 		if out.Match, err = w.match(ctx, *out.Result.InvoiceID, *out.Result.POID, out.Result.InvoiceRef); err != nil {
 			return w.finish(ctx, out, err)
@@ -136,6 +150,134 @@ func (w *inbound) parking() (parkFor, recheck time.Duration) {
 // errUnmatched ends a post parked for too long.
 var errUnmatched = errors.New("unmatched")
 
+// boundedParkWait marks the change that bounded a parked post's history
+// (park): a wake whose records the post does not wait for runs nothing,
+// wakes no longer restart the recheck timer, and a run whose history grew
+// long continues as new.
+const boundedParkWait = "bounded-park-wait"
+
+// wakesPerRun is how many times a waiting run (a parked post, a match
+// waiting for goods) wakes, on a signal or its timer, before it continues
+// as new; it continues sooner when its history reaches eventsPerRun events
+// or the server suggests it. A wake adds at most 6 events to a parked
+// post's history and 11 to a match's, so a run stays well under 2,000
+// events, far from the server's limit of 51,200.
+const (
+	wakesPerRun  = 100
+	eventsPerRun = 1000
+)
+
+// historyLong reports whether a waiting run that woke wakes times should
+// continue as new.
+func historyLong(ctx workflow.Context, wakes int) bool {
+	info := workflow.GetInfo(ctx)
+	return wakes >= wakesPerRun || info.GetCurrentHistoryLength() >= eventsPerRun || info.GetContinueAsNewSuggested()
+}
+
+// drainWakes takes every signal waiting on signals without blocking, and
+// reports whether any concerns a post waiting for keys.
+func drainWakes(signals workflow.ReceiveChannel, keys []string) bool {
+	concerns := false
+	for {
+		var wake domain.RecordsCreated
+		if !signals.ReceiveAsync(&wake) {
+			return concerns
+		}
+		concerns = concerns || wake.Concerns(keys)
+	}
+}
+
+// parkThenDone waits for the record of a parked post (park) and carries on
+// once it is there.
+func (w *inbound) parkThenDone(ctx workflow.Context, signals workflow.ReceiveChannel, out domain.InboundOutcome, deadline time.Time) (domain.InboundOutcome, error) {
+	out, err := w.park(ctx, signals, out, deadline)
+	var next *workflow.ContinueAsNewError
+	switch {
+	case errors.As(err, &next):
+		return out, err
+	case err != nil:
+		return w.finish(ctx, out, err)
+	}
+	return w.done(ctx, out)
+}
+
+// resume is the start of a run that a parked post continued as new: it
+// answers with the parked answer the first run gave, looks again at once
+// (a wake may have come as the last run ended), and waits on until the
+// deadline the first run set.
+func (w *inbound) resume(ctx workflow.Context, signals workflow.ReceiveChannel) (domain.InboundOutcome, error) {
+	state := *w.in.Parked
+	w.answer = &state.Answer
+	out, err := w.apply(ctx)
+	if err != nil {
+		return w.finish(ctx, out, err)
+	}
+	if !out.Result.Parked() {
+		return w.done(ctx, out)
+	}
+	return w.parkThenDone(ctx, signals, out, state.Deadline)
+}
+
+// park waits until the post's record exists (the post applied: nil
+// error), the deadline passes (errUnmatched) or the workflow is cancelled.
+// It looks again when its recheck timer fires and when a
+// RecordCreatedSignal names a key the post waits for (out's WaitingKeys);
+// other wakes run nothing, and wakes that queued up together make one
+// look. After wakesPerRun wakes (or a long history) it returns a
+// continue-as-new error: the new run carries the answer and the deadline,
+// and looks again first, so no wake is lost.
+func (w *inbound) park(ctx workflow.Context, signals workflow.ReceiveChannel, out domain.InboundOutcome, deadline time.Time) (domain.InboundOutcome, error) {
+	_, recheck := w.parking()
+	keys := out.Result.WaitingKeys
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	var timer workflow.Future
+	for wakes := 0; ; wakes++ {
+		left := deadline.Sub(workflow.Now(ctx))
+		if left <= 0 {
+			return out, errUnmatched
+		}
+		if historyLong(ctx, wakes) {
+			return out, w.continueParked(ctx, signals, deadline)
+		}
+		if timer == nil {
+			timer = workflow.NewTimer(timerCtx, min(left, recheck))
+		}
+		look := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(timer, func(workflow.Future) { timer, look = nil, true })
+		sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
+			var wake domain.RecordsCreated
+			c.Receive(ctx, &wake)
+			look = look || wake.Concerns(keys)
+		})
+		sel.Select(ctx)
+		look = drainWakes(signals, keys) || look
+		if ctx.Err() != nil {
+			return out, temporal.NewCanceledError()
+		}
+		if !look {
+			continue
+		}
+		var err error
+		if out, err = w.apply(ctx); err != nil || !out.Result.Parked() {
+			return out, err
+		}
+	}
+}
+
+// continueParked ends a parked post's run with a continue-as-new error
+// carrying the post, its answer and its deadline. It lets a running answer
+// update finish first, then takes the signals that are waiting: the new
+// run looks again before it waits, which covers any of them.
+func (w *inbound) continueParked(ctx workflow.Context, signals workflow.ReceiveChannel, deadline time.Time) error {
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	drainWakes(signals, nil)
+	next := w.in
+	next.Parked = &domain.ParkedState{Answer: *w.answer, Deadline: deadline}
+	return workflow.NewContinueAsNewError(ctx, InboundAction, next)
+}
+
 // boundedMatchStart marks the change that bounded the match's workflow ID
 // (domain.MatchWorkflowID) and ended a post whose match could not start in
 // error.
@@ -156,7 +298,9 @@ var errMatchNotStarted = errors.New("the three-way match of the invoice could no
 // apply runs the action once.
 func (w *inbound) apply(ctx workflow.Context) (domain.InboundOutcome, error) {
 	var res domain.InboundResult
-	err := workflow.ExecuteLocalActivity(ctx, applyInbound, w.in).Get(ctx, &res)
+	in := w.in
+	in.Parked = nil // the activity needs the post, not the state of its wait
+	err := workflow.ExecuteLocalActivity(ctx, applyInbound, in).Get(ctx, &res)
 	return domain.InboundOutcome{Result: &res}, err
 }
 
@@ -256,8 +400,8 @@ func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err er
 	return out, recordErr
 }
 
-func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string) error {
+func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string, keys ...string) error {
 	return workflow.ExecuteLocalActivity(ctx, recordOutcome, domain.RecordOutcomeInput{
-		OrgID: w.in.OrgID, ReceiptID: w.in.ReceiptID, Outcome: outcome, WaitingFor: waitingFor, Error: message,
+		OrgID: w.in.OrgID, ReceiptID: w.in.ReceiptID, Outcome: outcome, WaitingFor: waitingFor, Error: message, WaitingKeys: keys,
 	}).Get(ctx, nil)
 }

@@ -104,30 +104,55 @@ func TestInboundActionRefusalIsRecordedAndAnswered(t *testing.T) {
 }
 
 func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
-	e := newInboundEnv(t)
 	var a *activities.Activities
+	var outcomes []domain.RecordOutcomeInput
 	attempts := 0
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
-		attempts++
-		return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil
-	})
+	var answer *domain.InboundOutcome
+	var answerAt time.Time
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-	e.ExecuteWorkflow(InboundAction, inboundIn)
+	// The wait continues as new now and then (waits_test.go): follow it
+	// from run to run.
+	c := &chain{t: t, start: start,
+		setup: func(e *testsuite.TestWorkflowEnvironment) {
+			e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+				attempts++
+				return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil
+			})
+			e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in domain.RecordOutcomeInput) error {
+				outcomes = append(outcomes, in)
+				return nil
+			})
+		},
+		during: func(e *testsuite.TestWorkflowEnvironment, run int) {
+			if run > 0 {
+				return
+			}
+			e.UpdateWorkflow(AnswerUpdate, "answer-1", &testsuite.TestUpdateCallback{
+				OnAccept: func() {}, OnReject: func(err error) { t.Errorf("answer update rejected: %v", err) },
+				OnComplete: func(v any, err error) {
+					out := v.(domain.InboundOutcome)
+					answer, answerAt = &out, e.Now()
+				},
+			})
+		},
+	}
+	e := c.run(InboundAction, inboundIn, func() any { return new(domain.InboundInput) })
 	if err := e.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
 	// The sender was answered 202 at once, not after a week.
-	if e.answer == nil || e.answer.Result == nil || e.answer.Result.Status != 202 || !e.answerAt.Equal(start) {
-		t.Fatalf("answer %+v at %v", e.answer, e.answerAt)
+	if answer == nil || answer.Result == nil || answer.Result.Status != 202 || !answerAt.Equal(start) {
+		t.Fatalf("answer %+v at %v", answer, answerAt)
 	}
-	if want := 1 + int(ParkFor/ParkRecheck); attempts != want {
-		t.Fatalf("%d attempts, want %d (every 15 minutes for 7 days)", attempts, want)
+	// Every 15 minutes, and once more at the start of each continued run.
+	if want := 1 + int(ParkFor/ParkRecheck) + len(c.runs) - 1; attempts != want || c.fired != int(ParkFor/ParkRecheck) {
+		t.Fatalf("%d attempts (%d on the timer), want %d (every 15 minutes for 7 days)", attempts, c.fired, want)
 	}
-	if got := e.Now().Sub(start); got < ParkFor || got > ParkFor+time.Minute {
+	if got := e.Now().Sub(start); got != ParkFor {
 		t.Fatalf("gave up after %v, want 7 days", got)
 	}
-	if e.outcomes[0].Outcome != domain.OutcomeParked || e.outcomes[0].WaitingFor != `order "SO-9"` || e.last().Outcome != domain.OutcomeUnmatched {
-		t.Fatalf("recorded %+v", e.outcomes)
+	if len(outcomes) != 2 || outcomes[0].Outcome != domain.OutcomeParked || outcomes[0].WaitingFor != `order "SO-9"` || outcomes[1].Outcome != domain.OutcomeUnmatched {
+		t.Fatalf("recorded %+v", outcomes)
 	}
 }
 

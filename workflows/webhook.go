@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -23,6 +24,21 @@ var deliverOptions = workflow.ActivityOptions{
 	RetryPolicy:            outageRetry,
 }
 
+// localFirstAttempt marks the change that made a delivery's first attempt
+// a local activity, run inside the workflow's first workflow task (which
+// the relay's eager start hands straight to the worker), instead of an
+// activity task dispatched through the server's matching service. A first
+// attempt that fails for the service's own fault is made again as an
+// activity, with deliverOptions' retries.
+const localFirstAttempt = "local-first-attempt"
+
+// firstAttemptOptions: one try, with deliverOptions' 30 s bound; the
+// retries of a fault are the activity's.
+var firstAttemptOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
 // WebhookDelivery sends one event to one subscription: attempt 1 at once;
 // after a failure, the next attempt at the next nightly run
 // (COMMERCE_NIGHTLY_AT, UTC, which the attempt's activity reads from the
@@ -36,9 +52,18 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 	for resend.ReceiveAsync(nil) {
 	}
 	attempts, manual := in.Attempts, in.Manual
+	// Runs recorded before localFirstAttempt made every attempt an activity.
+	local := workflow.GetVersion(ctx, localFirstAttempt, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 	for {
 		attempts++
-		res, err := deliver(ctx, in, attempts, manual, attempts >= domain.MaxWebhookAttempts)
+		var res domain.DeliverResult
+		var err error
+		if local {
+			res, err = deliverFirst(ctx, in, attempts, manual, attempts >= domain.MaxWebhookAttempts)
+			local = false
+		} else {
+			res, err = deliver(ctx, in, attempts, manual, attempts >= domain.MaxWebhookAttempts)
+		}
 		if err != nil {
 			return domain.WebhookOutcome{Attempts: attempts - 1}, err
 		}
@@ -59,6 +84,26 @@ func deliver(ctx workflow.Context, in domain.WebhookInput, attempt int, manual, 
 		OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: attempt, Manual: manual, Last: last,
 	}).Get(ctx, &res)
 	return res, err
+}
+
+// deliverFirst makes an attempt as a local activity; when that fails for
+// the service's own fault, it makes the same attempt again as an activity
+// (deliver), whose retries last up to a day. The receiver may then see the
+// attempt twice, with the same delivery id and attempt number, as after a
+// worker crash. A failure for good (a secret that cannot be opened) ends
+// the delivery as deliver's would.
+func deliverFirst(ctx workflow.Context, in domain.WebhookInput, attempt int, manual, last bool) (domain.DeliverResult, error) {
+	var res domain.DeliverResult
+	lctx := workflow.WithLocalActivityOptions(ctx, firstAttemptOptions)
+	err := workflow.ExecuteLocalActivity(lctx, deliverWebhook, domain.DeliverInput{
+		OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: attempt, Manual: manual, Last: last,
+	}).Get(ctx, &res)
+	var appErr *temporal.ApplicationError
+	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) || ctx.Err() != nil {
+		return res, err
+	}
+	workflow.GetLogger(ctx).Warn("first webhook attempt failed; making it again as an activity", "error", err)
+	return deliver(ctx, in, attempt, manual, last)
 }
 
 func statusAfter(res domain.DeliverResult) domain.WebhookStatus {

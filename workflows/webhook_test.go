@@ -2,11 +2,13 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/commerce-integration/commerce/activities"
@@ -158,5 +160,54 @@ func TestDisabledSubscriptionEndsTheDelivery(t *testing.T) {
 	var out domain.WebhookOutcome
 	if err := e.GetWorkflowResult(&out); err != nil || len(e.attempts) != 1 || out.Status != domain.WebhookExhausted {
 		t.Fatalf("%d attempts, %+v, %v", len(e.attempts), out, err)
+	}
+}
+
+// A first attempt that fails for the service's own fault (the database) is
+// made again, with the same number, until it can be recorded.
+func TestFirstAttemptFaultIsMadeAgainWithTheSameNumber(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	e := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	var attempts []int
+	calls := 0
+	e.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
+			calls++
+			attempts = append(attempts, in.Attempt)
+			if calls <= 2 {
+				return domain.DeliverResult{}, errors.New("database unavailable")
+			}
+			return receiverOK, nil
+		})
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var out domain.WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil || out.Status != domain.WebhookSucceeded || out.Attempts != 1 {
+		t.Fatalf("%+v, %v; want succeeded at attempt 1", out, err)
+	}
+	if len(attempts) != 3 || attempts[0] != 1 || attempts[1] != 1 || attempts[2] != 1 {
+		t.Fatalf("attempt numbers %v, want [1 1 1]", attempts)
+	}
+}
+
+// A first attempt whose subscription secret cannot be opened ends the
+// delivery in error at once: it is not made again.
+func TestFirstAttemptWithAnUnopenableSecretIsNotMadeAgain(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	e := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	calls := 0
+	e.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(
+		func(context.Context, domain.DeliverInput) (domain.DeliverResult, error) {
+			calls++
+			return domain.DeliverResult{}, temporal.NewNonRetryableApplicationError("secret", activities.ErrSecretUnopenable, nil)
+		})
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var appErr *temporal.ApplicationError
+	if err := e.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrSecretUnopenable {
+		t.Fatalf("workflow error %v, want %s", err, activities.ErrSecretUnopenable)
+	}
+	if calls != 1 {
+		t.Fatalf("%d attempts, want 1", calls)
 	}
 }

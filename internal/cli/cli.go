@@ -32,11 +32,15 @@ func NewRoot() *cobra.Command {
 		Short: "Organisation-scoped commerce REST API, inbound endpoints and webhooks",
 		Long: "commerce runs the integration backend: the REST API and inbound endpoints (serve), the Temporal\n" +
 			"worker (worker), schema migrations (migrate), and the administration commands below.\n\n" +
-			"Configuration comes from environment variables; flags override them:\n" + envHelp(),
+			"Configuration comes from environment variables; flags override them:\n" + envHelp() + "\n" +
+			"Run beside `commerce dev`, the administration commands take what the environment and flags leave unset\n" +
+			"(database, Temporal, secret key, base URL, private targets) from .commerce/dev.json, or from the dev.json\n" +
+			"in --dev-dir, and say so on stderr.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd(), auditCmd())
+	devSettingsFlag(root)
+	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd(), auditCmd(), consoleCmd())
 	return root
 }
 

@@ -61,7 +61,7 @@ func serveCmd() *cobra.Command {
 	cfg := config.Load()
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the HTTP server: /api/v1, /api/in/{token}, /healthz, /readyz, /metrics",
+		Short: "Run the HTTP server: /api/v1, /api/in/{token}, /console, /healthz, /readyz, /metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			migrated := func(ctx context.Context, cfg config.Config, log *zap.Logger) (*db.DB, error) {
@@ -100,8 +100,10 @@ func serveCmd() *cobra.Command {
 			return runProcess(cmd.Context(), cfg, nil, migrated, lazy, serve)
 		},
 	}
+	// Configured by its environment and flags alone, never by a dev directory.
+	cmd.Annotations = map[string]string{OwnSettings: "true"}
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN",
-		"COMMERCE_BASE_URL", "COMMERCE_TEMPORAL_UI_URL", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+		"COMMERCE_BASE_URL", "COMMERCE_TEMPORAL_UI_URL", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_CONSOLE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
 
@@ -120,6 +122,8 @@ func workerCmd() *cobra.Command {
 			return runProcess(cmd.Context(), cfg, nightly, open, DialTemporal, (*Runtime).RunWorker)
 		},
 	}
+	// Configured by its environment and flags alone, never by a dev directory.
+	cmd.Annotations = map[string]string{OwnSettings: "true"}
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE",
 		"COMMERCE_NIGHTLY_AT", "COMMERCE_RETENTION_DAYS", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd

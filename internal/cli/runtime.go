@@ -18,6 +18,7 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/outbound"
@@ -132,10 +133,18 @@ func (rt *Runtime) APIHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.New(api.Deps{
+	consoleOn, err := rt.Cfg.ConsoleOn()
+	if err != nil {
+		return nil, err
+	}
+	s := api.New(api.Deps{
 		DB: rt.DB, Temporal: rt.Temporal, Namespace: rt.Cfg.TemporalNamespace, Logger: rt.Log, Cursors: cursor.New(key), Sealer: sealer, BaseURL: rt.Cfg.BaseURL,
 		TemporalUIURL: rt.Cfg.TemporalUIURL, AllowPrivateTargets: rt.Cfg.AllowPrivateTargets,
-	}).Handler(), nil
+	})
+	if consoleOn {
+		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Manager: s.Manager(), Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
+	}
+	return s.Handler(), nil
 }
 
 // ServeHTTP answers HTTP on l until ctx ends, then drains for up to 10 s.

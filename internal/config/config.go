@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -34,6 +35,8 @@ type Config struct {
 	// AllowPrivateTargets lets outbound webhooks reach private, loopback and
 	// link-local addresses (development and tests).
 	AllowPrivateTargets bool
+	// Console says whether the support console is served at /console.
+	Console string
 }
 
 // Var describes one environment variable.
@@ -78,6 +81,9 @@ var Vars = []Var{
 		field: func(c *Config) *string { return &c.RetentionDays }},
 	{Name: "COMMERCE_ALLOW_PRIVATE_TARGETS", Default: "false",
 		Usage: "let webhooks reach private, loopback and link-local addresses", flag: "allow-private-targets"},
+	{Name: "COMMERCE_CONSOLE", Default: "true",
+		Usage: "serve the support console at /console (serve and dev): true or false", flag: "console",
+		field: func(c *Config) *string { return &c.Console }},
 }
 
 // Names returns the names of every environment variable the binary reads.
@@ -128,6 +134,87 @@ func (c *Config) Flags(fs *pflag.FlagSet, names ...string) {
 			fs.StringVar(p, v.flag, *p, v.Usage+" (env "+v.Name+")")
 		}
 	}
+	boundMu.Lock()
+	bound[fs] = c
+	boundMu.Unlock()
+}
+
+// bound is the Config each flag set's flags write to, so that UseDev can
+// fill it in once the flags are parsed.
+var (
+	boundMu sync.Mutex
+	bound   = map[*pflag.FlagSet]*Config{}
+)
+
+// DevSettings are the settings `commerce dev` keeps in its dev.json for the
+// commands run beside it.
+type DevSettings struct {
+	DatabaseURL         string `json:"database_url"`
+	TemporalAddress     string `json:"temporal_address"`
+	TemporalNamespace   string `json:"temporal_namespace"`
+	TemporalUIURL       string `json:"temporal_ui_url"`
+	BaseURL             string `json:"base_url"`
+	SecretKey           string `json:"secret_key"`
+	AllowPrivateTargets bool   `json:"allow_private_targets"`
+}
+
+// UseDev fills in, in the Config whose flags fs holds, each setting of s
+// that neither its environment variable nor a flag given on fs sets, and
+// reports whether it filled any. A Config with no flags on fs is left alone.
+func UseDev(fs *pflag.FlagSet, s DevSettings) bool {
+	boundMu.Lock()
+	c := bound[fs]
+	boundMu.Unlock()
+	if c == nil {
+		return false
+	}
+	given := func(name string) bool {
+		if os.Getenv(name) != "" {
+			return true
+		}
+		for _, v := range Vars {
+			if v.Name == name {
+				return fs.Changed(v.flag)
+			}
+		}
+		return false
+	}
+	used := false
+	for name, val := range map[string]string{
+		"DATABASE_URL":             s.DatabaseURL,
+		"TEMPORAL_ADDRESS":         s.TemporalAddress,
+		"TEMPORAL_NAMESPACE":       s.TemporalNamespace,
+		"COMMERCE_TEMPORAL_UI_URL": s.TemporalUIURL,
+		"COMMERCE_BASE_URL":        s.BaseURL,
+		"COMMERCE_SECRET_KEY":      s.SecretKey,
+	} {
+		if val == "" || given(name) {
+			continue
+		}
+		for _, v := range Vars {
+			if v.Name == name {
+				*v.field(c) = val
+				used = true
+			}
+		}
+	}
+	if s.AllowPrivateTargets && !c.AllowPrivateTargets && !given("COMMERCE_ALLOW_PRIVATE_TARGETS") {
+		c.AllowPrivateTargets = true
+		used = true
+	}
+	return used
+}
+
+// ConsoleOn says whether the support console is served.
+func (c Config) ConsoleOn() (bool, error) {
+	if c.Console == "" {
+		return true, nil
+	}
+	on, err := strconv.ParseBool(c.Console)
+	if err != nil {
+		return false, fmt.Errorf("COMMERCE_CONSOLE is %q, not true or false", c.Console)
+	}
+	return on, nil
 }
 
 // ServiceKey parses the secret key; it is required by whatever seals

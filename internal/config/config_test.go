@@ -72,3 +72,51 @@ func TestMaxConnsDefaultsTo20AndIsChecked(t *testing.T) {
 		}
 	}
 }
+
+func TestUseDevFillsOnlyWhatNeitherEnvironmentNorFlagsSet(t *testing.T) {
+	for _, n := range Names() {
+		t.Setenv(n, "")
+	}
+	t.Setenv("TEMPORAL_ADDRESS", "temporal.env:7233")
+	dev := DevSettings{DatabaseURL: "postgres://dev/db", TemporalAddress: "127.0.0.1:7299", TemporalNamespace: "dev-ns",
+		TemporalUIURL: "http://127.0.0.1:8299", BaseURL: "http://127.0.0.1:8099", SecretKey: "dev-key", AllowPrivateTargets: true}
+
+	c := Load()
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	c.Flags(fs, "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_ALLOW_PRIVATE_TARGETS")
+	if err := fs.Parse([]string{"--temporal-namespace", "flag-ns"}); err != nil {
+		t.Fatal(err)
+	}
+	if !UseDev(fs, dev) {
+		t.Fatal("UseDev reports nothing used")
+	}
+	want := Config{DatabaseURL: "postgres://dev/db", TemporalAddress: "temporal.env:7233", TemporalNamespace: "flag-ns",
+		TemporalUIURL: "http://127.0.0.1:8299", BaseURL: "http://127.0.0.1:8099", SecretKey: "dev-key", AllowPrivateTargets: true}
+	if c.DatabaseURL != want.DatabaseURL || c.TemporalAddress != want.TemporalAddress || c.TemporalNamespace != want.TemporalNamespace ||
+		c.TemporalUIURL != want.TemporalUIURL || c.BaseURL != want.BaseURL || c.SecretKey != want.SecretKey || !c.AllowPrivateTargets {
+		t.Fatalf("after UseDev: %+v, want %+v", c, want)
+	}
+
+	// A flag that turns private targets off wins; so does the environment.
+	c = Load()
+	fs = pflag.NewFlagSet("y", pflag.ContinueOnError)
+	c.Flags(fs, "COMMERCE_ALLOW_PRIVATE_TARGETS")
+	_ = fs.Parse([]string{"--allow-private-targets=false"})
+	UseDev(fs, dev)
+	if c.AllowPrivateTargets {
+		t.Fatal("--allow-private-targets=false lost to dev.json")
+	}
+	t.Setenv("COMMERCE_ALLOW_PRIVATE_TARGETS", "false")
+	c = Load()
+	fs = pflag.NewFlagSet("z", pflag.ContinueOnError)
+	c.Flags(fs, "DATABASE_URL")
+	UseDev(fs, dev)
+	if c.AllowPrivateTargets {
+		t.Fatal("COMMERCE_ALLOW_PRIVATE_TARGETS=false lost to dev.json")
+	}
+
+	// A flag set no Config is bound to is left alone.
+	if UseDev(pflag.NewFlagSet("none", pflag.ContinueOnError), dev) {
+		t.Fatal("UseDev filled a Config it does not know")
+	}
+}

@@ -7,6 +7,7 @@ package dev
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"github.com/commerce-integration/commerce/examples"
 	"github.com/commerce-integration/commerce/internal/cli"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/console"
 	"github.com/commerce-integration/commerce/internal/dev/devpg"
 	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
 	"github.com/commerce-integration/commerce/internal/logging"
@@ -43,6 +45,11 @@ type devState struct {
 	TemporalUIURL     string `json:"temporal_ui_url"`
 	TemporalNamespace string `json:"temporal_namespace"`
 	DatabaseURL       string `json:"database_url"`
+	// SecretKey and AllowPrivateTargets are for the commands run beside dev
+	// (config.DevSettings): its service key, and that its webhooks may reach
+	// loopback and private addresses.
+	SecretKey           string `json:"secret_key"`
+	AllowPrivateTargets bool   `json:"allow_private_targets"`
 	// InboundTokens are the demo organisation's inbound endpoints, one per
 	// action; InboundURLs the same as URLs under BaseURL.
 	InboundTokens map[domain.Action]string `json:"inbound_tokens"`
@@ -84,6 +91,8 @@ func Command() *cobra.Command {
 			return runDev(cmd.Context(), cfg, opts, cmd.OutOrStdout())
 		},
 	}
+	// dev makes the settings of a dev directory; it does not read them.
+	cmd.Annotations = map[string]string{cli.OwnSettings: "true"}
 	cmd.Flags().StringVar(&opts.dir, "dir", ".commerce", "directory for local state (databases, key, dev.json)")
 	cmd.Flags().IntVar(&opts.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port")
 	cmd.Flags().IntVar(&opts.uiPort, "ui-port", 8233, "Temporal Web UI port")
@@ -238,6 +247,8 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	state.TemporalUIURL = tsrv.UIURL()
 	state.TemporalNamespace = cfg.TemporalNamespace
 	state.DatabaseURL = cfg.DatabaseURL
+	state.SecretKey = hex.EncodeToString(key)
+	state.AllowPrivateTargets = cfg.AllowPrivateTargets
 	state.InboundURLs = map[domain.Action]string{}
 	for action, token := range state.InboundTokens {
 		state.InboundURLs[action] = cli.InboundURL(baseURL, token)
@@ -249,7 +260,12 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return rt.RunWorker(gctx) })
 	g.Go(func() error { return cli.ServeHTTP(gctx, listener, handler, log) })
+	// Not fatal: the demo receipts are a convenience.
+	if err := step(out, "demo inbound posts", func() error { return postDemoReceipts(gctx, d, handler, state) }); err != nil {
+		log.Warn("demo inbound posts", zap.Error(err))
+	}
 	printState(out, opts.dir, state)
+	printConsoleLink(ctx, out, d, cfg, state)
 	err = g.Wait()
 	fmt.Fprintln(out, "\nStopping commerce dev.")
 	if errors.Is(err, context.Canceled) {
@@ -381,7 +397,11 @@ func writeState(dir string, s devState) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(statePath(dir), append(b, '\n'), 0o600)
+	// It holds the keys: only its owner reads it, also when it was there.
+	if err := os.WriteFile(statePath(dir), append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(statePath(dir), 0o600)
 }
 
 func printState(out io.Writer, dir string, s devState) {
@@ -407,6 +427,25 @@ commerce dev is running.
 
 The same is in %s. Ctrl-C stops everything.
 `, s.APIKey, s.BaseURL, s.InboundURLs[domain.ActionERPOrderStatus], statePath(dir))
+}
+
+// printConsoleLink prints a one-time sign-in link to the support console
+// for the demo owner (unless the console is switched off).
+func printConsoleLink(ctx context.Context, out io.Writer, d *db.DB, cfg config.Config, s devState) {
+	if on, _ := cfg.ConsoleOn(); !on {
+		return
+	}
+	orgID, err := uuid.Parse(s.OrgID)
+	if err == nil {
+		var token string
+		if token, err = d.CreateConsoleLink(ctx, orgID, demoOwner); err == nil {
+			fmt.Fprintf(out, "\n  Console       %s\n                (signs in %s; works once, within 10 minutes: for another,\n"+
+				"                 commerce console login --org %s --as %s)\n",
+				console.LoginURL(s.BaseURL, token), demoOwner, s.OrgID, demoOwner)
+			return
+		}
+	}
+	fmt.Fprintf(out, "\n  Console       no sign-in link: %v\n", err)
 }
 
 // redactURL hides a password in a database URL.

@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -23,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/cli"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
@@ -77,9 +79,10 @@ func startDev(t *testing.T, dir string, opts devOptions, prevBaseURL string) (de
 	done := make(chan error, 1)
 	out := &syncBuffer{}
 	go func() { done <- runDev(ctx, cfg, opts, out) }()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		if st, err := readState(dir); err == nil && st.BaseURL != prevBaseURL {
+		// Up once the demo posts are made and the addresses printed.
+		if st, err := readState(dir); err == nil && st.BaseURL != prevBaseURL && strings.Contains(out.String(), "commerce dev is running.") {
 			if resp, err := http.Get(st.BaseURL + "/healthz"); err == nil {
 				resp.Body.Close()
 				return st, func() {
@@ -107,9 +110,27 @@ func startDev(t *testing.T, dir string, opts devOptions, prevBaseURL string) (de
 	}
 }
 
+// runCLI runs the commerce command tree in the current directory and
+// environment, as a user would beside dev.
+func runCLI(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := cli.Execute(cli.NewRoot(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// receiptLine is a receipt as `commerce receipts list|replay --json` print it.
+type receiptLine struct {
+	ID       string         `json:"id"`
+	Outcome  domain.Outcome `json:"outcome"`
+	ReplayOf *string        `json:"replay_of"`
+	Status   *int           `json:"status_code"`
+}
+
 func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
-	t.Setenv("DATABASE_URL", "")
-	t.Setenv("COMMERCE_SECRET_KEY", "")
+	// No settings from the environment: the commands beside dev find its own.
+	for _, name := range config.Names() {
+		t.Setenv(name, "")
+	}
 	base := t.TempDir()
 	// The private cluster runs as an unprivileged user when tests run as
 	// root: it must be able to reach the state directory.
@@ -132,10 +153,21 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"base_url", "api_key", "org_id", "temporal_address", "temporal_ui_url"} {
+	for _, k := range []string{"base_url", "api_key", "org_id", "temporal_address", "temporal_ui_url", "secret_key", "allow_private_targets"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("dev.json has no %q", k)
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "dev.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("dev.json is not its owner's alone: %v %v", fi.Mode(), err)
+	}
+	// What the commands beside dev read is what dev runs with.
+	if s, err := cli.ReadDevSettings(dir); err != nil || s.DatabaseURL != st.DatabaseURL || s.TemporalAddress != st.TemporalAddress ||
+		s.TemporalNamespace != "default" || !s.AllowPrivateTargets || s.BaseURL != st.BaseURL {
+		t.Errorf("dev settings %+v (%v) are not dev's %+v", s, err, st)
+	}
+	if key, err := os.ReadFile(filepath.Join(dir, "secret.key")); err != nil || st.SecretKey != strings.TrimSpace(string(key)) {
+		t.Errorf("dev.json's secret key is not dev's: %v", err)
 	}
 
 	// One inbound URL per action, carried out by the embedded Temporal.
@@ -186,6 +218,79 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	if ready.StatusCode != 200 {
 		t.Fatalf("readyz answered %d", ready.StatusCode)
 	}
+
+	// From the folder dev runs in, with no environment, the CLI finds dev's
+	// database, Temporal, key and loopback allowance, and says so once.
+	t.Chdir(base)
+	const said = "using commerce dev settings from .commerce/dev.json\n"
+	code, out, errOut := runCLI("endpoint", "list", "--org", st.OrgID, "--json")
+	var endpoints []struct {
+		ID     string        `json:"id"`
+		Action domain.Action `json:"action"`
+	}
+	if code != 0 || errOut != said || json.Unmarshal([]byte(out), &endpoints) != nil {
+		t.Fatalf("endpoint list beside dev: exit %d, %q %q", code, out, errOut)
+	}
+	endpointOf := map[domain.Action]string{}
+	for _, e := range endpoints {
+		endpointOf[e.Action] = e.ID
+	}
+	code, out, errOut = runCLI("webhook", "add", "--org", st.OrgID, "--url", "http://127.0.0.1:9000/hook", "--json")
+	if code != 0 || errOut != said || !strings.Contains(out, "whsec_") {
+		t.Fatalf("webhook add beside dev: exit %d, %q %q", code, out, errOut)
+	}
+
+	// The demo organisation shows a failed post (an invoice in another
+	// currency than its order's, refused 422) and a parked one (the status of
+	// an order not loaded yet), as `receipts list` finds them.
+	receipts := func(action domain.Action, status string) []receiptLine {
+		t.Helper()
+		args := []string{"receipts", "list", "--endpoint", endpointOf[action], "--json"}
+		if status != "" {
+			args = append(args, "--status", status)
+		}
+		code, out, errOut := runCLI(args...)
+		var list []receiptLine
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("receipts list %s: exit %d, %q %q", action, code, out, errOut)
+		}
+		return list
+	}
+	// A post answers within dev's wait; one left waiting finishes soon after.
+	waitFor := func(action domain.Action, status string) receiptLine {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if list := receipts(action, status); len(list) > 0 {
+				return list[0]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the demo organisation has no %s %s receipt: %+v", status, action, receipts(action, ""))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	failed := waitFor(domain.ActionOrderInvoice, "failed")
+	if failed.Status == nil || *failed.Status != 422 {
+		t.Fatalf("the failed demo receipt: %+v", failed)
+	}
+	waitFor(domain.ActionERPOrderStatus, "parked")
+
+	// A replay of it runs on dev's Temporal and worker.
+	code, out, errOut = runCLI("receipts", "replay", failed.ID, "--json")
+	var replay receiptLine
+	if code != 0 || strings.Count(errOut, "using commerce dev settings") != 1 || json.Unmarshal([]byte(out), &replay) != nil ||
+		replay.ReplayOf == nil || *replay.ReplayOf != failed.ID {
+		t.Fatalf("receipts replay beside dev: exit %d, %q %q", code, out, errOut)
+	}
+	// Its workflow refuses the invoice again (within the answer wait, or just
+	// after it).
+	for deadline := time.Now().Add(2 * time.Minute); len(receipts(domain.ActionOrderInvoice, "failed")) < 2; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replay %s did not fail as its original did: %+v", replay.ID, receipts(domain.ActionOrderInvoice, ""))
+		}
+	}
+	invoiceReceipts, statusReceipts := len(receipts(domain.ActionOrderInvoice, "")), len(receipts(domain.ActionERPOrderStatus, ""))
 	stop()
 
 	// A second start finds the same organisation, key and data.
@@ -193,6 +298,10 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	defer stop2()
 	if st2.APIKey != st.APIKey || st2.OrgID != st.OrgID || !maps.Equal(st2.InboundTokens, st.InboundTokens) {
 		t.Fatalf("second start made a new organisation or key: %+v vs %+v", st2, st)
+	}
+	// ... and posts the demo receipts no second time.
+	if n, m := len(receipts(domain.ActionOrderInvoice, "")), len(receipts(domain.ActionERPOrderStatus, "")); n != invoiceReceipts || m != statusReceipts {
+		t.Fatalf("after a restart: %d order invoice and %d order status receipts, want %d and %d", n, m, invoiceReceipts, statusReceipts)
 	}
 	req, _ = http.NewRequest("GET", st2.BaseURL+"/api/v1/products?limit=500", nil)
 	req.Header.Set("Authorization", "Bearer "+st2.APIKey)

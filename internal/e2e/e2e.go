@@ -25,6 +25,7 @@ import (
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/internal/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/relay"
@@ -136,12 +137,14 @@ func Sealer() *secrets.Sealer {
 	return s
 }
 
-// API starts the HTTP server over the environment, with inbound posts
-// waiting at most answerWait for their first answer, and the relay that
-// wakes waiting workflows when records arrive. Both stop with the test.
+// API starts the HTTP server over the environment (with the support
+// console at /console), with inbound posts waiting at most answerWait for
+// their first answer, and the relay that wakes waiting workflows when
+// records arrive. Both stop with the test.
 func (e *Env) API(answerWait time.Duration) *httptest.Server {
 	s := api.New(api.Deps{DB: e.DB.DB, Temporal: e.Temporal, Namespace: e.Namespace, Logger: e.Log, Cursors: cursor.New(ServiceKey),
 		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, AllowPrivateTargets: true})
+	s.Mount(console.Prefix, console.New(console.Deps{DB: e.DB.DB, Manager: s.Manager(), Log: e.Log, BaseURL: BaseURL}))
 	srv := httptest.NewServer(s.Handler())
 	e.T.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())

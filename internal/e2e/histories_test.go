@@ -41,7 +41,10 @@ type nightlySoon struct {
 func (n *nightlySoon) DeliverWebhook(ctx context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
 	a := *n.Activities
 	now := time.Now().UTC()
-	a.NightlyAt = now.Add(time.Second).Sub(now.Truncate(24 * time.Hour))
+	// A second from now, less the delivery's place in the nightly hour
+	// (domain.NightlyOffset), which the attempt adds back.
+	day := 24 * time.Hour
+	a.NightlyAt = (now.Add(time.Second).Sub(now.Truncate(day)) - domain.NightlyOffset(in.DeliveryID) + day) % day
 	return a.DeliverWebhook(ctx, in)
 }
 
@@ -65,13 +68,16 @@ func TestRecordHistories(t *testing.T) {
 	if err := os.MkdirAll(historiesDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	record := func(workflowID, file string) {
+	// recordRun writes the history of one run of a workflow (its latest
+	// when runID is empty), once the workflow (and every run it continued
+	// as new) has closed.
+	recordRun := func(workflowID, runID, file string) {
 		t.Helper()
 		if err := f.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil); err != nil {
 			t.Fatalf("%s: %v", workflowID, err)
 		}
 		hist := &historypb.History{}
-		it := f.Temporal.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		it := f.Temporal.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
@@ -88,6 +94,7 @@ func TestRecordHistories(t *testing.T) {
 		}
 		t.Logf("%s: %d events", file, len(hist.Events))
 	}
+	record := func(workflowID, file string) { t.Helper(); recordRun(workflowID, "", file) }
 	inbound := func(a answer, want domain.Outcome, file string) {
 		t.Helper()
 		f.eventually("the post ending "+string(want), func() bool { return f.receipt(a.receipt).Outcome == want })
@@ -159,6 +166,42 @@ func TestRecordHistories(t *testing.T) {
 	})
 	poID := mustID(t, f.one(`SELECT id::text FROM purchase_orders WHERE org_id = $1 AND number = 'P-NONE'`))
 	record(domain.MatchWorkflowID(poID, "S-WAIT"), "ThreeWayMatch.awaiting-receipt-then-matched.json")
+
+	// Inbound: parked, woken again and again by records it does not wait
+	// for until its run continues as new; the next run, woken by its
+	// order, applies.
+	long := f.post(status, `{"order_ref": "SO-LONG", "status": "shipped"}`)
+	if long.status != 202 || long.str("outcome") != "parked" {
+		t.Fatalf("parked: %d %s", long.status, long.raw)
+	}
+	longID := domain.InboundWorkflowID(mustID(t, long.receipt))
+	longFirst := f.wakeUntilContinued(longID, workflows.RecordCreatedSignal,
+		domain.RecordsCreated{Keys: []string{domain.WaitKey(domain.WaitOrder, "SO-OTHER")}})
+	f.seed(`{"orders": [{"number": "SO-LONG", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1}]}]}`)
+	inbound(long, domain.OutcomeApplied, "InboundAction.continued-then-matched.json")
+	recordRun(longID, longFirst, "InboundAction.parked-continued-as-new.json")
+
+	// A match waiting for goods, woken again and again for another
+	// purchase order until its run continues as new; the next run, woken
+	// by the goods receipt, matches.
+	f.seed(`{"purchase_orders": [{"number": "P-NONE-2", "supplier": "Steel Co", "status": "acknowledged", "lines": [{"description": "Rod", "qty": 3, "unit_price_minor": 1000}]}]}`)
+	if a := f.post(invoices, `{"po_number": "P-NONE-2", "invoice_ref": "S-LONG", "amount_minor": 3000, "invoiced_qty": 3}`); a.status != 202 {
+		t.Fatalf("awaiting receipt: %d %s", a.status, a.raw)
+	}
+	po2 := mustID(t, f.one(`SELECT id::text FROM purchase_orders WHERE org_id = $1 AND number = 'P-NONE-2'`))
+	matchID := domain.MatchWorkflowID(po2, "S-LONG")
+	f.eventually("the match waiting", func() bool {
+		_, err := f.Temporal.DescribeWorkflowExecution(ctx, matchID, "")
+		return err == nil
+	})
+	otherPO := uuid.New()
+	matchFirst := f.wakeUntilContinued(matchID, workflows.ReceiptRecordedSignal, domain.GoodsReceived{POID: &otherPO})
+	f.seed(`{"goods_receipts": [{"po_number": "P-NONE-2", "received_at": "2026-11-22T08:00:00Z", "lines": [{"position": 1, "qty": 3}]}]}`)
+	f.eventually("the continued match completing on the receipt", func() bool {
+		return f.one(`SELECT match_status FROM supplier_invoices WHERE org_id = $1 AND invoice_ref = 'S-LONG'`) == "matched"
+	})
+	record(matchID, "ThreeWayMatch.continued-then-matched.json")
+	recordRun(matchID, matchFirst, "ThreeWayMatch.awaiting-receipt-continued-as-new.json")
 
 	// Webhooks: one receiver answers, the other fails every attempt.
 	ok := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })

@@ -32,6 +32,61 @@ func TestParkedPostCompletesWhenTheOrderIsLoaded(t *testing.T) {
 	}
 }
 
+// A parked post whose run continued as new (woken again and again by
+// records it does not wait for) is still applied when its order arrives,
+// and its receipt names the run that applied it.
+func TestAParkedPostThatContinuedAsNewAppliesWhenItsOrderArrives(t *testing.T) {
+	f := newInbound(t)
+	url, _, _ := f.endpoint(domain.ActionERPOrderStatus, false)
+	a := f.post(url, `{"order_ref": "SO-LONG", "status": "shipped"}`)
+	if a.status != 202 || a.str("outcome") != "parked" {
+		t.Fatalf("unknown order: %d %s", a.status, a.raw)
+	}
+	id := domain.InboundWorkflowID(mustID(t, a.receipt))
+	first := f.wakeUntilContinued(id, workflows.RecordCreatedSignal,
+		domain.RecordsCreated{Keys: []string{domain.WaitKey(domain.WaitOrder, "SO-OTHER")}})
+	if r := f.receipt(a.receipt); r.Outcome != domain.OutcomeParked {
+		t.Fatalf("receipt %+v after the run continued", r)
+	}
+	f.seed(`{"orders": [{"number": "SO-LONG", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1}]}]}`)
+	f.eventually("the continued post applying", func() bool { return f.receipt(a.receipt).Outcome == domain.OutcomeApplied })
+	if f.one(`SELECT status FROM orders WHERE org_id = $1 AND number = 'SO-LONG'`) != "in_progress" {
+		t.Fatal("the post's change is not on the order")
+	}
+	if run := f.one(`SELECT run_id FROM inbound_receipts WHERE org_id = $1 AND id = '` + a.receipt + `'`); run == first || run == "" {
+		t.Fatalf("receipt names run %q, want the continued one (not %s)", run, first)
+	}
+}
+
+// wakeUntilContinued wakes a waiting workflow with signal and payload, one
+// signal at a time, until its run continues as new, and returns the ID of
+// the run that did.
+func (f *inboundFixture) wakeUntilContinued(workflowID, signal string, payload any) string {
+	f.T.Helper()
+	ctx := context.Background()
+	run := func() string {
+		d, err := f.Temporal.DescribeWorkflowExecution(ctx, workflowID, "")
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		return d.WorkflowExecutionInfo.Execution.RunId
+	}
+	first := run()
+	for i := 0; ; i++ {
+		if i > 1000 {
+			f.T.Fatalf("%s did not continue as new after 1,000 wakes", workflowID)
+		}
+		err := f.Temporal.SignalWorkflow(ctx, workflowID, first, signal, payload)
+		if run() != first {
+			return first
+		}
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // cliRun runs the commerce command tree against this environment.
 func (f *inboundFixture) cliRun(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
@@ -143,7 +198,6 @@ func TestInboundWorkflowsCarrySearchAttributes(t *testing.T) {
 			return err == nil && len(resp.Executions) == 1 && resp.Executions[0].Execution.WorkflowId == "inbound/"+a.receipt
 		})
 	}
-	_ = time.Second
 }
 
 // A post refused outright (402: the plan's product cap) is replayed once the

@@ -175,3 +175,7 @@ func (s *Sealer) open(sealed, associated []byte) (string, error) {
 	}
 	return string(plain), nil
 }
+
+// NewConsoleToken returns a new token for a console sign-in link or
+// session cookie: 256 random bits, base64url.
+func NewConsoleToken() string { return random("cs_") }

@@ -4,7 +4,9 @@
 package harness
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -12,6 +14,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -93,11 +97,36 @@ func database(ctx context.Context, schema string, reuse, keep bool) (*db.DB, fun
 	return d, func() { d.Close(); release() }, nil
 }
 
-// Temporal starts the embedded Temporal server (SQLite in a temporary
-// directory, no UI) and a worker running the service's workflows with
-// acts, and returns a client and a function that stops it all.
-func Temporal(ctx context.Context, acts *activities.Activities) (client.Client, func(), error) {
-	fmt.Print("starting the embedded Temporal server ... ")
+// The stores the embedded Temporal server can keep its state in, as the
+// -temporal-store flag of the harnesses names them.
+const (
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
+
+// Stores are the names -temporal-store accepts.
+var Stores = []string{StoreSQLite, StorePostgres}
+
+// StoreFlag declares the -temporal-store flag.
+func StoreFlag(p *string) {
+	flag.StringVar(p, "temporal-store", StoreSQLite, "what the embedded Temporal server keeps its state in: "+strings.Join(Stores, " or "))
+}
+
+// Temporal starts the embedded Temporal server (no UI) on store (SQLite
+// in a temporary directory) and a worker running the service's workflows
+// with acts, and returns a client and a function that stops it all.
+func Temporal(ctx context.Context, acts *activities.Activities, store string) (client.Client, func(), error) {
+	switch store {
+	case StoreSQLite, "":
+	case StorePostgres:
+		// devtemporal runs on SQLite only for now; once its Config can name
+		// a Postgres store, this case sets it (a database of its own beside
+		// the bench database) and the rows run on it.
+		return nil, nil, errors.New("-temporal-store postgres: the embedded Temporal server has no Postgres store yet")
+	default:
+		return nil, nil, fmt.Errorf("-temporal-store %q: want one of %s", store, strings.Join(Stores, ", "))
+	}
+	fmt.Printf("starting the embedded Temporal server (%s) ... ", cmp.Or(store, StoreSQLite))
 	started := time.Now()
 	dir, err := os.MkdirTemp("", "bench-temporal-")
 	if err != nil {
@@ -136,6 +165,28 @@ func Temporal(ctx context.Context, acts *activities.Activities) (client.Client, 
 	stops = append(stops, w.Stop)
 	fmt.Printf("%.1fs\n", time.Since(started).Seconds())
 	return tc, stop, nil
+}
+
+// CPUProfile profiles the CPU into path until the returned function is
+// called; with an empty path it does nothing.
+func CPUProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cpuprofile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cpuprofile:", err)
+		_ = f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // Listen serves h on a free loopback port and returns its base URL.

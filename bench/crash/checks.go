@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// Result is what one run found.
+type Result struct {
+	Run int
+
+	Posts        int // posts sent
+	Applied      int // posts with exactly one receipt, applied, one effect, one invoice and one event
+	PostsLost    int // posts without an answer, a receipt, an applied outcome, an effect, an invoice or an event
+	PostsDoubled int // posts with more than one receipt, effect, invoice or event
+	Accepted     int // posts answered 202 (still running after the answer wait), applied later
+
+	Deliveries        int // deliveries expected: one per post's invoice event and per customer created
+	Delivered         int // events with exactly one delivery, succeeded at its first attempt, received under that delivery's id
+	DeliveriesLost    int // events never recorded, relayed, delivered or received
+	DeliveriesDoubled int // events recorded twice, with two deliveries, a second application-level attempt, or received under two delivery ids
+	Repeats           int // HTTP requests that repeated a delivery the receiver already had (same delivery id)
+	Unexpected        int // events or requests nobody asked for, and requests whose signatures did not verify
+	ExtraRuns         int // workflow executions beyond one per receipt and one per delivery
+
+	Kill     kill
+	Settled  time.Duration // from the first post until everything was quiet
+	TimedOut bool
+
+	Problems []string
+}
+
+// Failed reports a loss, a double or anything unexpected.
+func (r Result) Failed() bool {
+	return r.PostsLost > 0 || r.PostsDoubled > 0 || r.DeliveriesLost > 0 || r.DeliveriesDoubled > 0 ||
+		r.Unexpected > 0 || r.ExtraRuns > 0 || r.Applied != r.Posts || r.Delivered != r.Deliveries
+}
+
+func (r *Result) problem(format string, args ...any) {
+	if len(r.Problems) < 20 {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r Result) printProblems(w io.Writer) {
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "  !", p)
+	}
+}
+
+// check counts, from the database, the receiver and Temporal, what became
+// of every post and every delivery.
+func (s *setup) check(ctx context.Context, answers []answer) (Result, error) {
+	res := Result{Posts: s.opts.Posts, Deliveries: s.opts.Deliveries}
+	q := s.d.Pool()
+
+	// Posts: receipts by invoice reference, with their effects.
+	type receipt struct {
+		id      uuid.UUID
+		outcome string
+		effect  bool
+	}
+	receipts := map[string][]receipt{}
+	rows, err := q.Query(ctx, `
+		SELECT r.id, convert_from(r.body, 'UTF8')::jsonb ->> 'invoice_ref', r.outcome, e.receipt_id IS NOT NULL
+		FROM inbound_receipts r LEFT JOIN inbound_effects e ON e.org_id = r.org_id AND e.receipt_id = r.id
+		WHERE r.org_id = $1`, s.org)
+	if err != nil {
+		return res, err
+	}
+	var nReceipts int64
+	for rows.Next() {
+		var rc receipt
+		var ref string
+		if err := rows.Scan(&rc.id, &ref, &rc.outcome, &rc.effect); err != nil {
+			rows.Close()
+			return res, err
+		}
+		receipts[ref] = append(receipts[ref], rc)
+		nReceipts++
+	}
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	invoices, err := countBy(ctx, q, `SELECT invoice_ref FROM order_invoices WHERE org_id = $1`, s.org)
+	if err != nil {
+		return res, err
+	}
+	customers, err := countBy(ctx, q, `SELECT external_refs ->> 'external_id' FROM customers WHERE org_id = $1`, s.org)
+	if err != nil {
+		return res, err
+	}
+
+	// Events, keyed by what caused them: the invoice or the customer.
+	events := map[string][]uuid.UUID{}
+	known := map[uuid.UUID]bool{}
+	rows, err = q.Query(ctx, `
+		SELECT id, CASE type WHEN $2 THEN 'invoice:' || (data ->> 'invoice_ref') ELSE 'customer:' || (data ->> 'external_id') END
+		FROM events WHERE org_id = $1 AND type = ANY($3)`, s.org, domain.EventOrderInvoiceRecorded, eventTypes)
+	if err != nil {
+		return res, err
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		var key string
+		if err := rows.Scan(&id, &key); err != nil {
+			rows.Close()
+			return res, err
+		}
+		events[key] = append(events[key], id)
+	}
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+
+	for i := range s.opts.Posts {
+		ref := invoiceRef(i)
+		a, rs := answers[i], receipts[ref]
+		applied, effects := 0, 0
+		for _, r := range rs {
+			if r.outcome == string(domain.OutcomeApplied) {
+				applied++
+			}
+			if r.effect {
+				effects++
+			}
+		}
+		nEvents := len(events["invoice:"+ref])
+		switch {
+		case a.err != nil || (a.status != http.StatusOK && a.status != http.StatusAccepted):
+			res.PostsLost++
+			res.problem("post %s answered %d %v", ref, a.status, a.err)
+		case len(rs) == 0 || applied == 0 || effects == 0 || invoices[ref] == 0 || nEvents == 0:
+			res.PostsLost++
+			res.problem("post %s: %d receipts, %d applied, %d effects, %d invoices, %d events", ref, len(rs), applied, effects, invoices[ref], nEvents)
+		}
+		if len(rs) > 1 || effects > 1 || invoices[ref] > 1 || nEvents > 1 {
+			res.PostsDoubled++
+			res.problem("post %s doubled: %d receipts, %d effects, %d invoices, %d events", ref, len(rs), effects, invoices[ref], nEvents)
+		}
+		if len(rs) == 1 && applied == 1 && effects == 1 && invoices[ref] == 1 && nEvents == 1 && (a.status == http.StatusOK || a.status == http.StatusAccepted) {
+			res.Applied++
+			if a.status == http.StatusAccepted {
+				res.Accepted++
+			}
+		}
+	}
+	// Receipts of posts nobody made.
+	posts := map[string]bool{}
+	for i := range s.opts.Posts {
+		posts[invoiceRef(i)] = true
+	}
+	for ref, rs := range receipts {
+		if !posts[ref] {
+			res.Unexpected += len(rs)
+			res.problem("%d receipts for unknown invoice %q", len(rs), ref)
+		}
+	}
+
+	// Deliveries: the delivery records of each event, their attempts, and
+	// what the receiver got.
+	type delivery struct {
+		id       uuid.UUID
+		status   string
+		attempts int
+		logged   int
+	}
+	deliveries := map[uuid.UUID][]delivery{}
+	rows, err = q.Query(ctx, `
+		SELECT d.event_id, d.id, d.status, d.attempts,
+		       (SELECT count(*) FROM webhook_attempts a WHERE a.org_id = d.org_id AND a.delivery_id = d.id)
+		FROM webhook_deliveries d WHERE d.org_id = $1`, s.org)
+	if err != nil {
+		return res, err
+	}
+	var nDeliveries int64
+	for rows.Next() {
+		var ev uuid.UUID
+		var d delivery
+		if err := rows.Scan(&ev, &d.id, &d.status, &d.attempts, &d.logged); err != nil {
+			rows.Close()
+			return res, err
+		}
+		deliveries[ev] = append(deliveries[ev], d)
+		nDeliveries++
+	}
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	arrivals, bad := s.rc.snapshot()
+	if bad > 0 {
+		res.Unexpected += bad
+		res.problem("%d webhook requests did not verify", bad)
+	}
+
+	var keys []string
+	for i := range s.opts.Posts {
+		keys = append(keys, "invoice:"+invoiceRef(i))
+	}
+	for i := range s.opts.Deliveries - s.opts.Posts {
+		ref := customerRef(i)
+		keys = append(keys, "customer:"+ref)
+		if customers[ref] != 1 {
+			res.problem("customer %s: %d rows", ref, customers[ref])
+		}
+	}
+	for _, key := range keys {
+		evs := events[key]
+		if len(evs) == 0 {
+			res.DeliveriesLost++
+			res.problem("%s: no event", key)
+			continue
+		}
+		if len(evs) > 1 {
+			res.DeliveriesDoubled++
+			res.problem("%s: %d events", key, len(evs))
+		}
+		ok, lost, doubled := true, false, false
+		for _, ev := range evs {
+			known[ev] = true
+			ds, got := deliveries[ev], arrivals[ev.String()]
+			switch {
+			case len(ds) == 0:
+				lost = true
+				res.problem("%s: event %s has no delivery", key, ev)
+			case len(ds) > 1:
+				doubled = true
+				res.problem("%s: event %s has %d deliveries", key, ev, len(ds))
+			}
+			if len(got) == 0 {
+				lost = true
+				res.problem("%s: event %s never reached the receiver", key, ev)
+			}
+			if len(got) > 1 {
+				doubled = true
+				res.problem("%s: event %s reached the receiver under %d delivery ids", key, ev, len(got))
+			}
+			for _, n := range got {
+				res.Repeats += n - 1
+			}
+			for _, d := range ds {
+				if d.status != string(domain.WebhookSucceeded) {
+					lost = true
+					res.problem("%s: delivery %s is %s after %d attempts", key, d.id, d.status, d.attempts)
+				}
+				if d.attempts > 1 || d.logged > 1 {
+					doubled = true
+					res.problem("%s: delivery %s made %d attempts (%d logged)", key, d.id, d.attempts, d.logged)
+				}
+				if got[d.id.String()] == 0 {
+					ok = false
+				}
+			}
+			ok = ok && len(ds) == 1 && len(got) == 1
+		}
+		if lost {
+			res.DeliveriesLost++
+		}
+		if doubled {
+			res.DeliveriesDoubled++
+		}
+		if ok && !lost && !doubled && len(evs) == 1 {
+			res.Delivered++
+		}
+	}
+	for ev := range arrivals {
+		id, err := uuid.Parse(ev)
+		if err != nil || !known[id] {
+			res.Unexpected++
+			res.problem("the receiver got event %s, which no post or customer made", ev)
+		}
+	}
+
+	// One workflow execution per receipt and per delivery: a second would
+	// be work started again.
+	for _, c := range []struct {
+		typ  string
+		want int64
+	}{{"InboundAction", nReceipts}, {"WebhookDelivery", nDeliveries}} {
+		n, err := s.countWorkflows(ctx, fmt.Sprintf("WorkflowType = '%s'", c.typ))
+		if err != nil {
+			return res, err
+		}
+		if n != c.want {
+			res.problem("%d %s workflow executions for %d records", n, c.typ, c.want)
+		}
+		if n > c.want {
+			res.ExtraRuns += int(n - c.want)
+		}
+	}
+	return res, nil
+}
+
+// countBy counts the rows of query ($1 the organisation) by their one text
+// column.
+func countBy(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, query string, org uuid.UUID) (map[string]int, error) {
+	rows, err := q.Query(ctx, query, org)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var k *string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		if k != nil {
+			out[*k]++
+		}
+	}
+	return out, rows.Err()
+}
+
+// printTable prints one row per run.
+func printTable(w io.Writer, results []Result) {
+	fmt.Fprintf(w, "\n%-4s | %6s %7s %4s %7s %8s | %10s %9s %4s %7s %7s | %-42s %8s\n",
+		"run", "posts", "applied", "lost", "doubled", "202 then", "deliveries", "delivered", "lost", "doubled", "repeats",
+		"worker killed at (+ until a new one polls)", "settled")
+	for _, r := range results {
+		at := fmt.Sprintf("%.1fs (%d applied, %d deliv.) +%.1fs", r.Kill.after.Seconds(), r.Kill.applied, r.Kill.delivered, r.Kill.down.Seconds())
+		settled := fmt.Sprintf("%.1fs", r.Settled.Seconds())
+		if r.TimedOut {
+			settled = "timeout"
+		}
+		fmt.Fprintf(w, "%-4d | %6d %7d %4d %7d %8d | %10d %9d %4d %7d %7d | %-42s %8s\n",
+			r.Run, r.Posts, r.Applied, r.PostsLost, r.PostsDoubled, r.Accepted,
+			r.Deliveries, r.Delivered, r.DeliveriesLost, r.DeliveriesDoubled, r.Repeats, at, settled)
+		if r.Unexpected > 0 || r.ExtraRuns > 0 {
+			fmt.Fprintf(w, "     | %d unexpected events, receipts or requests; %d extra workflow executions\n", r.Unexpected, r.ExtraRuns)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// TestKilledWorkerProcessLosesAndDoublesNothing runs the crash harness at a
+// small size: 50 posts and 60 deliveries (the 50 invoices' events and 10
+// customers created through the REST API), the worker process killed with
+// SIGKILL at 30% of the work and replaced, and every post and every
+// delivery checked for exactly one outcome.
+func TestKilledWorkerProcessLosesAndDoublesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash harness builds the commerce binary and kills its worker: skipped under -short")
+	}
+	results, err := Run(t.Context(), Options{Runs: 1, Posts: 50, Deliveries: 60, Clients: 16, KillAt: 0.3,
+		Settle: 3 * time.Minute, TemporalStore: "sqlite", Out: t.Output()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Kill.applied >= r.Posts || r.Kill.delivered >= r.Deliveries {
+			t.Errorf("run %d: the worker was killed with %d/%d posts applied and %d/%d delivered, not in the middle of the burst",
+				r.Run, r.Kill.applied, r.Posts, r.Kill.delivered, r.Deliveries)
+		}
+		if r.Failed() {
+			t.Errorf("run %d: %d/%d posts applied, %d lost, %d doubled; %d/%d delivered, %d lost, %d doubled; %d unexpected, %d extra workflow runs",
+				r.Run, r.Applied, r.Posts, r.PostsLost, r.PostsDoubled, r.Delivered, r.Deliveries, r.DeliveriesLost, r.DeliveriesDoubled,
+				r.Unexpected, r.ExtraRuns)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/signature"
+)
+
+// receiver is the subscriber's end: it checks both signatures of every
+// request and records, per event id, each delivery id it was sent and how
+// many times.
+type receiver struct {
+	secret string
+
+	mu       sync.Mutex
+	arrivals map[string]map[string]int // event id -> delivery id -> requests
+	bad      int                       // requests whose signatures or ids did not verify
+}
+
+func newReceiver() *receiver {
+	return &receiver{arrivals: map[string]map[string]int{}}
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	eventID := r.Header.Get(activities.HeaderEventID)
+	deliveryID := r.Header.Get(activities.HeaderDeliveryID)
+	now := time.Now()
+	// Both schemes must verify, and the webhook-id, the event id header and
+	// the body's id must name the same event.
+	ok := signature.Verify(r.Header.Get(signature.Header), rc.secret, body, now, signature.DefaultTolerance) == nil
+	_, stdErr := signature.StandardVerified(r.Header.Get(signature.HeaderWebhookID), r.Header.Get(signature.HeaderWebhookTimestamp),
+		r.Header.Get(signature.HeaderWebhookSignature), rc.secret, body, now, signature.DefaultTolerance)
+	var envelope struct {
+		ID string `json:"id"`
+	}
+	ok = ok && stdErr == nil && json.Unmarshal(body, &envelope) == nil &&
+		eventID != "" && deliveryID != "" && envelope.ID == eventID && r.Header.Get(signature.HeaderWebhookID) == eventID
+
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if !ok {
+		rc.bad++
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	byDelivery := rc.arrivals[eventID]
+	if byDelivery == nil {
+		byDelivery = map[string]int{}
+		rc.arrivals[eventID] = byDelivery
+	}
+	byDelivery[deliveryID]++
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// events is how many distinct events have arrived.
+func (rc *receiver) events() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.arrivals)
+}
+
+// snapshot copies what arrived, and the count of requests refused.
+func (rc *receiver) snapshot() (map[string]map[string]int, int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make(map[string]map[string]int, len(rc.arrivals))
+	for e, m := range rc.arrivals {
+		c := make(map[string]int, len(m))
+		for d, n := range m {
+			c[d] = n
+		}
+		out[e] = c
+	}
+	return out, rc.bad
+}

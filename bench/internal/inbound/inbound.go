@@ -1,0 +1,327 @@
+// Package inbound benchmarks the latency of POST /api/in/{token} through the
+// full API and an embedded Temporal server (the one `commerce dev` runs,
+// SQLite-backed, with a worker in the same process), next to a bare net/http
+// handler that does the same database work without Temporal: look the
+// endpoint up and take from its rate limit, store the receipt, apply the
+// action, record the outcome and the answer. Both run in the same process
+// against the same database, interleaved.
+//
+//	go run ./bench/inbound [-posts 1000] [-clients 8] [-temporal-store sqlite]
+//
+// Each post is an order_invoice with a new invoice reference: a real write
+// (the invoice row, its event and the effect record) every time. It uses
+// BENCH_DATABASE_URL (default: database commerce_bench on the local server,
+// created when missing) and drops its schema when done.
+package inbound
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/bench/internal/harness"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+const (
+	schema = "bench_inbound"
+	// perEndpoint posts go to one endpoint before the next is used, below
+	// the burst of 120 so that no post meets the rate limit.
+	perEndpoint = 100
+	block       = 50 // posts per path before switching to the other
+)
+
+// Options say how big a run is.
+type Options struct {
+	Posts   int // posts per path for the one-client latency run
+	Clients int // concurrent clients for the throughput run (0 skips it)
+	// Store is what the embedded Temporal server keeps its state in
+	// (harness.Stores).
+	Store string
+	// CPUProfile, when set, is where a CPU profile of the one-client runs
+	// (both paths, interleaved) is written.
+	CPUProfile string
+}
+
+// Result is what a run measured: the one-client medians, and the posts per
+// second of each path under Clients clients.
+type Result struct {
+	TemporalP50, DirectP50   time.Duration
+	TemporalRate, DirectRate float64
+}
+
+// Run measures both paths.
+func Run(ctx context.Context, o Options) (Result, error) {
+	return run(ctx, o)
+}
+
+type bench struct {
+	d        *db.DB
+	org      uuid.UUID
+	temporal string // base URL of the full API
+	direct   string // base URL of the bare handler
+	seq      int
+	mu       sync.Mutex
+}
+
+func run(ctx context.Context, o Options) (Result, error) {
+	posts, clients := o.Posts, o.Clients
+	var res Result
+	d, done, err := harness.Database(ctx, schema)
+	if err != nil {
+		return res, err
+	}
+	defer done()
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Bench Ltd", OwnerEmail: "o@bench.example"})
+	if err != nil {
+		return res, err
+	}
+	seed, err := domain.ParseSeed([]byte(`{"orders": [{"number": "SO-B", "status": "confirmed",
+		"lines": [{"description": "Bolts", "qty": 1000000, "unit_price_minor": 1000}]}]}`))
+	if err != nil {
+		return res, err
+	}
+	if _, err := d.Seed(ctx, org.ID, seed); err != nil {
+		return res, err
+	}
+
+	acts := &activities.Activities{DB: d, Log: zap.NewNop(), BaseURL: "http://bench"}
+	tc, stopTemporal, err := harness.Temporal(ctx, acts, o.Store)
+	if err != nil {
+		return res, err
+	}
+	defer stopTemporal()
+
+	full, err := harness.Listen(api.New(api.Deps{DB: d, Temporal: tc, Namespace: "default", Logger: zap.NewNop(),
+		Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://bench"}).Handler())
+	if err != nil {
+		return res, err
+	}
+	direct, err := harness.Listen(&directHandler{d: d, acts: acts})
+	if err != nil {
+		return res, err
+	}
+	b := &bench{d: d, org: org.ID, temporal: full, direct: direct}
+
+	// Warm both paths (connections, plans, the workflow cache).
+	for _, base := range []string{b.temporal, b.direct} {
+		if _, err := b.sequence(ctx, base, 30); err != nil {
+			return res, err
+		}
+	}
+
+	fmt.Printf("\none client, %d posts per path, interleaved in blocks of %d\n\n", posts, block)
+	var tLat, dLat []time.Duration
+	stopProfile := harness.CPUProfile(o.CPUProfile)
+	for len(tLat) < posts {
+		n := min(block, posts-len(tLat))
+		t, err := b.sequence(ctx, b.temporal, n)
+		if err != nil {
+			return res, err
+		}
+		dd, err := b.sequence(ctx, b.direct, n)
+		if err != nil {
+			return res, err
+		}
+		tLat, dLat = append(tLat, t...), append(dLat, dd...)
+	}
+	stopProfile()
+	res.TemporalP50, res.DirectP50 = pct(tLat, 50), pct(dLat, 50)
+	fmt.Printf("%-36s %9s %9s %9s %9s\n", "path", "p50", "p90", "p99", "max")
+	row := func(name string, l []time.Duration) {
+		slices.Sort(l)
+		fmt.Printf("%-36s %7.2fms %7.2fms %7.2fms %7.2fms\n", name, ms(pct(l, 50)), ms(pct(l, 90)), ms(pct(l, 99)), ms(l[len(l)-1]))
+	}
+	row("API + Temporal workflow", tLat)
+	row("same database work, no Temporal", dLat)
+	fmt.Printf("%-36s %8.2fx %8.2fx %8.2fx\n", "ratio Temporal / direct",
+		ratio(pct(tLat, 50), pct(dLat, 50)), ratio(pct(tLat, 90), pct(dLat, 90)), ratio(pct(tLat, 99), pct(dLat, 99)))
+
+	if clients > 0 {
+		fmt.Printf("\n%d clients, 10 s per path (each client on its own endpoints)\n\n", clients)
+		fmt.Printf("%-36s %10s %9s %9s\n", "path", "posts/s", "p50", "p99")
+		for i, p := range []struct{ name, base string }{{"API + Temporal workflow", b.temporal}, {"same database work, no Temporal", b.direct}} {
+			rate, lat, err := b.concurrent(ctx, p.base, clients, 10*time.Second)
+			if err != nil {
+				return res, err
+			}
+			if i == 0 {
+				res.TemporalRate = rate
+			} else {
+				res.DirectRate = rate
+			}
+			slices.Sort(lat)
+			fmt.Printf("%-36s %10.0f %7.2fms %7.2fms\n", p.name, rate, ms(pct(lat, 50)), ms(pct(lat, 99)))
+		}
+	}
+	return res, nil
+}
+
+// sequence makes n posts one after another and returns their latencies.
+func (b *bench) sequence(ctx context.Context, base string, n int) ([]time.Duration, error) {
+	var out []time.Duration
+	var token string
+	for i := range n {
+		if i%perEndpoint == 0 {
+			var err error
+			if token, err = b.endpoint(ctx); err != nil {
+				return nil, err
+			}
+		}
+		t, err := b.post(base, token)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// concurrent runs clients posting for d and returns posts per second and
+// the latencies.
+func (b *bench) concurrent(ctx context.Context, base string, clients int, d time.Duration) (float64, []time.Duration, error) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var firstErr error
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			var token string
+			for i := 0; time.Now().Before(deadline); i++ {
+				var err error
+				if i%perEndpoint == 0 {
+					token, err = b.endpoint(ctx)
+				}
+				var t time.Duration
+				if err == nil {
+					t, err = b.post(base, token)
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, t)
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return float64(len(all)) / time.Since(start).Seconds(), all, firstErr
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// endpoint creates a fresh order_invoice endpoint (outside the timing).
+func (b *bench) endpoint(ctx context.Context) (string, error) {
+	e, err := b.d.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: b.org, AsEmail: "o@bench.example", Name: "bench",
+		Action: domain.ActionOrderInvoice})
+	return e.Token, err
+}
+
+// post sends one invoice with a new reference and checks it was applied.
+func (b *bench) post(base, token string) (time.Duration, error) {
+	b.mu.Lock()
+	b.seq++
+	ref := b.seq
+	b.mu.Unlock()
+	body := fmt.Sprintf(`{"order_ref": "SO-B", "invoice_ref": "INV-%07d", "amount_minor": 100, "currency": "GBP"}`, ref)
+	start := time.Now()
+	resp, err := http.Post(base+"/api/in/"+token, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	elapsed := time.Since(start)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(raw, []byte(`"outcome":"applied"`)) {
+		return 0, fmt.Errorf("%s: %d %s", base, resp.StatusCode, raw)
+	}
+	return elapsed, nil
+}
+
+// directHandler does an inbound post's database work in the request, with
+// the activities the workflow runs called as plain functions: the baseline.
+type directHandler struct {
+	d    *db.DB
+	acts *activities.Activities
+}
+
+func (h *directHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	received := time.Now()
+	token := strings.TrimPrefix(r.URL.Path, "/api/in/")
+	post, err := h.d.PostToEndpoint(ctx, secrets.Hash(token))
+	if err != nil || !post.Rate.Allowed {
+		http.Error(w, `{"error":"refused"}`, http.StatusTooManyRequests)
+		return
+	}
+	ep := post.Endpoint
+	body, err := io.ReadAll(io.LimitReader(r.Body, domain.MaxInboundBody+1))
+	if err != nil {
+		http.Error(w, `{"error":"read"}`, http.StatusBadRequest)
+		return
+	}
+	if _, err := domain.ParseInbound(ep.Action, body); err != nil {
+		http.Error(w, `{"error":"shape"}`, http.StatusBadRequest)
+		return
+	}
+	id, err := h.d.StoreReceipt(ctx, db.NewReceipt{OrgID: ep.OrgID, EndpointID: ep.ID, Action: ep.Action, ReceivedAt: received,
+		Headers: map[string]string{"Content-Type": r.Header.Get("Content-Type")}, Body: body, Size: len(body), BodyComplete: true})
+	if err != nil {
+		http.Error(w, `{"error":"store"}`, http.StatusInternalServerError)
+		return
+	}
+	in := domain.InboundInput{OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action}
+	res, err := h.acts.ApplyInbound(ctx, in)
+	if err == nil {
+		err = h.acts.RecordOutcome(ctx, domain.RecordOutcomeInput{OrgID: ep.OrgID, ReceiptID: id, Outcome: res.Outcome})
+	}
+	if err != nil {
+		http.Error(w, `{"error":"apply"}`, http.StatusInternalServerError)
+		return
+	}
+	status, answer := api.InboundHTTPAnswer(id, ep.Action, domain.InboundOutcome{Result: &res})
+	if err := h.d.UpdateReceipt(ctx, ep.OrgID, id, db.ReceiptUpdate{Status: status, Response: answer}); err != nil {
+		http.Error(w, `{"error":"answer"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(answer)
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	s := slices.Clone(sorted)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

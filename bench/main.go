@@ -1,0 +1,199 @@
+// Command bench runs every performance harness at a size that finishes in a
+// few minutes and prints one table: each hot path's figure next to its
+// baseline measured in the same run, the target, and whether it is met.
+//
+//	go run ./bench [-temporal-store sqlite] [-profiles DIR]
+//
+// Each harness runs in a process of its own (this program started again),
+// so that one's memory and goroutines do not weigh on the next; the rows
+// are those of docs/benchmarks.md. It uses BENCH_DATABASE_URL (default:
+// database commerce_bench on the local server, created when missing); the
+// products catalogue is kept between runs (schema bench_products), the other
+// schemas are dropped. With -profiles, each harness writes a CPU profile
+// (and the products run an allocation profile) into DIR, for
+// `go tool pprof -top`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/commerce-integration/commerce/bench/internal/bulk"
+	"github.com/commerce-integration/commerce/bench/internal/harness"
+	"github.com/commerce-integration/commerce/bench/internal/inbound"
+	"github.com/commerce-integration/commerce/bench/internal/products"
+	"github.com/commerce-integration/commerce/bench/internal/webhooks"
+)
+
+type options struct {
+	store    string
+	profiles string
+	only     string // the harness this process runs (set by the parent)
+	result   string // where it writes its result as JSON
+
+	products      int
+	duration      time.Duration
+	events        int
+	posts         int
+	clients       int
+	rounds        int
+	webhookRounds int
+}
+
+func main() {
+	var o options
+	harness.StoreFlag(&o.store)
+	flag.StringVar(&o.profiles, "profiles", "", "write CPU (and allocation) profiles of each harness into this directory")
+	flag.IntVar(&o.products, "products", 200_000, "products catalogue size (kept between runs)")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long each products throughput run lasts")
+	flag.IntVar(&o.events, "events", 1000, "webhook events per round and path")
+	flag.IntVar(&o.webhookRounds, "webhook-rounds", 2, "webhook rounds per path")
+	flag.IntVar(&o.posts, "posts", 500, "inbound posts per path, one client")
+	flag.IntVar(&o.clients, "clients", 8, "inbound concurrent clients")
+	flag.IntVar(&o.rounds, "rounds", 5, "bulk rounds per case")
+	flag.StringVar(&o.only, "only", "", "run only this harness and write its result to -result (products, bulk, inbound, webhooks)")
+	flag.StringVar(&o.result, "result", "", "with -only: the file the result is written to, as JSON")
+	harness.Main(func(ctx context.Context) error {
+		if o.only != "" {
+			return runOne(ctx, o)
+		}
+		return runAll(ctx, o)
+	})
+}
+
+// results are the harnesses' results, as the child processes write them.
+type results struct {
+	Products products.Result
+	Bulk     []bulk.Case
+	Inbound  inbound.Result
+	Webhooks webhooks.Result
+}
+
+func profile(o options, name string) string {
+	if o.profiles == "" {
+		return ""
+	}
+	return filepath.Join(o.profiles, name)
+}
+
+func runOne(ctx context.Context, o options) error {
+	var r any
+	var err error
+	switch o.only {
+	case "products":
+		r, err = products.Run(ctx, products.Options{Products: o.products, Duration: o.duration, Clients: 16, Keep: true,
+			CPUProfile: profile(o, "products.cpu.pprof"), MemProfile: profile(o, "products.allocs.pprof")})
+	case "bulk":
+		r, err = bulk.Run(ctx, bulk.Options{Rounds: o.rounds, ProfileCase: "none changed", ProfileFile: profile(o, "bulk.cpu.pprof")})
+	case "inbound":
+		r, err = inbound.Run(ctx, inbound.Options{Posts: o.posts, Clients: o.clients, Store: o.store, CPUProfile: profile(o, "inbound.cpu.pprof")})
+	case "webhooks":
+		r, err = webhooks.Run(ctx, webhooks.Options{Events: o.events, Rounds: o.webhookRounds, Store: o.store,
+			CPUProfile: profile(o, "webhooks.cpu.pprof")})
+	default:
+		return fmt.Errorf("-only %q: no such harness", o.only)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.result, b, 0o600)
+}
+
+func runAll(ctx context.Context, o options) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bench-results-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if o.profiles != "" {
+		if err := os.MkdirAll(o.profiles, 0o755); err != nil {
+			return err
+		}
+	}
+	var all results
+	targets := map[string]any{"products": &all.Products, "bulk": &all.Bulk, "inbound": &all.Inbound, "webhooks": &all.Webhooks}
+	started := time.Now()
+	for _, name := range []string{"products", "bulk", "inbound", "webhooks"} {
+		fmt.Printf("\n=== %s ===\n", name)
+		file := filepath.Join(dir, name+".json")
+		cmd := exec.CommandContext(ctx, self, "-only", name, "-result", file, "-temporal-store", o.store, "-profiles", o.profiles,
+			"-products", fmt.Sprint(o.products), "-duration", o.duration.String(), "-events", fmt.Sprint(o.events),
+			"-webhook-rounds", fmt.Sprint(o.webhookRounds), "-posts", fmt.Sprint(o.posts), "-clients", fmt.Sprint(o.clients),
+			"-rounds", fmt.Sprint(o.rounds))
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, targets[name]); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\n=== every path against its baseline, measured in this run (%s, Temporal on %s) ===\n\n",
+		time.Since(started).Round(time.Second), o.store)
+	return printTable(os.Stdout, all, o)
+}
+
+type row struct {
+	path, figure, baseline, value, target string
+	pass                                  bool
+}
+
+func printTable(w io.Writer, r results, o options) error {
+	var none bulk.Case
+	for _, c := range r.Bulk {
+		if c.Name == "none changed" {
+			none = c
+		}
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+	p := r.Products
+	in := r.Inbound
+	wh := r.Webhooks
+	extra := in.TemporalP50 - in.DirectP50
+	rows := []row{
+		{"GET /api/v1/products?limit=100, throughput", fmt.Sprintf("%.0f req/s", p.APIRPS), fmt.Sprintf("bare net/http+pgx %.0f req/s", p.BareRPS),
+			fmt.Sprintf("%.2f", p.APIRPS/p.BareRPS), ">= 0.85", p.APIRPS/p.BareRPS >= 0.85},
+		{"webhook events delivered per second, through Temporal", fmt.Sprintf("%.0f/s", wh.Temporal), fmt.Sprintf("direct %.0f/s", wh.Direct),
+			fmt.Sprintf("%.0f/s (%.2f of direct)", wh.Temporal, wh.Temporal/wh.Direct), ">= 300/s", wh.Temporal >= 300},
+		{"inbound post p50, through Temporal minus direct", ms(in.TemporalP50), "direct " + ms(in.DirectP50),
+			ms(extra), "<= 8 ms", extra <= 8*time.Millisecond},
+		{fmt.Sprintf("inbound posts per second, %d clients, Temporal / direct", o.clients), fmt.Sprintf("%.0f/s", in.TemporalRate),
+			fmt.Sprintf("direct %.0f/s", in.DirectRate), fmt.Sprintf("%.2f", in.TemporalRate/in.DirectRate), ">= 0.4", in.TemporalRate/in.DirectRate >= 0.4},
+		{"bulk 10,000 products, none changed, API / raw COPY", ms(none.API), "raw COPY " + ms(none.Raw),
+			fmt.Sprintf("%.2f", float64(none.API)/float64(none.Raw)), "<= 1.3", none.Raw > 0 && float64(none.API)/float64(none.Raw) <= 1.3},
+		{"process RSS under the products load (API, bare handler, clients)", fmt.Sprintf("%.0f MB", float64(p.PeakRSS)/(1<<20)), "-",
+			fmt.Sprintf("%.0f MB", float64(p.PeakRSS)/(1<<20)), "<= 150 MB", p.PeakRSS > 0 && p.PeakRSS <= 150<<20},
+	}
+	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n|---|---|---|---|---|---|\n", "path", "measured", "baseline", "ratio / figure", "target", "")
+	failed := 0
+	for _, x := range rows {
+		verdict := "pass"
+		if !x.pass {
+			verdict, failed = "FAIL", failed+1
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | **%s** | %s | %s |\n", x.path, x.figure, x.baseline, x.value, x.target, verdict)
+	}
+	if failed > 0 {
+		fmt.Fprintf(w, "\n%d of %d targets not met\n", failed, len(rows))
+	}
+	return nil
+}

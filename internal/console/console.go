@@ -1,0 +1,369 @@
+// Package console is the support console at /console (DESIGN.md section
+// 13): server-rendered pages over the same management code as the API
+// (api.Manager), signed in with a one-time link that becomes a session
+// cookie. Pages work without JavaScript; the only script turns the UTC
+// times into the viewer's time zone. Templates, style and script are
+// embedded in the binary.
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/logging"
+)
+
+// Prefix is the path the console is served under.
+const Prefix = "/console"
+
+// Cookie names: the session, and the one-shot message a page shows after
+// an action redirected to it.
+const (
+	sessionCookie = "commerce_console"
+	flashCookie   = "commerce_console_flash"
+)
+
+// csrfField is the name of every form's CSRF token field.
+const csrfField = "csrf"
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// Deps are what the console needs.
+type Deps struct {
+	DB *db.DB
+	// Manager is the management code the API's routes call.
+	Manager *api.Manager
+	Log     *zap.Logger
+	// BaseURL is the public {base_url}: the inbound URLs shown are under it,
+	// and over https the session cookie is Secure.
+	BaseURL string
+}
+
+// LoginURL is the sign-in link of a console login token.
+func LoginURL(baseURL, token string) string {
+	return strings.TrimSuffix(baseURL, "/") + Prefix + "/login/" + url.PathEscape(token)
+}
+
+type console struct {
+	Deps
+	pages map[string]*template.Template
+}
+
+// New returns the console's handler, to be mounted at Prefix.
+func New(d Deps) http.Handler {
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	c := &console{Deps: d, pages: parsePages()}
+	r := chi.NewRouter()
+	r.Use(c.headers)
+	static, _ := fs.Sub(staticFiles, "static")
+	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", http.FileServer(http.FS(static))))
+	r.Get("/login/{token}", c.login)
+	r.Group(func(r chi.Router) {
+		r.Use(c.signedIn)
+		r.Get("/", c.endpoints)
+		r.Get("/receipts", c.receipts)
+		r.Get("/receipts/{id}", c.receipt)
+		r.Get("/replays/new", c.newBulkReplay)
+		r.Get("/replays/{id}", c.bulkReplay)
+		r.Get("/webhooks", c.subscriptions)
+		r.Get("/deliveries", c.deliveries)
+		r.Get("/deliveries/{id}", c.delivery)
+		r.Get("/audit", c.audit)
+		r.Group(func(r chi.Router) {
+			r.Use(c.checkCSRF)
+			r.Post("/logout", c.logout)
+			r.Group(func(r chi.Router) {
+				// Members read; admins and owners act.
+				r.Use(c.mayAct)
+				r.Post("/endpoints", c.createEndpoint)
+				r.Post("/endpoints/{id}/pause", c.setEndpointState(domain.EndpointPaused))
+				r.Post("/endpoints/{id}/resume", c.setEndpointState(domain.EndpointActive))
+				r.Post("/receipts/{id}/dry-run", c.dryRun)
+				r.Post("/receipts/{id}/replay", c.replay)
+				r.Post("/receipts/{id}/cancel", c.cancel)
+				r.Post("/replays", c.startBulkReplay)
+				r.Post("/replays/{id}/stop", c.stopBulkReplay)
+				r.Post("/webhooks", c.createSubscription)
+				r.Post("/webhooks/{id}/recover", c.recover)
+				r.Post("/webhooks/{id}/active", c.setSubscriptionActive)
+				r.Post("/deliveries/{id}/resend", c.resend)
+			})
+		})
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, http.StatusNotFound, "There is no such page.")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, http.StatusMethodNotAllowed, "That page does not take this method.")
+	})
+	return r
+}
+
+// headers sets what every console answer carries: nothing is cached or
+// framed, scripts and styles come only from the console itself.
+func (c *console) headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		if !strings.HasPrefix(r.URL.Path, Prefix+"/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ---- sessions
+
+type userKey struct{}
+
+// viewer is the signed-in user of a request, with the session's CSRF token.
+type viewer struct {
+	db.ConsoleUser
+	CSRF string
+}
+
+// CanAct says whether the viewer may replay, cancel, pause and the rest.
+func (v viewer) CanAct() bool { return v.Role.CanManageEndpoints() }
+
+func (v viewer) actor() api.Actor { return api.ConsoleActor(v.Email) }
+
+func viewerOf(ctx context.Context) viewer {
+	v, _ := ctx.Value(userKey{}).(viewer)
+	return v
+}
+
+// csrfToken is a session's CSRF token: derived one way from the session
+// token, so it names the session without revealing its cookie, and a page
+// of another origin cannot know it.
+func csrfToken(session string) string {
+	sum := sha256.Sum256([]byte("commerce console csrf\x00" + session))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// secure says whether cookies must be Secure: over https.
+func (c *console) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(strings.ToLower(c.BaseURL), "https://")
+}
+
+func (c *console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: Prefix, MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: c.secure(r)})
+}
+
+// login spends a one-time link and starts a session.
+func (c *console) login(w http.ResponseWriter, r *http.Request) {
+	token, u, err := c.DB.StartConsoleSession(r.Context(), chi.URLParam(r, "token"))
+	if err != nil {
+		if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
+			c.render(w, r, http.StatusUnauthorized, "signin", map[string]any{"Message": domain.ErrorMessage(err)})
+			return
+		}
+		c.internal(w, r, err)
+		return
+	}
+	c.setCookie(w, r, sessionCookie, token, int(db.ConsoleSessionTTL.Seconds()))
+	c.flash(w, r, "Signed in as "+u.Email+" ("+string(u.Role)+") of "+u.OrgName+".")
+	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+}
+
+func (c *console) logout(w http.ResponseWriter, r *http.Request) {
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		if err := c.DB.EndConsoleSession(r.Context(), ck.Value); err != nil {
+			c.internal(w, r, err)
+			return
+		}
+	}
+	c.setCookie(w, r, sessionCookie, "", -1)
+	c.render(w, r, http.StatusOK, "signin", map[string]any{"Message": "Signed out."})
+}
+
+// signedIn lets through requests with a live session.
+func (c *console) signedIn(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ck, err := r.Cookie(sessionCookie)
+		if err != nil || ck.Value == "" {
+			c.render(w, r, http.StatusUnauthorized, "signin", nil)
+			return
+		}
+		u, err := c.DB.ConsoleSession(r.Context(), ck.Value)
+		if err != nil {
+			if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
+				c.setCookie(w, r, sessionCookie, "", -1)
+				c.render(w, r, http.StatusUnauthorized, "signin", map[string]any{"Message": "Your session is over; sign in again."})
+				return
+			}
+			c.internal(w, r, err)
+			return
+		}
+		ctx := context.WithValue(r.Context(), userKey{}, viewer{ConsoleUser: u, CSRF: csrfToken(ck.Value)})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// maxForm bounds a console form's body.
+const maxForm = 64 << 10
+
+// checkCSRF refuses a form whose CSRF token is not the session's.
+func (c *console) checkCSRF(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+			return
+		}
+		want := viewerOf(r.Context()).CSRF
+		got := r.PostForm.Get(csrfField)
+		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			c.fail(w, r, http.StatusForbidden, "Refused: the form did not carry this session's CSRF token. Reload the page and try again.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// mayAct refuses members.
+func (c *console) mayAct(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := viewerOf(r.Context()); !v.CanAct() {
+			c.fail(w, r, http.StatusForbidden, "Refused: "+v.Email+" is a "+string(v.Role)+"; this needs the admin or owner role.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ---- answers
+
+// flash keeps a message for the next page shown.
+func (c *console) flash(w http.ResponseWriter, r *http.Request, msg string) {
+	c.setCookie(w, r, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(msg)), 60)
+}
+
+// takeFlash reads and clears the message kept for this page.
+func (c *console) takeFlash(w http.ResponseWriter, r *http.Request) string {
+	ck, err := r.Cookie(flashCookie)
+	if err != nil {
+		return ""
+	}
+	c.setCookie(w, r, flashCookie, "", -1)
+	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// done answers an action by going to a page that says what happened.
+func (c *console) done(w http.ResponseWriter, r *http.Request, to, msg string) {
+	c.flash(w, r, msg)
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	Nav     string
+	Viewer  viewer
+	Flash   string
+	Error   string
+	Refresh int
+	Data    any
+}
+
+func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	c.renderPage(w, r, status, name, page{Data: data})
+}
+
+func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	t, ok := c.pages[name]
+	if !ok {
+		c.internal(w, r, errors.New("no console template "+name))
+		return
+	}
+	p.Viewer = viewerOf(r.Context())
+	if p.Flash == "" && r.Method == http.MethodGet {
+		p.Flash = c.takeFlash(w, r)
+	}
+	if p.Title == "" {
+		p.Title = titles[name]
+	}
+	if p.Nav == "" {
+		p.Nav = name
+	}
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
+		logging.From(r.Context(), c.Log).Error("rendering a console page", zap.String("page", name), zap.Error(err))
+		http.Error(w, "Internal server error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// fail answers with a page saying what went wrong.
+func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.renderPage(w, r, status, "error", page{Title: http.StatusText(status), Error: msg})
+}
+
+// internal answers a fault of the service: the detail goes to the log.
+func (c *console) internal(w http.ResponseWriter, r *http.Request, err error) {
+	logging.From(r.Context(), c.Log).Error("console", zap.String("path", r.URL.Path), zap.Error(err))
+	c.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side; the service log has the details.")
+}
+
+// failErr answers an error of the management code: its own message for a
+// domain error, a generic one (and the log) otherwise.
+func (c *console) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	switch domain.ErrorCode(err) {
+	case domain.EINTERNAL:
+		c.internal(w, r, err)
+	case domain.ENOTFOUND:
+		c.fail(w, r, http.StatusNotFound, domain.ErrorMessage(err))
+	case domain.EFORBIDDEN:
+		c.fail(w, r, http.StatusForbidden, domain.ErrorMessage(err))
+	case domain.ECONFLICT:
+		c.fail(w, r, http.StatusConflict, domain.ErrorMessage(err))
+	default:
+		c.fail(w, r, http.StatusBadRequest, domain.ErrorMessage(err))
+	}
+}
+
+// refused answers a refused action by going back to where it was asked,
+// with the reason; a fault of the service is an error page.
+func (c *console) refused(w http.ResponseWriter, r *http.Request, back string, err error) {
+	if domain.ErrorCode(err) == domain.EINTERNAL {
+		c.internal(w, r, err)
+		return
+	}
+	c.done(w, r, back, "Refused: "+domain.ErrorMessage(err))
+}
+
+// now is the clock of the forms' defaults.
+var now = time.Now

@@ -1,0 +1,327 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/console"
+	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/internal/testdb"
+)
+
+var key = []byte("0123456789abcdef0123456789abcdef")
+
+type fixture struct {
+	t        *testing.T
+	d        *testdb.DB
+	srv      *httptest.Server
+	org      domain.Organisation
+	endpoint uuid
+	receipt  string
+}
+
+type uuid = string
+
+// newFixture serves the API with the console over a fresh schema: an
+// organisation (GBP) with an owner and a member, an endpoint, and one
+// failed receipt. No Temporal: these tests stay off the routes that start
+// workflows.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	d := testdb.New(t)
+	sealer, _ := secrets.NewSealer(key)
+	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New(key), Sealer: sealer, BaseURL: "http://commerce.test"})
+	s.Mount(console.Prefix, console.New(console.Deps{DB: d.DB, Manager: s.Manager(), BaseURL: "http://commerce.test"}))
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", Currency: "GBP", OwnerEmail: "owner@acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.AddUser(ctx, org.ID, "member@acme.example", domain.UserMember); err != nil {
+		t.Fatal(err)
+	}
+	e, err := d.CreateEndpoint(ctx, sealer, db.NewEndpoint{OrgID: org.ID, AsEmail: "owner@acme.example", Name: "ERP invoices",
+		Action: domain.ActionOrderInvoice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, d: d, srv: srv, org: org, endpoint: e.ID.String()}
+	body := `{"order_ref": "SO-9", "invoice_ref": "INV-9", "amount_minor": 123456}`
+	if err := d.Pool().QueryRow(ctx, `
+		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, workflow_id, outcome, status_code, error)
+		VALUES (gen_random_uuid(), $1, $2, 'order_invoice', now() - interval '1 hour', convert_to($3, 'UTF8'), length($3), 'inbound/x',
+		        'failed', 404, 'order SO-9 not found')
+		RETURNING id::text`, org.ID, e.ID, body).Scan(&f.receipt); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// browser is a client with its own cookies, not following redirects.
+type browser struct {
+	f *fixture
+	c *http.Client
+}
+
+func (f *fixture) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{f: f, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *browser) get(path string) (int, string) {
+	b.f.t.Helper()
+	resp, err := b.c.Get(b.f.srv.URL + path)
+	if err != nil {
+		b.f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusSeeOther {
+		return b.get(strings.TrimPrefix(resp.Header.Get("Location"), b.f.srv.URL))
+	}
+	return resp.StatusCode, string(raw)
+}
+
+func (b *browser) post(path string, form url.Values) (int, string) {
+	b.f.t.Helper()
+	resp, err := b.c.PostForm(b.f.srv.URL+path, form)
+	if err != nil {
+		b.f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusSeeOther {
+		return b.get(resp.Header.Get("Location"))
+	}
+	return resp.StatusCode, string(raw)
+}
+
+// signIn makes a link for email and follows it.
+func (f *fixture) signIn(email string) (*browser, string) {
+	f.t.Helper()
+	token, err := f.d.CreateConsoleLink(context.Background(), f.org.ID, email)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	b := f.browser()
+	status, page := b.get(strings.TrimPrefix(console.LoginURL(f.srv.URL, token), f.srv.URL))
+	if status != 200 || !strings.Contains(page, email) {
+		f.t.Fatalf("sign-in as %s: %d %s", email, status, page)
+	}
+	return b, token
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the page: %s", page)
+	}
+	return m[1]
+}
+
+// A link signs in once, within its ten minutes, and is kept only hashed;
+// the session cookie is HttpOnly and SameSite=Lax; signing out ends the
+// session.
+func TestSignInLinkWorksOnceAndBecomesASession(t *testing.T) {
+	f := newFixture(t)
+	token, err := f.d.CreateConsoleLink(context.Background(), f.org.ID, "owner@acme.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int
+	if err := f.d.Pool().QueryRow(context.Background(), `SELECT count(*) FROM console_links WHERE token_hash = $1`, secrets.Hash(token)).Scan(&stored); err != nil || stored != 1 {
+		t.Fatalf("the link is not stored by its hash: %d %v", stored, err)
+	}
+	b := f.browser()
+	resp, err := b.c.Get(console.LoginURL(f.srv.URL, token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in answered %d", resp.StatusCode)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "commerce_console" {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Path != "/console" || cookie.MaxAge != 12*3600 {
+		t.Fatalf("session cookie %+v", cookie)
+	}
+	if err := f.d.Pool().QueryRow(context.Background(), `SELECT count(*) FROM console_sessions WHERE token_hash = $1`,
+		secrets.Hash(cookie.Value)).Scan(&stored); err != nil || stored != 1 {
+		t.Fatalf("the session is not stored by its hash: %d %v", stored, err)
+	}
+	if status, page := b.get("/console/"); status != 200 || !strings.Contains(page, "ERP invoices") || !strings.Contains(page, "owner@acme.example") {
+		t.Fatalf("endpoints page: %d %s", status, page)
+	}
+	// Used once.
+	if status, _ := f.browser().get("/console/login/" + token); status != http.StatusUnauthorized {
+		t.Fatalf("second use of the link: %d", status)
+	}
+	// Expired.
+	late, _ := f.d.CreateConsoleLink(context.Background(), f.org.ID, "owner@acme.example")
+	f.d.Pool().Exec(context.Background(), `UPDATE console_links SET expires_at = now() - interval '1 second' WHERE token_hash = $1`, secrets.Hash(late))
+	if status, _ := f.browser().get("/console/login/" + late); status != http.StatusUnauthorized {
+		t.Fatalf("expired link: %d", status)
+	}
+	// Not a user of the organisation.
+	if _, err := f.d.CreateConsoleLink(context.Background(), f.org.ID, "stranger@acme.example"); domain.ErrorCode(err) != domain.ENOTFOUND {
+		t.Fatalf("link for a stranger: %v", err)
+	}
+	// Without a session: the sign-in page, 401.
+	if status, page := f.browser().get("/console/receipts"); status != http.StatusUnauthorized || !strings.Contains(page, "commerce console login") {
+		t.Fatalf("receipts without a session: %d %s", status, page)
+	}
+	_, page := b.get("/console/")
+	if status, _ := b.post("/console/logout", url.Values{"csrf": {csrf(t, page)}}); status != 200 {
+		t.Fatalf("sign out: %d", status)
+	}
+	if status, _ := b.get("/console/"); status != http.StatusUnauthorized {
+		t.Fatalf("after signing out: %d", status)
+	}
+}
+
+// Every page renders for a member, with times as <time> elements and money
+// in the organisation's currency; the member sees no action buttons and
+// every action is refused 403; a form without the session's CSRF token is
+// refused 403 too.
+func TestMemberReadsButCannotActAndFormsNeedTheirToken(t *testing.T) {
+	f := newFixture(t)
+	member, _ := f.signIn("member@acme.example")
+	for path, want := range map[string]string{
+		"/console/":                                          "ERP invoices",
+		"/console/receipts":                                  f.receipt,
+		"/console/receipts?outcome=failed":                   f.receipt,
+		"/console/receipts?outcome=applied":                  "No receipts match",
+		"/console/receipts?ref=INV-9&endpoint=" + f.endpoint: f.receipt,
+		"/console/receipts/" + f.receipt:                     "order SO-9 not found",
+		"/console/webhooks":                                  "No subscriptions",
+		"/console/deliveries":                                "No deliveries match",
+		"/console/audit":                                     "Nothing recorded yet",
+		"/console/replays/new":                               "admins and owners",
+	} {
+		status, page := member.get(path)
+		if status != 200 || !strings.Contains(page, want) {
+			t.Fatalf("%s: %d, want %q in %s", path, status, want, page)
+		}
+		if strings.Contains(page, "/dry-run") || strings.Contains(page, "/pause") || strings.Contains(page, "Create endpoint") {
+			t.Fatalf("%s shows a member an action", path)
+		}
+	}
+	_, page := member.get("/console/receipts/" + f.receipt)
+	if !strings.Contains(page, `<time datetime="`) || !strings.Contains(page, `&#34;invoice_ref&#34;: &#34;INV-9&#34;`) ||
+		!strings.Contains(page, `<code>amount_minor</code> <span class="money">GBP 1,234.56</span>`) {
+		t.Fatalf("receipt page lacks its time element or pretty body: %s", page)
+	}
+	token := csrf(t, page)
+	for _, path := range []string{"/console/receipts/" + f.receipt + "/replay", "/console/receipts/" + f.receipt + "/dry-run",
+		"/console/endpoints/" + f.endpoint + "/pause", "/console/endpoints", "/console/replays", "/console/webhooks"} {
+		if status, body := member.post(path, url.Values{"csrf": {token}, "name": {"x"}, "action": {"order_invoice"}, "outcome": {"failed"}}); status != http.StatusForbidden ||
+			!strings.Contains(body, "member") {
+			t.Fatalf("member POST %s: %d %s", path, status, body)
+		}
+	}
+
+	owner, _ := f.signIn("owner@acme.example")
+	_, page = owner.get("/console/receipts/" + f.receipt)
+	if !strings.Contains(page, "/dry-run") {
+		t.Fatal("the owner sees no replay button")
+	}
+	for _, form := range []url.Values{{}, {"csrf": {"forged"}}, {"csrf": {token}}} { // the member's token is not the owner's
+		if status, body := owner.post("/console/endpoints/"+f.endpoint+"/pause", form); status != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+			t.Fatalf("pause with CSRF %v: %d %s", form, status, body)
+		}
+	}
+	var state string
+	f.d.Pool().QueryRow(context.Background(), `SELECT state FROM inbound_endpoints WHERE id = $1`, f.endpoint).Scan(&state)
+	if state != "active" {
+		t.Fatalf("a refused form paused the endpoint: %s", state)
+	}
+}
+
+// An owner pauses and resumes an endpoint, creates one (its URL and secret
+// shown once), and dry-runs a replay: the preview shows the change in the
+// organisation's money and writes nothing. Each write is in the audit log
+// under the console user.
+func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
+	f := newFixture(t)
+	owner, _ := f.signIn("owner@acme.example")
+	_, page := owner.get("/console/")
+	token := csrf(t, page)
+	if status, page := owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}}); status != 200 ||
+		!strings.Contains(page, "paused: posts answer 409") || !strings.Contains(page, `<strong class="badge paused">paused</strong>`) {
+		t.Fatalf("pause: %d %s", status, page)
+	}
+	if status, page := owner.post("/console/endpoints/"+f.endpoint+"/resume", url.Values{"csrf": {token}}); status != 200 || !strings.Contains(page, "resumed") {
+		t.Fatalf("resume: %d %s", status, page)
+	}
+	status, page := owner.post("/console/endpoints", url.Values{"csrf": {token}, "name": {"Carrier"}, "action": {"delivery_status"}, "require_signature": {"1"}})
+	if status != http.StatusCreated || !strings.Contains(page, "http://commerce.test/api/in/") || !strings.Contains(page, "whsec_") {
+		t.Fatalf("create endpoint: %d %s", status, page)
+	}
+	if status, page := owner.post("/console/endpoints", url.Values{"csrf": {token}, "name": {""}, "action": {"delivery_status"}}); status != 200 ||
+		!strings.Contains(page, "Refused: endpoint name must be 1 to 200 characters") {
+		t.Fatalf("create endpoint without a name: %d %s", status, page)
+	}
+
+	// The order exists now: a dry run would record the invoice.
+	sf, _ := domain.ParseSeed([]byte(`{"orders": [{"number": "SO-9", "status": "confirmed", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 200000}]}]}`))
+	if _, err := f.d.Seed(context.Background(), f.org.ID, sf); err != nil {
+		t.Fatal(err)
+	}
+	status, page = owner.post("/console/receipts/"+f.receipt+"/dry-run", url.Values{"csrf": {token}})
+	if status != 200 || !strings.Contains(page, "nothing was written") || !strings.Contains(page, "confirm-replay") ||
+		!strings.Contains(page, `<td><code>invoice:INV-9</code></td><td>—</td><td>issued</td>`) {
+		t.Fatalf("dry run: %d %s", status, page)
+	}
+	// A receipt the replay rules refuse says why, on its page.
+	owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}})
+	status, page = owner.post("/console/receipts/"+f.receipt+"/dry-run", url.Values{"csrf": {token}})
+	if status != 200 || !strings.Contains(page, `<p class="flash bad" role="status" id="flash">Refused: `) || !strings.Contains(page, "paused") ||
+		!strings.Contains(page, "order SO-9 not found") {
+		t.Fatalf("dry run of a paused endpoint's receipt: %d %s", status, page)
+	}
+	var receipts int
+	f.d.Pool().QueryRow(context.Background(), `SELECT count(*) FROM inbound_receipts WHERE org_id = $1`, f.org.ID).Scan(&receipts)
+	if receipts != 1 {
+		t.Fatalf("the dry run wrote a receipt: %d", receipts)
+	}
+
+	_, page = owner.get("/console/audit")
+	for _, want := range []string{"console:owner@acme.example", "endpoint.pause", "endpoint.resume", "endpoint.create"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("audit log lacks %q: %s", want, page)
+		}
+	}
+}
+
+func TestMoneyIsFormattedFromMinorUnits(t *testing.T) {
+	for _, c := range []struct {
+		minor    any
+		currency string
+		want     string
+	}{{int64(123456), "GBP", "GBP 1,234.56"}, {float64(-5), "EUR", "EUR -0.05"}, {1500, "JPY", "JPY 1,500"}, {float64(1234567), "KWD", "KWD 1,234.567"}} {
+		if got := console.Money(c.minor, c.currency); got != c.want {
+			t.Errorf("Money(%v, %s) = %q, want %q", c.minor, c.currency, got, c.want)
+		}
+	}
+}

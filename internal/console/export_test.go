@@ -1,0 +1,4 @@
+package console
+
+// Money is money, for the tests.
+var Money = money

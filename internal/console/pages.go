@@ -1,0 +1,643 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// perPage is how many rows a list page shows.
+const perPage = 50
+
+// pageKey is where a newest-first list continues: the (created_at, id) of
+// the last row shown, as "RFC3339Nano_uuid" in the "page" query parameter.
+func pageKey(r *http.Request) (db.Page, error) {
+	p := db.Page{Limit: perPage + 1}
+	raw := r.URL.Query().Get("page")
+	if raw == "" {
+		return p, nil
+	}
+	at, id, ok := strings.Cut(raw, "_")
+	t, terr := time.Parse(time.RFC3339Nano, at)
+	u, uerr := uuid.Parse(id)
+	if !ok || terr != nil || uerr != nil {
+		return p, domain.Errorf(domain.EINVALID, "the page parameter is not one this console made")
+	}
+	p.After = &db.Key{At: t, ID: u}
+	return p, nil
+}
+
+// nextPage trims rows fetched with perPage+1 and returns the link to the
+// page after, "" when none follows.
+func nextPage[T any](r *http.Request, rows []T, key func(T) (domain.Timestamp, uuid.UUID)) ([]T, string) {
+	if len(rows) <= perPage {
+		return rows, ""
+	}
+	rows = rows[:perPage]
+	at, id := key(rows[perPage-1])
+	q := r.URL.Query()
+	q.Set("page", at.Time.UTC().Format(time.RFC3339Nano)+"_"+id.String())
+	return rows, r.URL.Path + "?" + q.Encode()
+}
+
+func pathID(r *http.Request) (uuid.UUID, error) {
+	id, err := uuid.Parse(chi.URLParam(r, "id"))
+	if err != nil {
+		return id, domain.Errorf(domain.ENOTFOUND, "no such record")
+	}
+	return id, nil
+}
+
+// formTime reads a datetime-local field (or RFC 3339), taken as UTC.
+func formTime(name, raw string) (*time.Time, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
+		if t, err := time.Parse(layout, raw); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, domain.Errorf(domain.EINVALID, "%s is not a date and time (YYYY-MM-DDTHH:MM, UTC)", name)
+}
+
+// ---- endpoints
+
+type endpointsData struct {
+	Endpoints []api.EndpointItem
+	Next      string
+	Actions   []domain.Action
+	Outcomes  []domain.Outcome
+}
+
+func (c *console) endpoints(w http.ResponseWriter, r *http.Request) {
+	p, err := pageKey(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	list, err := c.Manager.Endpoints(r.Context(), v.OrgID, p)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	d := endpointsData{Actions: domain.Actions, Outcomes: domain.Outcomes}
+	d.Endpoints, d.Next = nextPage(r, list, func(e api.EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID })
+	c.render(w, r, http.StatusOK, "endpoints", d)
+}
+
+type createdEndpointData struct {
+	Endpoint db.Endpoint
+	URL      string
+	Secret   *string
+}
+
+func (c *console) createEndpoint(w http.ResponseWriter, r *http.Request) {
+	v := viewerOf(r.Context())
+	e, err := c.Manager.CreateEndpoint(r.Context(), v.actor(), db.NewEndpoint{OrgID: v.OrgID, AsEmail: v.Email,
+		Name: r.PostForm.Get("name"), Action: domain.Action(r.PostForm.Get("action")), RequireSignature: r.PostForm.Get("require_signature") != ""})
+	if err != nil {
+		c.refused(w, r, Prefix+"/", err)
+		return
+	}
+	// Shown this once: the page is not cached, and nothing keeps them.
+	c.renderPage(w, r, http.StatusCreated, "endpoint_created", page{Nav: "endpoints",
+		Flash: "Endpoint " + e.Name + " created. Copy its URL" + map[bool]string{true: " and secret", false: ""}[e.Secret != nil] +
+			" now: they are shown only this once.",
+		Data: createdEndpointData{Endpoint: e.Endpoint, URL: strings.TrimSuffix(c.BaseURL, "/") + "/api/in/" + e.Token, Secret: e.Secret}})
+}
+
+func (c *console) setEndpointState(to domain.EndpointState) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			c.failErr(w, r, err)
+			return
+		}
+		v := viewerOf(r.Context())
+		e, err := c.Manager.SetEndpointState(r.Context(), v.actor(), v.OrgID, id, to)
+		if err != nil {
+			c.refused(w, r, Prefix+"/", err)
+			return
+		}
+		verb := map[domain.EndpointState]string{domain.EndpointActive: "resumed: posts are taken again",
+			domain.EndpointPaused: "paused: posts answer 409 until it is resumed"}[to]
+		c.done(w, r, Prefix+"/", "Endpoint "+e.Name+" "+verb+".")
+	}
+}
+
+// ---- receipts
+
+type receiptsData struct {
+	Receipts  []api.ReceiptSummary
+	Next      string
+	Endpoints map[uuid.UUID]api.EndpointItem
+	// EndpointList is every endpoint, for the filter.
+	EndpointList []api.EndpointItem
+	Filter       url.Values
+	Outcomes     []domain.Outcome
+	Chosen       map[string]bool
+	// BulkQuery is the filter as the bulk replay form takes it.
+	BulkQuery string
+}
+
+// allEndpoints lists every endpoint of the organisation (for names and the
+// filter), newest first.
+func (c *console) allEndpoints(r *http.Request, orgID uuid.UUID) ([]api.EndpointItem, error) {
+	var out []api.EndpointItem
+	p := db.Page{Limit: 500}
+	for {
+		list, err := c.Manager.Endpoints(r.Context(), orgID, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+		if len(list) < p.Limit {
+			return out, nil
+		}
+		last := list[len(list)-1]
+		p.After = &db.Key{At: last.CreatedAt.Time, ID: last.ID}
+	}
+}
+
+func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
+	v := viewerOf(r.Context())
+	q := r.URL.Query()
+	f := db.OrgReceiptFilter{Ref: strings.TrimSpace(q.Get("ref"))}
+	var err error
+	if raw := q.Get("endpoint"); raw != "" {
+		id, perr := uuid.Parse(raw)
+		if perr != nil {
+			c.fail(w, r, http.StatusBadRequest, "The endpoint filter names no endpoint.")
+			return
+		}
+		f.EndpointID = &id
+	}
+	chosen := map[string]bool{}
+	for _, o := range q["outcome"] {
+		for _, part := range strings.Split(o, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				chosen[part] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(chosen))
+	for _, o := range domain.Outcomes {
+		if chosen[string(o)] {
+			names = append(names, string(o))
+		}
+	}
+	if len(names) != len(chosen) {
+		c.fail(w, r, http.StatusBadRequest, "The outcome filter names an outcome that does not exist.")
+		return
+	}
+	if f.Outcomes, err = domain.ParseOutcomes(strings.Join(names, ",")); err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	if f.ReceivedAfter, err = formTime("From", q.Get("after")); err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	if f.ReceivedBefore, err = formTime("To", q.Get("before")); err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	p, err := pageKey(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	list, err := c.Manager.ListReceipts(r.Context(), v.OrgID, f, p)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	eps, err := c.allEndpoints(r, v.OrgID)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	d := receiptsData{Endpoints: map[uuid.UUID]api.EndpointItem{}, Filter: q, Outcomes: domain.Outcomes, Chosen: chosen}
+	for _, e := range eps {
+		d.Endpoints[e.ID] = e
+	}
+	d.Receipts, d.Next = nextPage(r, list, func(x api.ReceiptSummary) (domain.Timestamp, uuid.UUID) { return x.ReceivedAt, x.ID })
+	bulk := url.Values{}
+	for k, key := range map[string]string{"endpoint": "endpoint", "after": "after", "before": "before"} {
+		if s := q.Get(k); s != "" {
+			bulk.Set(key, s)
+		}
+	}
+	if len(names) > 0 {
+		bulk.Set("outcome", strings.Join(names, ","))
+	}
+	d.BulkQuery = bulk.Encode()
+	d.EndpointList = eps
+	c.render(w, r, http.StatusOK, "receipts", d)
+}
+
+type receiptData struct {
+	Receipt  api.ReceiptDetail
+	Endpoint *api.EndpointItem
+	Body     string
+	Answer   string
+	Headers  []header
+	Currency string
+	Amounts  []amount
+}
+
+type header struct{ Name, Value string }
+
+func (c *console) loadReceipt(w http.ResponseWriter, r *http.Request) (receiptData, bool) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return receiptData{}, false
+	}
+	v := viewerOf(r.Context())
+	d, err := c.Manager.Receipt(r.Context(), v.OrgID, id)
+	if err != nil {
+		c.failErr(w, r, err)
+		return receiptData{}, false
+	}
+	out := receiptData{Receipt: d, Body: pretty(d.Body), Answer: pretty(d.Response), Currency: v.Currency, Amounts: amounts(d.Body, v.Currency)}
+	if eps, err := c.allEndpoints(r, v.OrgID); err == nil {
+		for i := range eps {
+			if eps[i].ID == d.EndpointID {
+				out.Endpoint = &eps[i]
+			}
+		}
+	}
+	for k, val := range d.Headers {
+		out.Headers = append(out.Headers, header{k, val})
+	}
+	sortHeaders(out.Headers)
+	return out, true
+}
+
+func (c *console) receipt(w http.ResponseWriter, r *http.Request) {
+	d, ok := c.loadReceipt(w, r)
+	if !ok {
+		return
+	}
+	c.renderPage(w, r, http.StatusOK, "receipt", page{Nav: "receipts", Title: "Receipt " + d.Receipt.ID.String(), Data: d})
+}
+
+type dryRunData struct {
+	receiptData
+	Result   api.ReplayResult
+	Currency string
+}
+
+// dryRun shows what a replay would change, with the button that makes it.
+func (c *console) dryRun(w http.ResponseWriter, r *http.Request) {
+	d, ok := c.loadReceipt(w, r)
+	if !ok {
+		return
+	}
+	v := viewerOf(r.Context())
+	res, err := c.Manager.ReplayReceipt(r.Context(), v.actor(), v.OrgID, d.Receipt.ID, true)
+	if err != nil {
+		c.refused(w, r, Prefix+"/receipts/"+d.Receipt.ID.String(), err)
+		return
+	}
+	c.renderPage(w, r, http.StatusOK, "dryrun", page{Nav: "receipts", Title: "Dry run of receipt " + d.Receipt.ID.String(),
+		Data: dryRunData{receiptData: d, Result: res, Currency: v.Currency}})
+}
+
+func (c *console) replay(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	back := Prefix + "/receipts/" + id.String()
+	res, err := c.Manager.ReplayReceipt(r.Context(), v.actor(), v.OrgID, id, false)
+	if err != nil {
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			c.failErr(w, r, err)
+			return
+		}
+		c.refused(w, r, back, err)
+		return
+	}
+	msg := "Replayed: the new receipt's outcome is " + string(res.Outcome) + " with " + strconv.Itoa(len(res.Changes)) + " change(s)."
+	if res.Error != nil {
+		msg += " " + *res.Error
+	}
+	c.done(w, r, Prefix+"/receipts/"+res.Receipt.ID.String(), msg)
+}
+
+func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	back := Prefix + "/receipts/" + id.String()
+	d, err := c.Manager.CancelReceipt(r.Context(), v.actor(), v.OrgID, id)
+	if err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	c.done(w, r, back, "Cancelled: the parked post is now "+string(d.Outcome)+"; it can be replayed later.")
+}
+
+// ---- bulk replays
+
+type bulkFormData struct {
+	Endpoints []api.EndpointItem
+	Outcomes  []domain.Outcome
+	Filter    url.Values
+	Chosen    map[string]bool
+}
+
+func (c *console) newBulkReplay(w http.ResponseWriter, r *http.Request) {
+	v := viewerOf(r.Context())
+	eps, err := c.allEndpoints(r, v.OrgID)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	chosen := map[string]bool{}
+	for _, o := range strings.Split(q.Get("outcome"), ",") {
+		if o != "" {
+			chosen[o] = true
+		}
+	}
+	if len(chosen) == 0 {
+		chosen["failed"] = true
+	}
+	c.renderPage(w, r, http.StatusOK, "bulk_new", page{Nav: "replays", Data: bulkFormData{Endpoints: eps, Outcomes: domain.Outcomes, Filter: q, Chosen: chosen}})
+}
+
+func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
+	v := viewerOf(r.Context())
+	back := Prefix + "/replays/new"
+	in := db.NewReplayBatch{OrgID: v.OrgID, DryRun: r.PostForm.Get("dry_run") != ""}
+	var err error
+	if in.Outcomes, err = domain.ParseOutcomes(strings.Join(r.PostForm["outcome"], ",")); err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	if raw := r.PostForm.Get("endpoint"); raw != "" {
+		id, perr := uuid.Parse(raw)
+		if perr != nil {
+			c.refused(w, r, back, domain.Errorf(domain.EINVALID, "the endpoint names no endpoint"))
+			return
+		}
+		in.EndpointID = &id
+	}
+	if in.ReceivedAfter, err = formTime("From", r.PostForm.Get("after")); err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	if in.ReceivedBefore, err = formTime("To", r.PostForm.Get("before")); err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	b, err := c.Manager.StartBulkReplay(r.Context(), v.actor(), in)
+	if err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	kind := "Bulk replay"
+	if b.DryRun {
+		kind = "Bulk dry run"
+	}
+	c.done(w, r, Prefix+"/replays/"+b.ID.String(), kind+" started over "+strconv.Itoa(b.Total)+" receipt(s).")
+}
+
+type bulkData struct {
+	Batch db.ReplayBatch
+}
+
+// bulkReplay shows a bulk replay's progress; while it runs, the page
+// reloads itself every two seconds (a meta refresh: no script needed).
+func (c *console) bulkReplay(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	b, err := c.DB.GetReplayBatch(r.Context(), v.OrgID, id)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	p := page{Nav: "replays", Title: "Bulk replay " + b.ID.String(), Data: bulkData{Batch: b}}
+	if b.Status == "running" {
+		p.Refresh = 2
+	}
+	c.renderPage(w, r, http.StatusOK, "bulk", p)
+}
+
+func (c *console) stopBulkReplay(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	back := Prefix + "/replays/" + id.String()
+	if _, err := c.Manager.StopBulkReplay(r.Context(), v.actor(), v.OrgID, id); err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	c.done(w, r, back, "Stopped: the receipts under way finish; the others are left as they are.")
+}
+
+// ---- webhooks
+
+type subscriptionsData struct {
+	Subscriptions []db.Subscription
+	Next          string
+	EventTypes    []string
+	Since         string
+}
+
+func (c *console) subscriptions(w http.ResponseWriter, r *http.Request) {
+	p, err := pageKey(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	list, err := c.DB.ListSubscriptionsPage(r.Context(), v.OrgID, p)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	d := subscriptionsData{EventTypes: domain.EventTypes, Since: now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
+	d.Subscriptions, d.Next = nextPage(r, list, func(x db.Subscription) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
+	c.render(w, r, http.StatusOK, "webhooks", d)
+}
+
+type createdSubscriptionData struct {
+	Subscription db.Subscription
+	Secret       string
+}
+
+func (c *console) createSubscription(w http.ResponseWriter, r *http.Request) {
+	v := viewerOf(r.Context())
+	events := r.PostForm["events"]
+	if _, err := domain.ParseEventTypes(strings.Join(events, ",")); err != nil {
+		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	s, err := c.Manager.CreateSubscription(r.Context(), v.actor(), v.OrgID, strings.TrimSpace(r.PostForm.Get("url")), events)
+	if err != nil {
+		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	c.renderPage(w, r, http.StatusCreated, "subscription_created", page{Nav: "webhooks",
+		Flash: "Subscription created. Copy its signing secret now: it is shown only this once.",
+		Data:  createdSubscriptionData{Subscription: s.Subscription, Secret: s.Secret}})
+}
+
+func (c *console) setSubscriptionActive(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	active := r.PostForm.Get("active") == "true"
+	s, err := c.Manager.UpdateSubscription(r.Context(), v.actor(), v.OrgID, id, db.SubscriptionChange{Active: &active})
+	if err != nil {
+		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	msg := "Subscription to " + s.URL + " switched off: no new deliveries."
+	if s.Active {
+		msg = "Subscription to " + s.URL + " switched on."
+	}
+	c.done(w, r, Prefix+"/webhooks", msg)
+}
+
+func (c *console) recover(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	since, err := formTime("Since", r.PostForm.Get("since"))
+	if err == nil && since == nil {
+		err = domain.Errorf(domain.EINVALID, "Since is required")
+	}
+	if err != nil {
+		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	n, err := c.Manager.Recover(r.Context(), v.actor(), v.OrgID, id, *since)
+	if err != nil {
+		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	c.done(w, r, Prefix+"/deliveries?subscription="+id.String(), "Recovered: "+strconv.Itoa(n)+" failed or exhausted delivery(ies) sent again.")
+}
+
+type deliveriesData struct {
+	Deliveries []db.WebhookDelivery
+	Next       string
+	Filter     url.Values
+	Statuses   []domain.WebhookStatus
+}
+
+func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
+	v := viewerOf(r.Context())
+	q := r.URL.Query()
+	f := db.DeliveryListFilter{Status: domain.WebhookStatus(q.Get("status")), EventType: strings.TrimSpace(q.Get("event_type"))}
+	if raw := q.Get("subscription"); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			c.fail(w, r, http.StatusBadRequest, "The subscription filter names no subscription.")
+			return
+		}
+		f.SubscriptionID = &id
+	}
+	p, err := pageKey(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	list, err := c.DB.ListWebhookDeliveriesPage(r.Context(), v.OrgID, f, p)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	d := deliveriesData{Filter: q, Statuses: []domain.WebhookStatus{domain.WebhookPending, domain.WebhookSucceeded, domain.WebhookFailed, domain.WebhookExhausted}}
+	d.Deliveries, d.Next = nextPage(r, list, func(x db.WebhookDelivery) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
+	c.render(w, r, http.StatusOK, "deliveries", d)
+}
+
+func (c *console) delivery(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	x, err := c.DB.GetWebhookDelivery(r.Context(), v.OrgID, id)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	c.renderPage(w, r, http.StatusOK, "delivery", page{Nav: "deliveries", Title: "Delivery " + x.ID.String(), Data: x})
+}
+
+func (c *console) resend(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	back := Prefix + "/deliveries/" + id.String()
+	if _, err := c.Manager.Resend(r.Context(), v.actor(), v.OrgID, id); err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	c.done(w, r, back, "Resent: an attempt of this delivery is being made now.")
+}
+
+// ---- audit log
+
+type auditData struct {
+	Entries []db.AuditEntry
+	Next    string
+}
+
+func (c *console) audit(w http.ResponseWriter, r *http.Request) {
+	p, err := pageKey(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	list, err := c.DB.ListAudit(r.Context(), v.OrgID, p)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	var d auditData
+	d.Entries, d.Next = nextPage(r, list, func(x db.AuditEntry) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
+	c.render(w, r, http.StatusOK, "audit", d)
+}

@@ -1,0 +1,423 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/console"
+)
+
+// chromiumPath is the browser the console's tests drive: CHROMIUM, or the
+// Debian package's /usr/bin/chromium.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("CHROMIUM")
+	if path == "" {
+		path = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the console's browser tests need a headless Chromium at %s (Debian: apt-get install -y chromium; "+
+			"or set CHROMIUM to its path): %v", path, err)
+	}
+	return path
+}
+
+// tab is a browser tab of its own (its own cookies) on the console.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	// shots is where to save screenshots ("" for none).
+	shots string
+}
+
+// newBrowser returns a tab factory: each tab is a headless Chromium of its
+// own (its own profile, so the cookies of one sign-in do not reach
+// another).
+func newBrowser(t *testing.T, base string) func() *tab {
+	t.Helper()
+	path := chromiumPath(t)
+	shots := os.Getenv("COMMERCE_CONSOLE_SCREENSHOTS")
+	if shots != "" && !filepath.IsAbs(shots) {
+		// Relative to the repository root, not to this package.
+		shots = filepath.Join("..", "..", shots)
+	}
+	return func() *tab {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.NoSandbox,
+			chromedp.WindowSize(1366, 900),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.Flag("lang", "en-GB"),
+		)
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		t.Cleanup(cancelAlloc)
+		ctx, cancel := chromedp.NewContext(actx)
+		t.Cleanup(cancel)
+		// Times are shown in the viewer's zone: this one's is London.
+		if err := chromedp.Run(ctx, emulation.SetTimezoneOverride("Europe/London")); err != nil {
+			t.Fatalf("starting Chromium (%s): %v", path, err)
+		}
+		return &tab{t: t, ctx: ctx, base: base, shots: shots}
+	}
+}
+
+// run runs browser actions, each step bounded so a stuck page fails the
+// test instead of hanging it.
+func (b *tab) run(what string, actions ...chromedp.Action) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		var html string
+		_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery, chromedp.AtLeast(0)))
+		b.t.Fatalf("%s: %v\npage: %s", what, err, html)
+	}
+}
+
+// respond runs actions that make the tab load a page, and returns that
+// page's HTTP status.
+func (b *tab) respond(what string, actions ...chromedp.Action) int64 {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, actions...)
+	if err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+	return resp.Status
+}
+
+func (b *tab) text(sel string) string {
+	b.t.Helper()
+	var s string
+	b.run("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
+	return strings.TrimSpace(s)
+}
+
+func (b *tab) present(sel string) bool {
+	b.t.Helper()
+	var n []byte
+	b.run("look for "+sel, chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q) !== null`, sel), &n))
+	return string(n) == "true"
+}
+
+func (b *tab) open(path string) int64 {
+	b.t.Helper()
+	return b.respond("open "+path, chromedp.Navigate(b.base+path))
+}
+
+// click clicks what sel finds and waits for the page it leads to.
+func (b *tab) click(sel string) int64 {
+	b.t.Helper()
+	return b.respond("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+}
+
+// screenshot saves the page as name.png when screenshots are asked for.
+func (b *tab) screenshot(name string) {
+	b.t.Helper()
+	if b.shots == "" {
+		return
+	}
+	var png []byte
+	b.run("screenshot "+name, chromedp.FullScreenshot(&png, 100))
+	if err := os.MkdirAll(b.shots, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// cookie is the tab's console session cookie (HttpOnly: read through the
+// browser's own protocol, as a script on the page could not).
+func (b *tab) cookie() *http.Cookie {
+	b.t.Helper()
+	var cookies []*network.Cookie
+	b.run("read cookies", chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		cookies, err = network.GetCookies().WithURLs([]string{b.base + "/console/"}).Do(ctx)
+		return err
+	}))
+	for _, c := range cookies {
+		if c.Name == "commerce_console" {
+			if !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/console" {
+				b.t.Fatalf("session cookie %+v is not HttpOnly, SameSite=Lax on /console", c)
+			}
+			return &http.Cookie{Name: c.Name, Value: c.Value}
+		}
+	}
+	b.t.Fatal("the tab has no console session cookie")
+	return nil
+}
+
+// signIn opens a fresh one-time link for email, as `commerce console login`
+// prints it.
+func (f *inboundFixture) signIn(b *tab, email string) {
+	f.T.Helper()
+	token, err := f.DB.CreateConsoleLink(context.Background(), f.org.ID, email)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	if status := b.open(strings.TrimPrefix(console.LoginURL(f.srv.URL, token), f.srv.URL)); status != 200 {
+		f.T.Fatalf("sign-in link answered %d", status)
+	}
+	if got := b.text("#flash"); !strings.Contains(got, "Signed in as "+email) {
+		f.T.Fatalf("after the sign-in link: %q", got)
+	}
+}
+
+// postForm posts a form to the console as a browser would, with the
+// session cookie of a tab, and returns the status.
+func (f *inboundFixture) postForm(cookie *http.Cookie, path string, form url.Values) (int, string) {
+	f.T.Helper()
+	req, _ := http.NewRequest("POST", f.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(cookie)
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// The console in a real browser: the owner signs in with a one-time link,
+// finds a failed post, dry-runs its replay (nothing is written), confirms
+// it (the invoice is recorded), cancels a parked post, and runs a bulk
+// replay whose page refreshes itself until it completes; a member sees no
+// replay button and a direct POST is refused 403; a form without its CSRF
+// token is refused 403. With COMMERCE_CONSOLE_SCREENSHOTS=dir it saves
+// screenshots of the pages on the way (docs/console.md).
+func TestConsoleInTheBrowser(t *testing.T) {
+	f := newInbound(t)
+	if _, err := f.DB.AddUser(context.Background(), f.org.ID, "member@acme.example", domain.UserMember); err != nil {
+		t.Fatal(err)
+	}
+	f.Outbox()
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
+	invoices, epID, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	f.endpoint(domain.ActionDeliveryStatus, false)
+	// Three invoices posted for SO-1 that failed (as if its total had been
+	// too small then): each applies when replayed now.
+	f.one(`WITH ins AS (
+		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, workflow_id, outcome, status_code, error, response)
+		SELECT id, $1, $2, 'order_invoice', now() - make_interval(mins => 90 - i), b, length(b), 'inbound/' || id, 'failed', 422,
+		       'the invoice amount is above order SO-1''s total', '{"error": "the invoice amount is above order SO-1''s total"}'
+		FROM (SELECT gen_random_uuid() AS id, i,
+		             convert_to(format('{"order_ref": "SO-1", "invoice_ref": "INV-%s", "amount_minor": %s}', i, 100 * i), 'UTF8') AS b
+		      FROM generate_series(1, 3) i) s
+		RETURNING 1) SELECT count(*)::text FROM ins`, epID)
+	// And one post for an order not there yet: it parks.
+	parked := f.post(invoices, `{"order_ref": "SO-LATER", "invoice_ref": "INV-P", "amount_minor": 100}`)
+	if parked.status != 202 || parked.str("outcome") != "parked" {
+		t.Fatalf("post for an order not there yet: %d %s", parked.status, parked.raw)
+	}
+
+	newTab := newBrowser(t, f.srv.URL)
+	owner := newTab()
+
+	// Sign in: the link works once.
+	f.signIn(owner, "owner@acme.example")
+	owner.cookie()
+	owner.screenshot("endpoints")
+	if got := owner.text("main table tbody"); !strings.Contains(got, "failed 3") || !strings.Contains(got, "parked 1") {
+		t.Fatalf("endpoints page counts: %q", got)
+	}
+	// Times are in the viewer's zone; their UTC text stays as the title.
+	var title string
+	var ok bool
+	owner.run("read a time", chromedp.AttributeValue("main time", "title", &title, &ok, chromedp.ByQuery))
+	if shown := owner.text("main time"); !ok || !strings.HasSuffix(title, "UTC") || shown == title || strings.HasSuffix(shown, "UTC") {
+		t.Fatalf("time shown %q (UTC %q): not converted to the viewer's zone", shown, title)
+	}
+
+	// Finding the failed post: follow the endpoint's count, then search by
+	// reference.
+	if status := owner.click(`a.o-failed`); status != 200 {
+		t.Fatalf("receipts page: %d", status)
+	}
+	if got := owner.text("main table tbody"); strings.Count(got, "failed") != 3 {
+		t.Fatalf("the failed receipts are not listed: %q", got)
+	}
+	owner.run("search by reference", chromedp.SetValue(`input[name="ref"]`, "INV-2", chromedp.ByQuery))
+	owner.click(`form.filters button[type="submit"]`)
+	owner.screenshot("receipts")
+	var links []string
+	owner.run("list receipts", chromedp.Evaluate(`[...document.querySelectorAll("a.receipt-link")].map(a => a.textContent)`, &links))
+	if len(links) != 1 {
+		t.Fatalf("search for INV-2 lists %v", links)
+	}
+	failed := links[0]
+	owner.click("a.receipt-link")
+	if got := owner.text("#outcome"); got != "failed" {
+		t.Fatalf("receipt page outcome %q", got)
+	}
+	if got := owner.text("#body"); !strings.Contains(got, `"invoice_ref": "INV-2"`) {
+		t.Fatalf("receipt body %q", got)
+	}
+	if got := owner.text("main"); !strings.Contains(got, "GBP 2.00") {
+		t.Fatalf("the receipt's amount is not shown as money: %q", got)
+	}
+	owner.screenshot("receipt")
+
+	// Dry run: the preview shows the change and writes nothing.
+	if status := owner.click("#dry-run"); status != 200 {
+		t.Fatalf("dry run: %d", status)
+	}
+	if got := owner.text("#dry-outcome"); got != "applied" {
+		t.Fatalf("dry run outcome %q", got)
+	}
+	if got := owner.text("table.changes"); !strings.Contains(got, "invoice:INV-2") {
+		t.Fatalf("dry run changes %q", got)
+	}
+	owner.screenshot("dry-run")
+	if n := f.count(`SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND replay_of IS NOT NULL`); n != 0 {
+		t.Fatalf("the dry run made %d replays", n)
+	}
+	if n := f.count(`SELECT count(*) FROM order_invoices WHERE org_id = $1 AND invoice_ref = 'INV-2'`); n != 0 {
+		t.Fatal("the dry run recorded the invoice")
+	}
+
+	// Confirm: the replay applies, and its receipt page says so.
+	owner.click("#confirm-replay")
+	if got := owner.text("#flash"); !strings.HasPrefix(got, "Replayed: the new receipt's outcome is applied") {
+		t.Fatalf("after the replay: %q", got)
+	}
+	if got := owner.text("#outcome"); got != "applied" {
+		t.Fatalf("the replay's receipt is %q", got)
+	}
+	if !owner.present(`#temporal-link[href^="` + TemporalUIURL + `/namespaces/"]`) {
+		t.Fatal("the receipt page has no link to its workflow in the Temporal UI")
+	}
+	if n := f.count(`SELECT count(*) FROM order_invoices WHERE org_id = $1 AND invoice_ref = 'INV-2'`); n != 1 {
+		t.Fatal("the replay did not record the invoice")
+	}
+	if n := f.count(`SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND replay_of = $2`, failed); n != 1 {
+		t.Fatalf("%d replays of the receipt", n)
+	}
+
+	// Cancel the parked post.
+	owner.open("/console/receipts/" + parked.receipt)
+	owner.click("#cancel")
+	if got := owner.text("#flash"); !strings.HasPrefix(got, "Cancelled") || owner.text("#outcome") != "cancelled" {
+		t.Fatalf("after cancelling: %q, outcome %q", got, owner.text("#outcome"))
+	}
+
+	// A form without its CSRF token is refused 403 and changes nothing.
+	owner.open("/console/")
+	owner.run("drop the CSRF token", chromedp.Evaluate(
+		`document.querySelector('form[action$="/pause"] input[name="csrf"]').remove()`, nil))
+	if status := owner.click(`form[action$="/pause"] button`); status != http.StatusForbidden {
+		t.Fatalf("pause without a CSRF token answered %d", status)
+	}
+	if got := owner.text("#error"); !strings.Contains(got, "CSRF") {
+		t.Fatalf("the refusal says %q", got)
+	}
+	if n := f.count(`SELECT count(*) FROM inbound_endpoints WHERE org_id = $1 AND state <> 'active'`); n != 0 {
+		t.Fatal("a form without its CSRF token paused an endpoint")
+	}
+
+	// A member reads, but has no replay button, and a direct POST with the
+	// member's own session and CSRF token is refused 403.
+	member := newTab()
+	f.signIn(member, "member@acme.example")
+	member.open("/console/receipts/" + failed)
+	if got := member.text("#outcome"); got != "failed" {
+		t.Fatalf("the member reads outcome %q", got)
+	}
+	if member.present("#dry-run") || member.present(`form[action$="/replay"]`) {
+		t.Fatal("the member is shown a replay button")
+	}
+	var token string
+	member.run("read the member's CSRF token", chromedp.Value(`input[name="csrf"]`, &token, chromedp.ByQuery))
+	if status, body := f.postForm(member.cookie(), "/console/receipts/"+failed+"/replay", url.Values{"csrf": {token}}); status != http.StatusForbidden ||
+		!strings.Contains(body, "member@acme.example is a member") {
+		t.Fatalf("the member's replay POST answered %d: %s", status, body)
+	}
+	if n := f.count(`SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND replay_of = $2`, failed); n != 1 {
+		t.Fatalf("the member's POST replayed: %d replays", n)
+	}
+
+	// Bulk replay of the failed posts, with its progress. The worker is
+	// stopped while it starts, so the first page shows it running; the page
+	// then refreshes itself (no clicks) until it completes.
+	f.Worker.Stop()
+	owner.open("/console/receipts?outcome=failed&endpoint=" + epID)
+	owner.click(`a[href^="/console/replays/new?"]`)
+	owner.screenshot("bulk-replay-form")
+	owner.click("#start-bulk")
+	if got := owner.text("#flash"); !strings.Contains(got, "started over 3 receipt(s)") {
+		t.Fatalf("after starting the bulk replay: %q", got)
+	}
+	if got := owner.text("#batch-status"); got != "running" {
+		t.Fatalf("bulk replay %q before its worker runs", got)
+	}
+	owner.screenshot("bulk-replay-running")
+	f.Worker = f.StartWorker()
+	f.eventuallyWithin(2*time.Minute, "the bulk replay page showing it completed", func() bool {
+		var s string
+		ctx, cancel := context.WithTimeout(owner.ctx, 5*time.Second)
+		defer cancel()
+		// The page reloads itself meanwhile: a read may meet it mid-load.
+		_ = chromedp.Run(ctx, chromedp.Text("#batch-status", &s, chromedp.ByQuery))
+		return strings.TrimSpace(s) == "completed"
+	})
+	if done, total, failedN := owner.text("#batch-done"), owner.text("#batch-total"), owner.text("#batch-failed"); done != "3" || total != "3" || failedN != "0" {
+		t.Fatalf("bulk replay done %s of %s, %s failed; want 3 of 3, none failed", done, total, failedN)
+	}
+	owner.screenshot("bulk-replay-completed")
+	// Each invoice once: INV-2's effect, recorded by its first replay, is
+	// not made again.
+	if n := f.count(`SELECT count(*) FROM order_invoices WHERE org_id = $1 AND invoice_ref IN ('INV-1', 'INV-2', 'INV-3')`); n != 3 {
+		t.Fatalf("%d invoices recorded for the three posts", n)
+	}
+
+	// Webhooks: subscribe (the secret shown once), then the deliveries of
+	// what the replays emitted, and resend one.
+	owner.open("/console/webhooks")
+	owner.run("fill the subscription", chromedp.SetValue("#s-url", rc.srv.URL+"/hooks", chromedp.ByQuery))
+	if status := owner.click(`form[action="/console/webhooks"] button`); status != http.StatusCreated {
+		t.Fatalf("subscribe: %d", status)
+	}
+	if secret := owner.text("#subscription-secret"); !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("subscription secret %q", secret)
+	}
+	f.seed(`{"orders": [{"number": "SO-LATER", "status": "confirmed", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1000}]}]}`)
+	owner.open("/console/receipts/" + parked.receipt)
+	owner.click("#dry-run")
+	owner.click("#confirm-replay")
+	f.eventually("a delivery of the replay's event", func() bool {
+		return f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'`) > 0
+	})
+	owner.open("/console/deliveries")
+	owner.screenshot("deliveries")
+	owner.click(`form[action$="/resend"] button`)
+	if got := owner.text("#flash"); !strings.HasPrefix(got, "Resent") {
+		t.Fatalf("after resending: %q", got)
+	}
+
+	// The audit log names the console user for each write.
+	owner.open("/console/audit")
+	owner.screenshot("audit")
+	got := owner.text("main table")
+	for _, want := range []string{"console:owner@acme.example", "receipt.replay", "receipt.cancel", "replay_batch.start", "subscription.create", "delivery.resend"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("the audit log lacks %q: %s", want, got)
+		}
+	}
+}
