@@ -7,7 +7,7 @@
 
 GO ?= go
 
-.PHONY: run test vet build race fmt lint-openapi bench
+.PHONY: run test test-postgres vet build race fmt lint-openapi bench
 
 run:
 	$(GO) run ./cmd/commerce dev
@@ -23,6 +23,11 @@ test: vet
 	$(GO) test -run='^$$' -fuzz='^FuzzProductsBodyReadMatchesDecode$$' -fuzztime=30000x -timeout 10m ./domain
 	$(GO) test -run='^$$' -fuzz='^FuzzListQuery$$' -fuzztime=15000x -timeout 10m ./api
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=300000x -timeout 10m ./internal/cursor
+
+# The end-to-end suite again, its Temporal server on PostgreSQL (persistence
+# and visibility in databases of each test's own, dropped when it ends).
+test-postgres:
+	COMMERCE_E2E_TEMPORAL_STORE=postgres $(GO) test -count=1 -timeout 45m ./internal/e2e
 
 vet:
 	$(GO) vet ./...

@@ -60,6 +60,10 @@ type devOptions struct {
 	dir          string
 	temporalPort int
 	uiPort       int
+	// temporalStore is where the embedded Temporal server keeps its state:
+	// "sqlite" (a file under dir) or "postgres" (two databases beside the
+	// service's).
+	temporalStore string
 }
 
 // Command is `commerce dev`.
@@ -76,11 +80,12 @@ func Command() *cobra.Command {
 		Use:   "dev",
 		Short: "Run everything on this machine: Postgres, Temporal + UI, API and worker, with demo data",
 		Long: "dev runs the whole service in one process with no other set-up: an embedded Temporal server\n" +
-			"(SQLite under --dir) with its Web UI, a private PostgreSQL cluster under --dir/pg (or the\n" +
-			"database in DATABASE_URL when it is set), the migrations, a demo organisation with example data\n" +
-			"and an all-scopes API key on first start, then the API and the worker. It prints the addresses\n" +
-			"and the key and writes them to --dir/dev.json. Ctrl-C stops everything; a second start reuses\n" +
-			"the data.",
+			"(SQLite under --dir; with --temporal-store postgres, the databases <db>_temporal and\n" +
+			"<db>_temporal_visibility beside the service's database <db>) with its Web UI, a private\n" +
+			"PostgreSQL cluster under --dir/pg (or the database in DATABASE_URL when it is set), the\n" +
+			"migrations, a demo organisation with example data and an all-scopes API key on first start,\n" +
+			"then the API and the worker. It prints the addresses and the key and writes them to\n" +
+			"--dir/dev.json. Ctrl-C stops everything; a second start reuses the data.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), cfg, opts, cmd.OutOrStdout())
@@ -91,6 +96,9 @@ func Command() *cobra.Command {
 	cmd.Flags().StringVar(&opts.dir, "dir", ".commerce", "directory for local state (databases, key, dev.json)")
 	cmd.Flags().IntVar(&opts.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port")
 	cmd.Flags().IntVar(&opts.uiPort, "ui-port", 8233, "Temporal Web UI port")
+	cmd.Flags().StringVar(&opts.temporalStore, "temporal-store", "sqlite",
+		"where the embedded Temporal server keeps its state: sqlite (--dir/temporal.db) or postgres "+
+			"(persistence and visibility in the databases <db>_temporal and <db>_temporal_visibility of the service's cluster, created when missing)")
 	cfg.Flags(cmd.Flags(), "COMMERCE_LISTEN", "COMMERCE_BASE_URL", "TEMPORAL_NAMESPACE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
@@ -124,6 +132,12 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		return err
 	}
 	cfg.AllowPrivateTargets = true
+	if opts.temporalStore == "" {
+		opts.temporalStore = "sqlite"
+	}
+	if opts.temporalStore != "sqlite" && opts.temporalStore != "postgres" {
+		return fmt.Errorf("--temporal-store %q: want sqlite or postgres", opts.temporalStore)
+	}
 
 	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -182,10 +196,19 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		return err
 	}
 	defer func() { _ = serverLog.Sync() }()
+	var temporalPG *devtemporal.Postgres
+	if opts.temporalStore == "postgres" {
+		p, err := devtemporal.PostgresFor(cfg.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		temporalPG = &p
+	}
 	var tsrv *devtemporal.Server
-	if err := step(out, "Temporal server and Web UI", func() error {
+	if err := step(out, "Temporal server ("+opts.temporalStore+") and Web UI", func() error {
 		tsrv, err = devtemporal.Start(ctx, devtemporal.Config{
 			DBFile:       filepath.Join(opts.dir, "temporal.db"),
+			Postgres:     temporalPG,
 			Namespace:    cfg.TemporalNamespace,
 			FrontendPort: opts.temporalPort,
 			UIPort:       opts.uiPort,

@@ -3,6 +3,8 @@ package dev
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,16 +12,21 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cli"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/testdb"
 )
 
 func freePort(t *testing.T) int {
@@ -311,4 +318,75 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	if resp.StatusCode != 200 || len(again.Products) == 0 {
 		t.Fatalf("products after restart: %d %s", resp.StatusCode, body)
 	}
+}
+
+// With --temporal-store postgres the embedded Temporal server keeps its state
+// in two databases beside the service's: they are made on first start, the
+// service's workflows run on them, and a second start carries on with them.
+func TestDevRunsTemporalOnPostgresBesideTheServiceDatabase(t *testing.T) {
+	b := make([]byte, 6)
+	_, _ = crand.Read(b)
+	name := fmt.Sprintf("devtest_%d_%s", time.Now().Unix(), hex.EncodeToString(b))
+	u, err := url.Parse(testdb.ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	t.Setenv("DATABASE_URL", u.String())
+	t.Setenv("COMMERCE_SECRET_KEY", "")
+	u.Path = "/postgres"
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{name, name + "_temporal", name + "_temporal_visibility"} {
+			if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)"); err != nil {
+				t.Errorf("drop %s: %v", n, err)
+			}
+		}
+		admin.Close(ctx)
+	})
+	dir := filepath.Join(t.TempDir(), ".commerce")
+	opts := devOptions{temporalPort: freePort(t), uiPort: freePort(t), temporalStore: "postgres"}
+
+	// Each post changes the order, through a workflow of the embedded server.
+	post := func(st devState, status string) {
+		t.Helper()
+		resp, err := http.Post(st.InboundURLs[domain.ActionERPOrderStatus], "application/json",
+			strings.NewReader(`{"order_ref": "SO-2026-0204", "status": "`+status+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"outcome":"applied"`) {
+			t.Fatalf("inbound post: %d %s", resp.StatusCode, body)
+		}
+	}
+	st, stop := startDev(t, dir, opts, "")
+	var have []string
+	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE $1 ORDER BY datname", name+"%")
+	if err == nil {
+		have, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{name, name + "_temporal", name + "_temporal_visibility"}; !slices.Equal(have, want) {
+		t.Fatalf("databases %v, want %v", have, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "temporal.db")); err == nil {
+		t.Fatal("the postgres store made a SQLite file")
+	}
+	post(st, "processing")
+	stop()
+
+	st2, stop2 := startDev(t, dir, opts, st.BaseURL)
+	defer stop2()
+	if st2.APIKey != st.APIKey {
+		t.Fatal("second start made a new key")
+	}
+	post(st2, "fulfilled")
 }

@@ -1,8 +1,10 @@
 // Package e2e runs the service's end-to-end tests: a real Temporal server
-// in-process (go.temporal.io/server/temporaltest), a worker with the
-// service's workflows and activities, and a real Postgres schema of the
-// test's own. All end-to-end tests live in this package, so the Temporal
-// server is linked into one test binary only.
+// in-process (go.temporal.io/server/temporaltest on in-memory SQLite, or with
+// COMMERCE_E2E_TEMPORAL_STORE=postgres the development server on PostgreSQL
+// databases of the test's own), a worker with the service's workflows and
+// activities, and a real Postgres schema of the test's own. All end-to-end
+// tests live in this package, so the Temporal server is linked into one test
+// binary only.
 package e2e
 
 import (
@@ -37,7 +39,7 @@ import (
 type Env struct {
 	T         *testing.T
 	DB        *testdb.DB
-	Server    *temporaltest.TestServer
+	Server    TemporalServer
 	Temporal  client.Client
 	Namespace string
 	// Workflows starts and signals the service's workflows, as the API and
@@ -49,11 +51,21 @@ type Env struct {
 
 // Start brings up a Temporal server with the search attributes,
 // starts a worker on the service's task queue and returns the environment.
-// Everything stops when the test ends.
+// Everything stops when the test ends. The server's store is chosen by
+// COMMERCE_E2E_TEMPORAL_STORE (see StoreEnv).
 func Start(t *testing.T) *Env {
 	t.Helper()
 	d := testdb.New(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	if postgresStore(t) {
+		// The namespace is made with the search attributes, before the
+		// server starts.
+		ps := NewPostgresServer(t, "commerce-e2e", workflows.SearchAttributes())
+		env := &Env{T: t, DB: d, Server: ps, Temporal: ps.Client(), Namespace: "commerce-e2e", Log: log}
+		env.Workflows = workflows.NewClient(env.Temporal, env.Namespace)
+		env.Worker = env.StartWorker()
+		return env
+	}
 	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseServerOptions(
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
 			// The test server makes its namespace before it can be given the

@@ -19,14 +19,21 @@ import (
 // `commerce serve` refuse a namespace that lacks them, naming each one and
 // the command that creates it.
 func TestStartRefusesANamespaceWithoutTheSearchAttributes(t *testing.T) {
-	ts := temporaltest.NewServer(temporaltest.WithT(t)) // a namespace made without them
+	// A namespace made without them.
+	var addr, ns string
+	if postgresStore(t) {
+		ns = "without-attributes"
+		addr = NewPostgresServer(t, ns, nil).GetFrontendHostPort()
+	} else {
+		ts := temporaltest.NewServer(temporaltest.WithT(t))
+		addr, ns = ts.GetFrontendHostPort(), ts.GetDefaultNamespace()
+	}
 	d := testdb.New(t)
 	t.Setenv("COMMERCE_SECRET_KEY", hex.EncodeToString(ServiceKey))
-	ns := ts.GetDefaultNamespace()
 	for _, args := range [][]string{{"worker"}, {"serve", "--listen", "127.0.0.1:0"}} {
 		t.Run(args[0], func(t *testing.T) {
 			root := cli.NewRoot()
-			root.SetArgs(append(args, "--database-url", d.URL, "--temporal-address", ts.GetFrontendHostPort(), "--temporal-namespace", ns))
+			root.SetArgs(append(args, "--database-url", d.URL, "--temporal-address", addr, "--temporal-namespace", ns))
 			root.SetOut(io.Discard)
 			root.SetErr(io.Discard)
 			// Bounds a process that would wrongly run on.

@@ -1,15 +1,17 @@
-// Package devtemporal runs a single-process Temporal server backed by SQLite,
-// with the Temporal Web UI beside it, for `commerce dev`.
+// Package devtemporal runs a single-process Temporal server, with the
+// Temporal Web UI beside it, for `commerce dev` and the end-to-end tests.
 //
 // It follows the configuration the server's own temporaltest package uses
-// (which cannot be imported for this purpose) and keeps state in a file so a
-// second start finds the workflows of the first.
+// (which cannot be imported for this purpose) and keeps its state either in
+// a SQLite file or in two databases of a PostgreSQL cluster, so a second
+// start finds the workflows of the first.
 package devtemporal
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -36,12 +38,17 @@ import (
 // Config says where the server keeps its state and where it listens.
 type Config struct {
 	// DBFile is the SQLite file; it is created (with the schema) when missing.
+	// It is not used when Postgres is set.
 	DBFile string
+	// Postgres, when set, keeps persistence and visibility on PostgreSQL
+	// instead of SQLite.
+	Postgres *Postgres
 	// Namespace is registered on start when missing.
 	Namespace string
 	// IP is the address every service binds to (127.0.0.1 when empty).
 	IP string
-	// FrontendPort is the gRPC port clients dial (7233 when zero).
+	// FrontendPort is the gRPC port clients dial (7233 when zero, a free one
+	// when negative).
 	FrontendPort int
 	// UIPort is the Web UI's HTTP port; a negative value disables the UI.
 	UIPort int
@@ -59,8 +66,11 @@ type Server struct {
 	uiURL    string
 }
 
-// Start creates the SQLite schema when needed, registers the namespace and
-// starts the server; it returns once the frontend accepts connections.
+// Start creates the store's schema when needed, registers the namespace with
+// its search attributes and starts the server; it returns once the frontend
+// accepts connections. The namespace and its search attributes are in the
+// store before the server starts, so its namespace registry has them from
+// its first read.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.IP == "" {
 		cfg.IP = "127.0.0.1"
@@ -74,6 +84,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.FrontendPort < 0 {
+		p, err := freePorts(cfg.IP, 1)
+		if err != nil {
+			return nil, err
+		}
+		cfg.FrontendPort = p[0]
+	}
 	if err := portFree(cfg.IP, cfg.FrontendPort); err != nil {
 		return nil, fmt.Errorf("temporal frontend port: %w", err)
 	}
@@ -86,24 +103,55 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 
-	// Write-ahead logging with synchronous=NORMAL: commits survive the
-	// process dying (not a power cut, which a development server may lose the
-	// last moments of) without a flush per commit. One connection: the
-	// server's transactions may not run side by side on SQLite. (Keys that are
-	// not URI parameters become PRAGMAs, without a leading underscore.)
-	sqlCfg := &config.SQL{
-		PluginName:        sqliteplugin.PluginName,
-		DatabaseName:      cfg.DBFile,
-		ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
-	}
-	if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o700); err != nil {
-			return nil, err
+	logger := cfg.Logger.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	tlogger := tlog.NewZapLogger(logger)
+	var persistence config.Persistence
+	var sqlCfg *config.SQL // where the namespace is registered
+	if cfg.Postgres != nil {
+		if err := cfg.Postgres.setup(tlogger); err != nil {
+			return nil, fmt.Errorf("temporal postgres schema: %w", err)
 		}
-		if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
-			return nil, fmt.Errorf("temporal sqlite schema: %w", err)
+		sqlCfg = cfg.Postgres.sql(cfg.Postgres.Database)
+		persistence = config.Persistence{
+			DefaultStore:     "postgres",
+			VisibilityStore:  "postgres-visibility",
+			NumHistoryShards: 1,
+			DataStores: map[string]config.DataStore{
+				"postgres":            {SQL: sqlCfg},
+				"postgres-visibility": {SQL: cfg.Postgres.sql(cfg.Postgres.VisibilityDatabase)},
+			},
+		}
+	} else {
+		// Write-ahead logging with synchronous=NORMAL: commits survive the
+		// process dying (not a power cut, which a development server may lose
+		// the last moments of) without a flush per commit. One connection: the
+		// server's transactions may not run side by side on SQLite. (Keys that
+		// are not URI parameters become PRAGMAs, without a leading underscore.)
+		sqlCfg = &config.SQL{
+			PluginName:        sqliteplugin.PluginName,
+			DatabaseName:      cfg.DBFile,
+			ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
+		}
+		if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o700); err != nil {
+				return nil, err
+			}
+			if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
+				return nil, fmt.Errorf("temporal sqlite schema: %w", err)
+			}
+		}
+		persistence = config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
 		}
 	}
+	// The server module's namespace pre-registration lives in its SQLite
+	// schema package but writes through the generic SQL persistence layer, so
+	// it serves the Postgres store as well. The search attributes take
+	// columns of the SQL visibility schema as the namespace's aliases. A
+	// namespace that exists is left as it is.
 	ns, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, cfg.SearchAttributes)
 	if err != nil {
 		return nil, err
@@ -130,12 +178,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 				ListenAddress: net.JoinHostPort(cfg.IP, strconv.Itoa(ports[0])), HandlerPath: "/metrics",
 			}},
 		},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-		},
+		Persistence: persistence,
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
 			FailoverVersionIncrement: 10,
@@ -162,11 +205,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}},
 		PublicClient: config.PublicClient{HostPort: frontend},
 	}
-	logger := cfg.Logger.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(serverCfg),
 		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithLogger(tlog.NewZapLogger(logger)),
+		temporal.WithLogger(tlogger),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
 			// One server: one partition per task queue, so a task never waits
 			// in a partition that no poller is polling to be forwarded.
@@ -233,6 +275,10 @@ func portFree(ip string, port int) error {
 	return l.Close()
 }
 
+// freePorts finds n ports free on ip, between 20000 and 32767: the Postgres
+// schema keeps the services' membership ports in a smallint (a port from the
+// kernel's ephemeral range, 32768 and up, does not fit), and a port there is
+// not handed to another listener on port 0 between this check and the bind.
 func freePorts(ip string, n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
@@ -241,10 +287,13 @@ func freePorts(ip string, n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	for tries := 0; len(ports) < n; tries++ {
+		if tries >= 1000 {
+			return nil, fmt.Errorf("no %d free ports between 20000 and 32767 on %s", n, ip)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(20000+rand.IntN(12768))))
 		if err != nil {
-			return nil, err
+			continue
 		}
 		listeners = append(listeners, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
