@@ -36,7 +36,7 @@ func main() {
 	flag.IntVar(&o.Clients, "clients", 50, "posts in flight at once")
 	flag.Float64Var(&o.KillAt, "kill-at", 0.3, "share of the work (posts applied + deliveries made) done when the worker is killed")
 	flag.DurationVar(&o.Settle, "settle", 5*time.Minute, "how long a run waits, after the kill, for everything to settle")
-	flag.StringVar(&o.TemporalStore, "temporal-store", "sqlite", "the embedded Temporal server's persistence")
+	flag.StringVar(&o.TemporalStore, "temporal-store", "sqlite", "the embedded Temporal server's persistence: sqlite, or postgres (two databases beside the run's own)")
 	flag.StringVar(&o.Bin, "bin", "", "a commerce binary to run as the worker (built from the module when empty)")
 	flag.Parse()
 	o.Out = os.Stdout

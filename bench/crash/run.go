@@ -65,18 +65,28 @@ func (o Options) validate() error {
 	case o.KillAt <= 0 || o.KillAt >= 1:
 		return errors.New("-kill-at must be between 0 and 1")
 	}
-	_, err := temporalStore(o.TemporalStore, "")
-	return err
+	switch o.TemporalStore {
+	case "sqlite", "postgres", "":
+		return nil
+	}
+	return fmt.Errorf("-temporal-store %q: want sqlite or postgres", o.TemporalStore)
 }
 
-// temporalStore configures the embedded Temporal server's persistence in
-// dir.
-func temporalStore(store, dir string) (devtemporal.Config, error) {
+// temporalStore configures the embedded Temporal server's persistence: a
+// SQLite file in dir, or two Postgres databases beside the run's database
+// (dbURL), which the run drops at its end.
+func temporalStore(store, dir, dbURL string) (devtemporal.Config, func(), error) {
 	switch store {
 	case "sqlite", "":
-		return devtemporal.Config{DBFile: filepath.Join(dir, "temporal.db")}, nil
+		return devtemporal.Config{DBFile: filepath.Join(dir, "temporal.db")}, func() {}, nil
+	case "postgres":
+		p, err := devtemporal.PostgresFor(dbURL)
+		if err != nil {
+			return devtemporal.Config{}, nil, err
+		}
+		return devtemporal.Config{Postgres: &p}, func() { _ = p.Drop() }, nil
 	default:
-		return devtemporal.Config{}, fmt.Errorf("-temporal-store %q: the embedded Temporal server stores in sqlite", store)
+		return devtemporal.Config{}, nil, fmt.Errorf("-temporal-store %q: want sqlite or postgres", store)
 	}
 }
 
@@ -225,10 +235,11 @@ func (s *setup) start(ctx context.Context) error {
 
 	// The Temporal server lives in this process, so the worker's death
 	// does not touch it.
-	tcfg, err := temporalStore(s.opts.TemporalStore, dir)
+	tcfg, dropStore, err := temporalStore(s.opts.TemporalStore, dir, dbURL)
 	if err != nil {
 		return err
 	}
+	s.stops = append(s.stops, dropStore)
 	port, err := freePort()
 	if err != nil {
 		return err

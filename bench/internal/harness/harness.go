@@ -6,7 +6,6 @@ package harness
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -54,11 +53,16 @@ func ReusedDatabase(ctx context.Context, schema string, keep bool) (*db.DB, func
 	return database(ctx, schema, true, keep)
 }
 
-func database(ctx context.Context, schema string, reuse, keep bool) (*db.DB, func(), error) {
-	base := os.Getenv("BENCH_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/commerce_bench?sslmode=disable"
+// benchURL is the bench database's URL.
+func benchURL() string {
+	if u := os.Getenv("BENCH_DATABASE_URL"); u != "" {
+		return u
 	}
+	return "postgres://postgres@127.0.0.1:5432/commerce_bench?sslmode=disable"
+}
+
+func database(ctx context.Context, schema string, reuse, keep bool) (*db.DB, func(), error) {
+	base := benchURL()
 	if _, err := db.EnsureDatabase(ctx, base); err != nil {
 		return nil, nil, err
 	}
@@ -117,12 +121,7 @@ func StoreFlag(p *string) {
 // with acts, and returns a client and a function that stops it all.
 func Temporal(ctx context.Context, acts *activities.Activities, store string) (client.Client, func(), error) {
 	switch store {
-	case StoreSQLite, "":
-	case StorePostgres:
-		// devtemporal runs on SQLite only for now; once its Config can name
-		// a Postgres store, this case sets it (a database of its own beside
-		// the bench database) and the rows run on it.
-		return nil, nil, errors.New("-temporal-store postgres: the embedded Temporal server has no Postgres store yet")
+	case StoreSQLite, "", StorePostgres:
 	default:
 		return nil, nil, fmt.Errorf("-temporal-store %q: want one of %s", store, strings.Join(Stores, ", "))
 	}
@@ -143,8 +142,22 @@ func Temporal(ctx context.Context, acts *activities.Activities, store string) (c
 		stop()
 		return nil, nil, err
 	}
-	tsrv, err := devtemporal.Start(ctx, devtemporal.Config{DBFile: filepath.Join(dir, "temporal.db"), Namespace: "default",
-		FrontendPort: port, UIPort: -1, Logger: zap.NewNop(), SearchAttributes: workflows.SearchAttributes()})
+	cfg := devtemporal.Config{DBFile: filepath.Join(dir, "temporal.db"), Namespace: "default",
+		FrontendPort: port, UIPort: -1, Logger: zap.NewNop(), SearchAttributes: workflows.SearchAttributes()}
+	if store == StorePostgres {
+		// Two databases of their own beside the bench database, dropped
+		// when the run stops.
+		p, err := devtemporal.PostgresFor(benchURL())
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		p.Database, p.VisibilityDatabase = "commerce_bench_temporal", "commerce_bench_temporal_visibility"
+		_ = p.Drop()
+		cfg.Postgres = &p
+		stops = append(stops, func() { _ = p.Drop() })
+	}
+	tsrv, err := devtemporal.Start(ctx, cfg)
 	if err != nil {
 		stop()
 		return nil, nil, err
