@@ -103,17 +103,28 @@ func listPage[T any](ctx context.Context, q querier, selectSQL, table, alias str
 // oldest other transaction holding that lock now, or the start of this
 // statement when there is none: a transaction that takes the lock later
 // writes its rows later. It is read in a statement before the list's own,
-// whose snapshot then holds every transaction that had ended by then. A
+// whose snapshot then holds every transaction that had ended by then.
+//
+// pg_locks and pg_stat_activity are read one after the other, so a holder
+// may have ended its transaction (idle: no xact_start) or its session (no
+// row) in between: its rows are committed and it holds nothing back. A
 // holder whose start is hidden (a session of another database role, seen
-// without pg_read_all_stats) holds the horizon at its lowest until it ends.
+// without pg_read_all_stats: no state) or a prepared transaction (no pid)
+// holds the horizon at its lowest until it ends. pg_locks lists every
+// database's locks; relation ids are those of this one.
 func syncHorizon(ctx context.Context, q querier, table string) (time.Time, error) {
 	var h pgtype.Timestamptz
 	err := q.QueryRow(ctx, `
 		SELECT least(statement_timestamp(),
-		             (SELECT min(coalesce(a.xact_start, '-infinity'))
+		             (SELECT min(CASE WHEN l.pid IS NULL THEN '-infinity'
+		                              WHEN a.pid IS NULL THEN NULL
+		                              WHEN a.state IS NULL THEN '-infinity'
+		                              ELSE a.xact_start END)
 		              FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-		              WHERE l.locktype = 'relation' AND l.relation = $1::regclass AND l.mode = 'RowExclusiveLock'
-		                AND l.pid <> pg_backend_pid()))`, table).Scan(&h)
+		              WHERE l.locktype = 'relation'
+		                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		                AND l.relation = $1::regclass AND l.mode = 'RowExclusiveLock'
+		                AND l.pid IS DISTINCT FROM pg_backend_pid()))`, table).Scan(&h)
 	if err != nil {
 		return time.Time{}, err
 	}
