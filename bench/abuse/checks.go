@@ -16,6 +16,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/commerce-integration/commerce/signature"
+
+	"github.com/commerce-integration/commerce/bench/internal/procs"
 )
 
 // Answers the checks allow.
@@ -541,7 +543,7 @@ func (s *suite) statusStays(ctx context.Context, c *check, path, ref, want strin
 // (422).
 func (s *suite) idempotencyKey(ctx context.Context) {
 	c := s.check("Idempotency-Key repeated, and with another body")
-	key := "abuse-" + randomHex(8)
+	key := "abuse-" + procs.RandomHex(8)
 	text := "abuse idempotency " + key
 	post := func(what, body string, want ...int) probe {
 		p := s.inbound("create_request", what, []byte(body), want...)

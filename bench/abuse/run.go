@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/commerce-integration/commerce/examples"
+
+	"github.com/commerce-integration/commerce/bench/internal/procs"
 )
 
 // Size is how hard the suite pushes.
@@ -162,7 +164,7 @@ type getRoute struct {
 func Run(ctx context.Context, o Options) (*Report, error) {
 	started := time.Now()
 	out := o.Out
-	root, err := moduleRoot(ctx)
+	root, err := procs.ModuleRoot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -185,10 +187,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var bin, dbURL string
 	var drop func()
 	var srv *server
-	if err := step("building commerce", func() error { bin, err = build(ctx, root, tmp); return err }); err != nil {
+	if err := step("building commerce", func() error { bin, err = procs.Build(ctx, root, tmp); return err }); err != nil {
 		return nil, err
 	}
-	if err := step("creating a database", func() error { dbURL, drop, err = database(ctx); return err }); err != nil {
+	if err := step("creating a database", func() error { dbURL, drop, err = procs.Database(ctx, "ABUSE_DATABASE_URL", "abuse"); return err }); err != nil {
 		return nil, err
 	}
 	defer drop()

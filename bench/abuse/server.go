@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,77 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
-
-// moduleRoot is the directory of the commerce module, wherever the harness
-// is run from (the module root for go run, bench/abuse for go test).
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the commerce module")
-	}
-	return filepath.Dir(mod), nil
-}
-
-// build compiles cmd/commerce into dir. Without symbols the link takes a
-// third less time, and the harness needs no debugger.
-func build(ctx context.Context, root, dir string) (string, error) {
-	bin := filepath.Join(dir, "commerce")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bin, "./cmd/commerce")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/commerce: %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
-// database creates a database of its own on the server of
-// ABUSE_DATABASE_URL (default: the local server) and returns its URL and a
-// function that drops it.
-func database(ctx context.Context) (string, func(), error) {
-	base := os.Getenv("ABUSE_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", nil, fmt.Errorf("ABUSE_DATABASE_URL: %w", err)
-	}
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect to Postgres: %w", err)
-	}
-	name := "commerce_abuse_" + randomHex(6)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		conn.Close(ctx)
-		return "", nil, fmt.Errorf("create database %s: %w", name, err)
-	}
-	// Dropping a database waits for a checkpoint, which a busy machine can
-	// take a while to finish.
-	drop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if _, err := conn.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "abuse: dropping database %s: %v\n", name, err)
-		}
-		conn.Close(dctx)
-	}
-	u.Path = "/" + name
-	return u.String(), drop, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // freePorts returns n distinct free loopback ports: each listener stays
 // open until all are chosen, so none is handed out twice.

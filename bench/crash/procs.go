@@ -3,89 +3,25 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/commerce-integration/commerce/bench/internal/procs"
 )
-
-// moduleRoot is the directory of the commerce module, wherever the harness
-// is run from (the module root for go run, bench/crash for go test).
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the commerce module")
-	}
-	return filepath.Dir(mod), nil
-}
 
 // build compiles cmd/commerce into dir, once for every run.
 func build(ctx context.Context, dir string) (string, error) {
-	root, err := moduleRoot(ctx)
+	root, err := procs.ModuleRoot(ctx)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "commerce")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bin, "./cmd/commerce")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/commerce: %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
-// database creates a database of its own on the server of
-// CRASH_DATABASE_URL (default: the local server) and returns its URL and a
-// function that drops it.
-func database(ctx context.Context) (string, func(), error) {
-	base := os.Getenv("CRASH_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", nil, fmt.Errorf("CRASH_DATABASE_URL: %w", err)
-	}
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect to Postgres: %w", err)
-	}
-	name := "commerce_crash_" + randomHex(6)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		conn.Close(ctx)
-		return "", nil, fmt.Errorf("create database %s: %w", name, err)
-	}
-	drop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if _, err := conn.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "crash: dropping database %s: %v\n", name, err)
-		}
-		conn.Close(dctx)
-	}
-	u.Path = "/" + name
-	return u.String(), drop, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return procs.Build(ctx, root, dir)
 }
 
 func freePort() (int, error) {

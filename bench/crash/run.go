@@ -26,6 +26,8 @@ import (
 	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
+
+	"github.com/commerce-integration/commerce/bench/internal/procs"
 )
 
 // Options size the runs.
@@ -171,7 +173,7 @@ func (s *setup) start(ctx context.Context) error {
 	s.dir = dir
 	s.stops = append(s.stops, func() { _ = os.RemoveAll(dir) })
 
-	dbURL, drop, err := database(ctx)
+	dbURL, drop, err := procs.Database(ctx, "CRASH_DATABASE_URL", "crash")
 	if err != nil {
 		return err
 	}
