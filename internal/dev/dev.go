@@ -97,7 +97,7 @@ func Command() *cobra.Command {
 	cmd.Flags().IntVar(&opts.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port")
 	cmd.Flags().IntVar(&opts.uiPort, "ui-port", 8233, "Temporal Web UI port")
 	cmd.Flags().StringVar(&opts.temporalStore, "temporal-store", "sqlite",
-		"where the embedded Temporal server keeps its state: sqlite (--dir/temporal.db) or postgres "+
+		"where the embedded Temporal server keeps its state: sqlite (--dir/temporal.db, and temporal-visibility.db for the visibility records) or postgres "+
 			"(persistence and visibility in the databases <db>_temporal and <db>_temporal_visibility of the service's cluster, created when missing)")
 	cfg.Flags(cmd.Flags(), "COMMERCE_LISTEN", "COMMERCE_BASE_URL", "TEMPORAL_NAMESPACE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd

@@ -83,6 +83,50 @@ func findByRef(t *testing.T, c client.Client, namespace, ref, wantID string) {
 	}
 }
 
+// testNamespace is the namespace the tests register, with orderRef.
+const testNamespace = "devtemporal-test"
+
+// startForTest starts a server on cfg's store with testNamespace and
+// orderRef, a client and a worker for greet; the returned stop (also run at
+// the test's end) stops all three.
+func startForTest(t *testing.T, cfg Config) (stop func(), c client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg.Namespace, cfg.FrontendPort, cfg.UIPort = testNamespace, -1, -1
+	// The server's warnings and errors go to the test's output, shown when
+	// it fails.
+	cfg.Logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	cfg.SearchAttributes = map[string]enumspb.IndexedValueType{orderRef.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD}
+	s, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = client.DialContext(ctx, client.Options{HostPort: s.FrontendAddress(), Namespace: testNamespace})
+	if err != nil {
+		s.Stop()
+		t.Fatal(err)
+	}
+	w := worker.New(c, "devtemporal-test", worker.Options{})
+	w.RegisterWorkflow(greet)
+	w.RegisterActivity(makeGreeting)
+	if err := w.Start(); err != nil {
+		c.Close()
+		s.Stop()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			w.Stop()
+			c.Close()
+			s.Stop()
+		})
+	}
+	t.Cleanup(stop)
+	return stop, c
+}
+
 // schemaSteps counts the schema tool's recorded steps in a database.
 func schemaSteps(t *testing.T, store Postgres, database string) int {
 	t.Helper()
@@ -113,44 +157,8 @@ func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
 			t.Errorf("drop: %v", err)
 		}
 	})
-	const namespace = "devtemporal-test"
-	// The server's warnings and errors go to the test's output, shown when it
-	// fails.
-	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	start := func() (stop func(), c client.Client) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		s, err := Start(ctx, Config{
-			Postgres: &store, Namespace: namespace, FrontendPort: -1, UIPort: -1, Logger: logger,
-			SearchAttributes: map[string]enumspb.IndexedValueType{orderRef.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err = client.DialContext(ctx, client.Options{HostPort: s.FrontendAddress(), Namespace: namespace})
-		if err != nil {
-			s.Stop()
-			t.Fatal(err)
-		}
-		w := worker.New(c, "devtemporal-test", worker.Options{})
-		w.RegisterWorkflow(greet)
-		w.RegisterActivity(makeGreeting)
-		if err := w.Start(); err != nil {
-			c.Close()
-			s.Stop()
-			t.Fatal(err)
-		}
-		var once sync.Once
-		stop = func() {
-			once.Do(func() {
-				w.Stop()
-				c.Close()
-				s.Stop()
-			})
-		}
-		t.Cleanup(stop)
-		return stop, c
+	start := func() (func(), client.Client) {
+		return startForTest(t, Config{Postgres: &store})
 	}
 
 	// First start: the databases and their schemas are made, at the versions
@@ -167,7 +175,7 @@ func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
 	if got := runGreeting(t, c, "first", "SO-1"); got != "hello first" {
 		t.Fatalf("first workflow returned %q", got)
 	}
-	findByRef(t, c, namespace, "SO-1", "first")
+	findByRef(t, c, testNamespace, "SO-1", "first")
 	stop()
 
 	// Second start: the same schemas, untouched, and the first start's
@@ -186,11 +194,11 @@ func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
 	if st := desc.WorkflowExecutionInfo.Status; st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		t.Fatalf("the first workflow is %s", st)
 	}
-	findByRef(t, c, namespace, "SO-1", "first")
+	findByRef(t, c, testNamespace, "SO-1", "first")
 	if got := runGreeting(t, c, "second", "SO-2"); got != "hello second" {
 		t.Fatalf("second workflow returned %q", got)
 	}
-	findByRef(t, c, namespace, "SO-2", "second")
+	findByRef(t, c, testNamespace, "SO-2", "second")
 }
 
 func TestPostgresForNamesTheDatabasesBesideTheService(t *testing.T) {

@@ -9,6 +9,7 @@ package devtemporal
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -37,8 +39,10 @@ import (
 
 // Config says where the server keeps its state and where it listens.
 type Config struct {
-	// DBFile is the SQLite file; it is created (with the schema) when missing.
-	// It is not used when Postgres is set.
+	// DBFile is the SQLite file of the workflows' state; the visibility
+	// records go to a second file beside it (VisibilityFile). Both are
+	// created (with the schema) when missing. Neither is used when Postgres
+	// is set.
 	DBFile string
 	// Postgres, when set, keeps persistence and visibility on PostgreSQL
 	// instead of SQLite.
@@ -122,29 +126,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			},
 		}
 	} else {
-		// Write-ahead logging with synchronous=NORMAL: commits survive the
-		// process dying (not a power cut, which a development server may lose
-		// the last moments of) without a flush per commit. One connection: the
-		// server's transactions may not run side by side on SQLite. (Keys that
-		// are not URI parameters become PRAGMAs, without a leading underscore.)
-		sqlCfg = &config.SQL{
-			PluginName:        sqliteplugin.PluginName,
-			DatabaseName:      cfg.DBFile,
-			ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
-		}
-		if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
-			if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o700); err != nil {
-				return nil, err
-			}
-			if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
-				return nil, fmt.Errorf("temporal sqlite schema: %w", err)
-			}
-		}
-		persistence = config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		var err error
+		if sqlCfg, persistence, err = sqliteStore(cfg.DBFile, keywordAttributes(cfg.SearchAttributes)); err != nil {
+			return nil, err
 		}
 	}
 	// The server module's namespace pre-registration lives in its SQLite
@@ -337,4 +321,161 @@ func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// VisibilityFile is the SQLite file beside dbFile that holds the visibility
+// records (what the UI and List calls search): temporal.db keeps them in
+// temporal-visibility.db.
+func VisibilityFile(dbFile string) string {
+	ext := filepath.Ext(dbFile)
+	return strings.TrimSuffix(dbFile, ext) + "-visibility" + ext
+}
+
+// sqliteStore opens (creating when missing) the SQLite store: the
+// workflows' state in dbFile, the visibility records in VisibilityFile.
+// Each file is its own connection, so recording a workflow's visibility
+// (a row with an index per search attribute, written at its start, on its
+// first workflow task and at its close) does not hold up the history
+// writes of every other workflow. A dbFile made before the split, which
+// keeps its visibility records itself, goes on doing so.
+//
+// Write-ahead logging with synchronous=NORMAL: commits survive the process
+// dying (not a power cut, which a development server may lose the last
+// moments of) without a flush per commit. One connection per file: the
+// server's transactions may not run side by side on SQLite. (Keys that are
+// not URI parameters become PRAGMAs, without a leading underscore.)
+func sqliteStore(dbFile string, keywords int) (*config.SQL, config.Persistence, error) {
+	open := func(file string) (*config.SQL, error) {
+		c := &config.SQL{
+			PluginName:        sqliteplugin.PluginName,
+			DatabaseName:      file,
+			ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
+		}
+		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+				return nil, err
+			}
+			// The schema package writes both schemas into a file; each
+			// file uses its own half.
+			if err := sqliteschema.SetupSchema(c); err != nil {
+				return nil, fmt.Errorf("temporal sqlite schema: %w", err)
+			}
+		}
+		return c, nil
+	}
+	visFile := VisibilityFile(dbFile)
+	_, mainErr := os.Stat(dbFile)
+	_, visErr := os.Stat(visFile)
+	legacy := mainErr == nil && errors.Is(visErr, os.ErrNotExist)
+	main, err := open(dbFile)
+	if err != nil {
+		return nil, config.Persistence{}, err
+	}
+	// As on Postgres (Postgres.setup): the previous run's services are
+	// still members until their records expire, and a new ring would wait
+	// for them.
+	if err := execSQLite(dbFile, "DELETE FROM cluster_membership"); err != nil {
+		return nil, config.Persistence{}, fmt.Errorf("temporal sqlite: clear the previous run's cluster membership: %w", err)
+	}
+	persistence := config.Persistence{
+		DefaultStore:     "sqlite",
+		VisibilityStore:  "sqlite-visibility",
+		NumHistoryShards: 1,
+		DataStores:       map[string]config.DataStore{"sqlite": {SQL: main}, "sqlite-visibility": {SQL: main}},
+	}
+	if !legacy {
+		vis, err := open(visFile)
+		if err != nil {
+			return nil, config.Persistence{}, err
+		}
+		persistence.DataStores["sqlite-visibility"] = config.DataStore{SQL: vis}
+		if err := trimVisibilityIndexes(vis.DatabaseName, keywords); err != nil {
+			return nil, config.Persistence{}, err
+		}
+	}
+	return main, persistence, nil
+}
+
+// keptVisibilityIndexes are the indexes of the SQLite visibility schema
+// that the dev server keeps: the listing order, and what the Web UI and the
+// service filter by (workflow ID and type, status, task queue, parent and
+// root workflow, and the Keyword columns the service's search attributes
+// take). The schema indexes some 45 other columns (schedules, batches,
+// deployments, pause and reported-problem states, unused custom columns),
+// and every one of them is written for every workflow start, first
+// workflow task and close: without them, recording a start takes about a
+// quarter less CPU. A query on an unindexed column still answers, by
+// scanning the namespace's rows, which is quick at a development server's
+// size.
+var keptVisibilityIndexes = map[string]bool{
+	"default_idx": true, "by_execution_time": true, "by_workflow_id": true, "by_workflow_type": true,
+	"by_status": true, "by_task_queue": true, "by_parent_workflow_id": true, "by_root_workflow_id": true,
+}
+
+// trimVisibilityIndexes drops the indexes of the visibility file that
+// are not kept (keptVisibilityIndexes, and by_keyword_01 to
+// by_keyword_<keywords>); a second call finds nothing to drop. It opens
+// the file through the SQLite driver the server's plugin registers.
+func trimVisibilityIndexes(file string, keywords int) error {
+	db, err := sql.Open("sqlite", file)
+	if err != nil {
+		return fmt.Errorf("temporal sqlite visibility: %w", err)
+	}
+	defer func() { _ = db.Close() }()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility' AND sql IS NOT NULL`)
+	if err != nil {
+		return fmt.Errorf("temporal sqlite visibility: %w", err)
+	}
+	var drop []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("temporal sqlite visibility: %w", err)
+		}
+		var n int
+		if _, err := fmt.Sscanf(name, "by_keyword_%d", &n); err == nil && n <= keywords {
+			continue
+		}
+		if !keptVisibilityIndexes[name] {
+			drop = append(drop, name)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("temporal sqlite visibility: %w", err)
+	}
+	for i, name := range drop {
+		drop[i] = `DROP INDEX "` + name + `"`
+	}
+	if err := execSQLite(file, drop...); err != nil {
+		return fmt.Errorf("temporal sqlite visibility: %w", err)
+	}
+	return nil
+}
+
+// execSQLite runs statements on a SQLite file, through the driver the
+// server's plugin registers.
+func execSQLite(file string, statements ...string) error {
+	db, err := sql.Open("sqlite", file)
+	if err != nil {
+		return err
+	}
+	for _, st := range statements {
+		if _, err := db.Exec(st); err != nil {
+			return errors.Join(err, db.Close())
+		}
+	}
+	return db.Close()
+}
+
+// keywordAttributes counts the Keyword search attributes: they take the
+// columns Keyword01, Keyword02 and so on.
+func keywordAttributes(attrs map[string]enumspb.IndexedValueType) int {
+	n := 0
+	for _, t := range attrs {
+		if t == enumspb.INDEXED_VALUE_TYPE_KEYWORD {
+			n++
+		}
+	}
+	return n
 }
