@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/activities"
@@ -76,6 +78,16 @@ type bench struct {
 	direct   string // base URL of the bare handler
 	seq      int
 	mu       sync.Mutex
+	// sent holds the one-client posts through Temporal, for phases.
+	sent   []sentPost
+	record bool
+}
+
+// sentPost is when a post through Temporal was sent and answered, and its
+// receipt.
+type sentPost struct {
+	receipt     uuid.UUID
+	start, done time.Time
 }
 
 func run(ctx context.Context, o Options) (Result, error) {
@@ -116,6 +128,7 @@ func run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	b := &bench{d: d, org: org.ID, temporal: full, direct: direct}
+	phaseClient := tc
 
 	// Warm both paths (connections, plans, the workflow cache).
 	for _, base := range []string{b.temporal, b.direct} {
@@ -129,7 +142,9 @@ func run(ctx context.Context, o Options) (Result, error) {
 	stopProfile := harness.CPUProfile(o.CPUProfile)
 	for len(tLat) < posts {
 		n := min(block, posts-len(tLat))
+		b.record = true
 		t, err := b.sequence(ctx, b.temporal, n)
+		b.record = false
 		if err != nil {
 			return res, err
 		}
@@ -150,6 +165,9 @@ func run(ctx context.Context, o Options) (Result, error) {
 	row("same database work, no Temporal", dLat)
 	fmt.Printf("%-36s %8.2fx %8.2fx %8.2fx\n", "ratio Temporal / direct",
 		ratio(pct(tLat, 50), pct(dLat, 50)), ratio(pct(tLat, 90), pct(dLat, 90)), ratio(pct(tLat, 99), pct(dLat, 99)))
+	if err := b.phases(ctx, phaseClient); err != nil {
+		return res, err
+	}
 
 	if clients > 0 {
 		fmt.Printf("\n%d clients, 10 s per path (each client on its own endpoints)\n\n", clients)
@@ -258,7 +276,13 @@ func (b *bench) post(base, token string) (time.Duration, error) {
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	elapsed := time.Since(start)
+	done := time.Now()
+	elapsed := done.Sub(start)
+	if id, err := uuid.Parse(resp.Header.Get("X-Receipt-Id")); err == nil && b.record && base == b.temporal {
+		b.mu.Lock()
+		b.sent = append(b.sent, sentPost{receipt: id, start: start, done: done})
+		b.mu.Unlock()
+	}
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(raw, []byte(`"outcome":"applied"`)) {
 		return 0, fmt.Errorf("%s: %d %s", base, resp.StatusCode, raw)
 	}
@@ -325,3 +349,61 @@ func pct(sorted []time.Duration, p int) time.Duration {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+// phases reads the histories of the one-client posts through Temporal and
+// prints the median time of each step of a post, from the client's send to
+// its answer: the API's work before the workflow starts (the endpoint's
+// lookup and the receipt, then update-with-start), the first workflow task's
+// dispatch to the worker, the worker's task (the action and the outcome,
+// as local activities, and the workflow's completion), and the answer's
+// way back (the update's result to the API, the answer recorded on the
+// receipt, the HTTP response). The server and the client share a clock.
+func (b *bench) phases(ctx context.Context, c client.Client) error {
+	var api, dispatch, task, back []time.Duration
+	for _, p := range b.sent {
+		var started, taskStarted, taskDone time.Time
+		it := c.GetWorkflowHistory(ctx, domain.InboundWorkflowID(p.receipt), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				return fmt.Errorf("history of %s: %w", p.receipt, err)
+			}
+			at := e.GetEventTime().AsTime()
+			switch e.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+				started = at
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+				if taskStarted.IsZero() {
+					taskStarted = at
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				if taskDone.IsZero() {
+					taskDone = at
+				}
+			}
+		}
+		if started.IsZero() || taskStarted.IsZero() || taskDone.IsZero() {
+			return fmt.Errorf("history of %s: no first workflow task", p.receipt)
+		}
+		api = append(api, started.Sub(p.start))
+		dispatch = append(dispatch, taskStarted.Sub(started))
+		task = append(task, taskDone.Sub(taskStarted))
+		back = append(back, p.done.Sub(taskDone))
+	}
+	if len(api) == 0 {
+		return nil
+	}
+	fmt.Printf("\nwhere a post through Temporal spends its time (median of %d posts)\n\n", len(api))
+	for _, ph := range []struct {
+		name string
+		d    []time.Duration
+	}{
+		{"API: endpoint, receipt, update-with-start", api},
+		{"first workflow task reaches the worker", dispatch},
+		{"worker: action + outcome, task completed", task},
+		{"answer back: update result, receipt, HTTP", back},
+	} {
+		fmt.Printf("  %-44s %7.2fms\n", ph.name, ms(pct(ph.d, 50)))
+	}
+	return nil
+}

@@ -59,9 +59,11 @@ type Options struct {
 type Result struct {
 	APIRPS, BareRPS float64
 	// PeakRSS is the most resident memory the process held, in bytes,
-	// sampled while the API was under load.
-	PeakRSS  int64
-	Failures int64
+	// sampled while the API was under load; PeakAnon is the most of it
+	// that was anonymous (heap, stacks), the rest being pages of the
+	// executable mapped in.
+	PeakRSS, PeakAnon int64
+	Failures          int64
 }
 
 const schema = "bench_products"
@@ -127,10 +129,10 @@ func run(ctx context.Context, n int, duration time.Duration, clients int, keep b
 		}
 	}
 	var apiBest, bareBest result
-	var peakRSS int64
+	var peakRSS, peakAnon int64
 	for range 2 {
 		stopProfile := startProfile()
-		stopRSS := sampleRSS(&peakRSS)
+		stopRSS := sampleRSS(&peakRSS, &peakAnon)
 		a, err := load(apiURL+"/api/v1/products?limit=100", keys, clients, duration)
 		stopRSS()
 		stopProfile()
@@ -148,12 +150,12 @@ func run(ctx context.Context, n int, duration time.Duration, clients int, keep b
 			return Result{}, err
 		}
 	}
-	res := Result{APIRPS: apiBest.rps, BareRPS: bareBest.rps, PeakRSS: peakRSS, Failures: apiBest.failures + bareBest.failures}
+	res := Result{APIRPS: apiBest.rps, BareRPS: bareBest.rps, PeakRSS: peakRSS, PeakAnon: peakAnon, Failures: apiBest.failures + bareBest.failures}
 	fmt.Println("GET /api/v1/products?limit=100, throughput")
 	fmt.Printf("  %-28s %9.0f req/s   p50 %6.2f ms   p99 %6.2f ms   non-200: %d\n", "API (full stack)", apiBest.rps, ms(apiBest.p50), ms(apiBest.p99), apiBest.failures)
 	fmt.Printf("  %-28s %9.0f req/s   p50 %6.2f ms   p99 %6.2f ms   non-200: %d\n", "bare net/http + pgx", bareBest.rps, ms(bareBest.p50), ms(bareBest.p99), bareBest.failures)
 	fmt.Printf("  ratio API/bare: %.2f\n", apiBest.rps/bareBest.rps)
-	fmt.Printf("  process RSS under the API load, at most: %.0f MB\n\n", float64(peakRSS)/(1<<20))
+	fmt.Printf("  process RSS under the API load, at most: %.0f MB (anonymous: %.0f MB)\n\n", float64(peakRSS)/(1<<20), float64(peakAnon)/(1<<20))
 
 	// A page at 90% depth: the cursor of the product at position 0.9 n.
 	var deepSKU string
@@ -264,9 +266,10 @@ func startProfile() func() {
 	}
 }
 
-// sampleRSS records in peak the most resident memory of the process,
-// looked at every 50 ms until the returned function is called.
-func sampleRSS(peak *int64) func() {
+// sampleRSS records in peak the most resident memory of the process, and
+// in anon the most of it that was anonymous, every 50 ms until the returned
+// function is called.
+func sampleRSS(peak, anon *int64) func() {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -274,7 +277,8 @@ func sampleRSS(peak *int64) func() {
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
-			*peak = max(*peak, rss())
+			total, a := rss()
+			*peak, *anon = max(*peak, total), max(*anon, a)
 			select {
 			case <-done:
 				return
@@ -285,20 +289,25 @@ func sampleRSS(peak *int64) func() {
 	return func() { close(done); <-stopped }
 }
 
-// rss is the process's resident memory in bytes (VmRSS; 0 where /proc is
-// not there).
-func rss() int64 {
+// rss is the process's resident memory in bytes, and the anonymous part of
+// it (VmRSS and RssAnon; 0 where /proc is not there).
+func rss() (total, anon int64) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0
+		return 0, 0
+	}
+	kB := func(v string) int64 {
+		n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		return n << 10
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
+			total = kB(v)
+		} else if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			anon = kB(v)
 		}
 	}
-	return 0
+	return total, anon
 }
 
 func writeHeapProfile(path string) error {
