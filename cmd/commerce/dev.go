@@ -1,0 +1,12 @@
+//go:build !nodev
+
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/commerce-integration/commerce/internal/dev"
+)
+
+// devCommand is `commerce dev`, with the embedded Temporal server.
+func devCommand() *cobra.Command { return dev.Command() }
