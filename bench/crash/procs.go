@@ -24,15 +24,6 @@ func build(ctx context.Context, dir string) (string, error) {
 	return procs.Build(ctx, root, dir)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // serve answers HTTP with h on a free loopback port and returns its base
 // URL and a function that closes it.
 func serve(h http.Handler) (string, func(), error) {

@@ -242,7 +242,7 @@ func (s *setup) start(ctx context.Context) error {
 		return err
 	}
 	s.stops = append(s.stops, dropStore)
-	port, err := freePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return err
 	}

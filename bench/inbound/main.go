@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 
+	"github.com/commerce-integration/commerce/bench/internal/embedded"
 	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/bench/internal/inbound"
 )
@@ -18,7 +19,7 @@ func main() {
 	flag.IntVar(&o.Posts, "posts", 1000, "posts per path for the one-client latency run")
 	flag.IntVar(&o.Clients, "clients", 8, "concurrent clients for the throughput run (0 skips it)")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the one-client runs to this file")
-	harness.StoreFlag(&o.Store)
+	embedded.StoreFlag(&o.Store)
 	harness.Main(func(ctx context.Context) error {
 		_, err := inbound.Run(ctx, o)
 		return err

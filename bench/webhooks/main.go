@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 
+	"github.com/commerce-integration/commerce/bench/internal/embedded"
 	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/bench/internal/webhooks"
 )
@@ -19,7 +20,7 @@ func main() {
 	flag.IntVar(&o.Events, "events", 2000, "events per round and path")
 	flag.IntVar(&o.Rounds, "rounds", 2, "rounds per path, interleaved; the better is reported")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the first Temporal round to this file")
-	harness.StoreFlag(&o.Store)
+	embedded.StoreFlag(&o.Store)
 	harness.Main(func(ctx context.Context) error {
 		_, err := webhooks.Run(ctx, o)
 		return err

@@ -32,6 +32,7 @@ import (
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/bench/internal/embedded"
 	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
@@ -52,7 +53,7 @@ type Options struct {
 	Posts   int // posts per path for the one-client latency run
 	Clients int // concurrent clients for the throughput run (0 skips it)
 	// Store is what the embedded Temporal server keeps its state in
-	// (harness.Stores).
+	// (embedded.Stores).
 	Store string
 	// CPUProfile, when set, is where a CPU profile of the one-client runs
 	// (both paths, interleaved) is written.
@@ -112,7 +113,7 @@ func run(ctx context.Context, o Options) (Result, error) {
 	}
 
 	acts := &activities.Activities{DB: d, Log: zap.NewNop(), BaseURL: "http://bench"}
-	tc, stopTemporal, err := harness.Temporal(ctx, acts, o.Store)
+	tc, stopTemporal, err := embedded.Temporal(ctx, acts, o.Store)
 	if err != nil {
 		return res, err
 	}

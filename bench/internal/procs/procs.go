@@ -1,6 +1,7 @@
-// Package procs holds what the harnesses that run commerce as processes
-// (bench/abuse, bench/crash) share: finding the module, building the
-// binary and making a database of their own.
+// Package procs holds what the harnesses that run programs as processes
+// (bench/abuse, bench/crash, and the bench runner's products harness) share:
+// finding the module, building a binary, a free port and a database of
+// their own.
 package procs
 
 import (
@@ -9,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -37,11 +39,18 @@ func ModuleRoot(ctx context.Context) (string, error) {
 // symbols the link takes a third less time, and the harnesses need no
 // debugger.
 func Build(ctx context.Context, root, dir string) (string, error) {
-	bin := filepath.Join(dir, "commerce")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bin, "./cmd/commerce")
+	return BuildPackage(ctx, root, dir, "./cmd/commerce")
+}
+
+// BuildPackage compiles the command pkg (a path such as ./bench/products)
+// of the module at root into dir, without symbols, and returns the
+// binary's path.
+func BuildPackage(ctx context.Context, root, dir, pkg string) (string, error) {
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/commerce: %w\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
@@ -79,6 +88,16 @@ func Database(ctx context.Context, env, name string) (string, func(), error) {
 	}
 	u.Path = "/" + db
 	return u.String(), drop, nil
+}
+
+// FreePort is a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // RandomHex is n random bytes in hex.

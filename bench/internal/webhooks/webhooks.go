@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/bench/internal/embedded"
 	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
@@ -44,7 +45,7 @@ type Options struct {
 	Events int // events per round and path
 	Rounds int // rounds per path, interleaved; the better is reported
 	// Store is what the embedded Temporal server keeps its state in
-	// (harness.Stores).
+	// (embedded.Stores).
 	Store string
 	// CPUProfile, when set, is where a CPU profile of the first Temporal
 	// round is written.
@@ -122,7 +123,7 @@ func run(ctx context.Context, o Options) (Result, error) {
 	rc.secret = sub.Secret
 
 	acts := &activities.Activities{DB: d, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(true), NightlyAt: 2 * time.Hour}
-	tc, stopTemporal, err := harness.Temporal(ctx, acts, o.Store)
+	tc, stopTemporal, err := embedded.Temporal(ctx, acts, o.Store)
 	if err != nil {
 		return Result{}, err
 	}
