@@ -92,8 +92,7 @@ func runOne(ctx context.Context, o options) error {
 	var err error
 	switch o.only {
 	case "products":
-		r, err = products.Run(ctx, products.Options{Products: o.products, Duration: o.duration, Clients: 16, Keep: true,
-			CPUProfile: profile(o, "products.cpu.pprof"), MemProfile: profile(o, "products.allocs.pprof")})
+		return runProducts(ctx, o)
 	case "bulk":
 		r, err = bulk.Run(ctx, bulk.Options{Rounds: o.rounds, ProfileCase: "none changed", ProfileFile: profile(o, "bulk.cpu.pprof")})
 	case "inbound":
@@ -139,14 +138,6 @@ func runAll(ctx context.Context, o options) error {
 			"-products", fmt.Sprint(o.products), "-duration", o.duration.String(), "-events", fmt.Sprint(o.events),
 			"-webhook-rounds", fmt.Sprint(o.webhookRounds), "-posts", fmt.Sprint(o.posts), "-clients", fmt.Sprint(o.clients),
 			"-rounds", fmt.Sprint(o.rounds))
-		if name == "products" {
-			// Its own binary, which does not link the embedded Temporal
-			// server: the resident memory it reports is an API process's
-			// as `commerce` built with the tag nodev runs it.
-			if cmd, err = productsCommand(ctx, dir, file, o); err != nil {
-				return err
-			}
-		}
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -164,24 +155,33 @@ func runAll(ctx context.Context, o options) error {
 	return printTable(os.Stdout, all, o)
 }
 
-// productsCommand builds bench/products into dir and returns the command
-// that runs it as -only products would, writing its result to file.
-func productsCommand(ctx context.Context, dir, file string, o options) (*exec.Cmd, error) {
+// runProducts runs the products harness as bench/products, built for the
+// run, writing its result to -result: that binary does not link the
+// embedded Temporal server, so the resident memory it reports is an API
+// process's as `commerce` built with the tag nodev holds it.
+func runProducts(ctx context.Context, o options) error {
 	fmt.Print("building bench/products ... ")
 	root, err := procs.ModuleRoot(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	dir, err := os.MkdirTemp("", "bench-products-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
 	bin, err := procs.BuildPackage(ctx, root, dir, "./bench/products")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fmt.Println("done")
-	args := []string{"-products", fmt.Sprint(o.products), "-duration", o.duration.String(), "-clients", "16", "-keep", "-result", file}
+	args := []string{"-products", fmt.Sprint(o.products), "-duration", o.duration.String(), "-clients", "16", "-keep", "-result", o.result}
 	if o.profiles != "" {
 		args = append(args, "-cpuprofile", profile(o, "products.cpu.pprof"), "-memprofile", profile(o, "products.allocs.pprof"))
 	}
-	return exec.CommandContext(ctx, bin, args...), nil
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
 }
 
 type row struct {

@@ -129,7 +129,6 @@ func run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	b := &bench{d: d, org: org.ID, temporal: full, direct: direct}
-	phaseClient := tc
 
 	// Warm both paths (connections, plans, the workflow cache).
 	for _, base := range []string{b.temporal, b.direct} {
@@ -166,7 +165,7 @@ func run(ctx context.Context, o Options) (Result, error) {
 	row("same database work, no Temporal", dLat)
 	fmt.Printf("%-36s %8.2fx %8.2fx %8.2fx\n", "ratio Temporal / direct",
 		ratio(pct(tLat, 50), pct(dLat, 50)), ratio(pct(tLat, 90), pct(dLat, 90)), ratio(pct(tLat, 99), pct(dLat, 99)))
-	if err := b.phases(ctx, phaseClient); err != nil {
+	if err := b.phases(ctx, tc); err != nil {
 		return res, err
 	}
 

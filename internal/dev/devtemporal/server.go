@@ -415,7 +415,9 @@ var keptVisibilityIndexes = map[string]bool{
 // trimVisibilityIndexes drops the indexes of the visibility file that
 // are not kept (keptVisibilityIndexes, and by_keyword_01 to
 // by_keyword_<keywords>); a second call finds nothing to drop. It opens
-// the file through the SQLite driver the server's plugin registers.
+// the file through the SQLite driver the server's plugin registers. An
+// index dropped once is not made again, should more keyword attributes be
+// registered later: a query on their columns scans.
 func trimVisibilityIndexes(file string, keywords int) error {
 	db, err := sql.Open("sqlite", file)
 	if err != nil {
@@ -444,11 +446,10 @@ func trimVisibilityIndexes(file string, keywords int) error {
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return fmt.Errorf("temporal sqlite visibility: %w", err)
 	}
-	for i, name := range drop {
-		drop[i] = `DROP INDEX "` + name + `"`
-	}
-	if err := execSQLite(file, drop...); err != nil {
-		return fmt.Errorf("temporal sqlite visibility: %w", err)
+	for _, name := range drop {
+		if _, err := db.Exec(`DROP INDEX "` + name + `"`); err != nil {
+			return fmt.Errorf("temporal sqlite visibility: dropping %s: %w", name, err)
+		}
 	}
 	return nil
 }
