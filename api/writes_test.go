@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -132,6 +133,43 @@ func TestBulkProductsRetryIsSafeAndUnchangedRowsAreNotRewritten(t *testing.T) {
 	}
 }
 
+// Rows are written as they arrive, so a SKU can be repeated after its
+// earlier rows were copied: only the last is kept, however many came
+// before, and a refused row does not displace a valid one.
+func TestBulkProductsRepeatedSKUKeepsTheLastRowWhateverCameBefore(t *testing.T) {
+	f := newFixture(t)
+	_, a := f.bulk(`{"products": [{"sku": "A", "title": "first"}, {"sku": "A", "title": "second"}, {"sku": "B", "title": "b"},
+		{"sku": "A", "title": "third"}, {"sku": "B", "title": ""}]}`)
+	if a.Upserted != 2 || a.Created != 2 || len(a.Errors) != 3 {
+		t.Fatalf("answer %+v", a)
+	}
+	for i, want := range []struct {
+		row  int
+		text string
+	}{{0, "row 1"}, {1, "row 3"}, {4, "title is required"}} {
+		if e := a.Errors[i]; e.Index != want.row || !strings.Contains(e.Reason, want.text) {
+			t.Errorf("error %d: %+v, want row %d mentioning %q", i, e, want.row, want.text)
+		}
+	}
+	if got := f.one(`SELECT string_agg(sku || '=' || title, ',' ORDER BY sku) FROM products WHERE org_id = $1`); got != "A=third,B=b" {
+		t.Fatalf("products %s", got)
+	}
+}
+
+// A body that goes wrong after its first rows were copied writes nothing.
+func TestBulkProductsBadEndOfBodyWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	rows := `{"products": [{"sku": "A", "title": "a"}, {"sku": "B", "title": "b"}]`
+	for _, bad := range []string{rows, rows + `, "x": `, rows + `} trailing`, rows + `, "products": []}`, rows + `, "schema_id": 7}`} {
+		if status, body := f.post("/api/v1/products/bulk", bad); status != 400 {
+			t.Errorf("%s: %d %s", bad, status, body)
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM products WHERE org_id = $1`); n != 0 {
+		t.Fatalf("%d products written by refused bodies", n)
+	}
+}
+
 func TestBulkProductsCoercesAttributesThroughACatalogueSchema(t *testing.T) {
 	f := newFixture(t)
 	s, err := f.db.CreateCatalogueSchema(context.Background(), f.org.ID, domain.CatalogueSchema{Name: "Fasteners", Fields: []domain.CatalogueField{
@@ -166,8 +204,33 @@ func TestBulkProductsCoercesAttributesThroughACatalogueSchema(t *testing.T) {
 			t.Errorf("row %d: %q does not name the attribute", e.Index, e.Reason)
 		}
 	}
-	if status, b := f.post("/api/v1/products/bulk", `{"schema_id": "01a20000-0000-7000-8000-000000000000", "products": [{"sku": "Z", "title": "z"}]}`); status != 400 {
-		t.Fatalf("unknown schema_id: %d %s", status, b)
+	// The same rows with schema_id after the products answer the same and
+	// store the same attributes.
+	_, late := f.bulk(fmt.Sprintf(`{"products": [
+		{"sku": "A", "title": "a", "attrs": {"length_mm": "31", "weight_kg": "0.25", "stainless": "yes", "finish": "zinc", "thread": 8, "extra": "kept"}},
+		{"sku": "B", "title": "b", "attrs": {"length_mm": "thirty"}},
+		{"sku": "C", "title": "c", "attrs": {"length_mm": 10, "finish": "Chrome"}},
+		{"sku": "D", "title": "d", "attrs": {"stainless": "maybe", "length_mm": 1}},
+		{"sku": "E", "title": "e"}], "schema_id": %q}`, s.ID))
+	if late.Upserted != 1 || late.Updated != 1 || !reflect.DeepEqual(late.Errors, a.Errors) {
+		t.Fatalf("schema_id after the products: %+v, before: %+v", late, a)
+	}
+	_ = f.db.Pool().QueryRow(context.Background(), `SELECT attrs FROM products WHERE sku = 'A'`).Scan(&raw)
+	_ = json.Unmarshal(raw, &attrs)
+	if attrs["length_mm"] != 31.0 || attrs["stainless"] != true || attrs["finish"] != "Zinc" {
+		t.Fatalf("attrs coerced through a schema_id given after the products = %v", attrs)
+	}
+	for _, body := range []string{
+		`{"schema_id": "01a20000-0000-7000-8000-000000000000", "products": [{"sku": "Z", "title": "z"}]}`,
+		`{"products": [{"sku": "Z", "title": "z"}], "schema_id": "01a20000-0000-7000-8000-000000000000"}`,
+		`{"schema_id": "not a uuid", "products": [{"sku": "Z", "title": "z"}]}`,
+	} {
+		if status, b := f.post("/api/v1/products/bulk", body); status != 400 {
+			t.Fatalf("%s: %d %s", body, status, b)
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM products WHERE org_id = $1 AND sku = 'Z'`); n != 0 {
+		t.Fatal("a body naming an unknown schema wrote its rows")
 	}
 }
 
