@@ -43,7 +43,7 @@ var profileCase, profileFile string
 // Options say how big a run is.
 type Options struct {
 	Rounds int // rounds per case; the median is reported
-	// ProfileCase names the case whose first API call is profiled (CPU)
+	// ProfileCase names the case whose API calls are profiled (CPU)
 	// into ProfileFile.
 	ProfileCase, ProfileFile string
 }
@@ -115,9 +115,7 @@ func run(ctx context.Context, rounds int) ([]Case, error) {
 			if err := reset(ctx, d, apiOrg.ID, c.prevRows); err != nil {
 				return nil, err
 			}
-			stop := profile(c.name)
 			t, err := post(endpoint, key, bodies[c.body])
-			stop()
 			if err != nil {
 				return nil, err
 			}
@@ -130,6 +128,12 @@ func run(ctx context.Context, rounds int) ([]Case, error) {
 				return nil, err
 			}
 			rawTimes = append(rawTimes, t)
+		}
+		if err := profileCalls(ctx, c.name, d, apiOrg.ID, c.prevRows, func() error {
+			_, err := post(endpoint, key, bodies[c.body])
+			return err
+		}); err != nil {
+			return nil, err
 		}
 		a, r := median(apiTimes), median(rawTimes)
 		fmt.Printf("%-14s %10.0fms %10.0fms %8.2f\n", c.name, ms(a), ms(r), float64(a)/float64(r))
@@ -169,23 +173,35 @@ func reset(ctx context.Context, d *db.DB, org uuid.UUID, rows []domain.ProductIn
 	return err
 }
 
-var profiling *os.File
+// profiledCalls is how many API calls the CPU profile covers.
+const profiledCalls = 20
 
-// profile profiles the CPU while the first API call of the chosen case
-// runs (a file holds one profile).
-func profile(caseName string) func() {
-	if profileFile == "" || caseName != profileCase || profiling != nil {
-		return func() {}
+// profileCalls profiles the CPU over profiledCalls more API calls of the
+// chosen case, after its timed rounds, from the case's start. The calls
+// follow one another: for "none changed", the case profiled by default,
+// each finds the catalogue as the first did.
+func profileCalls(ctx context.Context, caseName string, d *db.DB, org uuid.UUID, prev []domain.ProductInput, call func() error) error {
+	if profileFile == "" || caseName != profileCase {
+		return nil
+	}
+	if err := reset(ctx, d, org, prev); err != nil {
+		return err
 	}
 	f, err := os.Create(profileFile)
 	if err != nil {
-		return func() {}
+		return err
 	}
-	profiling = f
-	if err := pprof.StartCPUProfile(profiling); err != nil {
-		return func() {}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
 	}
-	return pprof.StopCPUProfile
+	defer pprof.StopCPUProfile()
+	for range profiledCalls {
+		if err := call(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func post(endpoint, key string, body []byte) (time.Duration, error) {
