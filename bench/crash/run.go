@@ -242,11 +242,8 @@ func (s *setup) start(ctx context.Context) error {
 		return err
 	}
 	s.stops = append(s.stops, dropStore)
-	port, err := procs.FreePort()
-	if err != nil {
-		return err
-	}
-	tcfg.Namespace, tcfg.FrontendPort, tcfg.UIPort = "default", port, -1
+	// The server picks its frontend port itself, just before it binds it.
+	tcfg.Namespace, tcfg.FrontendPort, tcfg.UIPort = "default", -1, -1
 	tcfg.Logger, tcfg.SearchAttributes = zap.NewNop(), workflows.SearchAttributes()
 	tsrv, err := devtemporal.Start(ctx, tcfg)
 	if err != nil {

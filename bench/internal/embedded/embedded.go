@@ -19,7 +19,6 @@ import (
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/bench/internal/harness"
-	"github.com/commerce-integration/commerce/bench/internal/procs"
 	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -60,13 +59,8 @@ func Temporal(ctx context.Context, acts *activities.Activities, store string) (c
 			stops[i]()
 		}
 	}
-	port, err := procs.FreePort()
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
 	cfg := devtemporal.Config{DBFile: filepath.Join(dir, "temporal.db"), Namespace: "default",
-		FrontendPort: port, UIPort: -1, Logger: zap.NewNop(), SearchAttributes: workflows.SearchAttributes()}
+		FrontendPort: -1, UIPort: -1, Logger: zap.NewNop(), SearchAttributes: workflows.SearchAttributes()}
 	if store == StorePostgres {
 		// Two databases of their own beside the bench database, dropped
 		// when the run stops.

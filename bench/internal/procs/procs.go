@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -88,16 +87,6 @@ func Database(ctx context.Context, env, name string) (string, func(), error) {
 	}
 	u.Path = "/" + db
 	return u.String(), drop, nil
-}
-
-// FreePort is a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // RandomHex is n random bytes in hex.

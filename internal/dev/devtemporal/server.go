@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -35,6 +36,7 @@ import (
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Config says where the server keeps its state and where it listens.
@@ -88,15 +90,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	if cfg.FrontendPort < 0 {
-		p, err := freePorts(cfg.IP, 1)
-		if err != nil {
-			return nil, err
+	if cfg.FrontendPort > 0 {
+		if err := portFree(cfg.IP, cfg.FrontendPort); err != nil {
+			return nil, fmt.Errorf("temporal frontend port: %w", err)
 		}
-		cfg.FrontendPort = p[0]
-	}
-	if err := portFree(cfg.IP, cfg.FrontendPort); err != nil {
-		return nil, fmt.Errorf("temporal frontend port: %w", err)
 	}
 	if cfg.UIPort >= 0 {
 		if cfg.UIPort == 0 {
@@ -108,7 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 
 	logger := cfg.Logger.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
-	tlogger := tlog.NewZapLogger(logger)
+	tlogger := tlog.NewZapLogger(fatalsToStderr(logger))
 	var persistence config.Persistence
 	var sqlCfg *config.SQL // where the namespace is registered
 	if cfg.Postgres != nil {
@@ -147,9 +144,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("temporal namespace: %w", err)
 	}
 
-	ports, err := freePorts(cfg.IP, 8)
+	// The ports are chosen last, just before the server binds them: the
+	// shorter that gap, the smaller the chance that another process takes one.
+	ports, err := freePorts(cfg.IP, 9)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.FrontendPort < 0 {
+		cfg.FrontendPort = ports[8]
 	}
 	frontend := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.FrontendPort))
 	svc := func(grpc, membership int) config.Service {
@@ -259,11 +261,23 @@ func portFree(ip string, port int) error {
 	return l.Close()
 }
 
-// freePorts finds n ports free on ip, between 20000 and 32767: the Postgres
-// schema keeps the services' membership ports in a smallint (a port from the
-// kernel's ephemeral range, 32768 and up, does not fit), and a port there is
-// not handed to another listener on port 0 between this check and the bind.
+// handedOut holds every port freePorts has returned in this process. The
+// server binds its ports a moment after they are chosen; a server starting
+// beside it in the same process (tests start several at once) must not be
+// handed one of them in that moment, so no port is handed out twice.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePorts finds n ports free on ip, between 20000 and 32767, that this
+// process has not handed out before: the Postgres schema keeps the services'
+// membership ports in a smallint (a port from the kernel's ephemeral range,
+// 32768 and up, does not fit), and a port there is not handed to another
+// listener on port 0 between this check and the bind.
 func freePorts(ip string, n int) ([]int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
@@ -275,14 +289,34 @@ func freePorts(ip string, n int) ([]int, error) {
 		if tries >= 1000 {
 			return nil, fmt.Errorf("no %d free ports between 20000 and 32767 on %s", n, ip)
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(20000+rand.IntN(12768))))
+		port := 20000 + rand.IntN(12768)
+		if handedOut.ports[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
 		if err != nil {
 			continue
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
+	}
+	for _, p := range ports {
+		handedOut.ports[p] = true
 	}
 	return ports, nil
+}
+
+// fatalsToStderr is logger with its fatal entries also written to standard
+// error. The server reports a port it cannot bind as a fatal entry and
+// expects the logger to exit; a logger that drops it (zap.NewNop, or one
+// raised to a level above fatal) would leave the server running on a nil
+// listener, which crashes later with nothing said about why.
+func fatalsToStderr(logger *zap.Logger) *zap.Logger {
+	if logger.Core().Enabled(zap.FatalLevel) {
+		return logger
+	}
+	stderr := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zap.FatalLevel)
+	return logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, stderr) }))
 }
 
 func waitDial(ctx context.Context, addr string, limit time.Duration) error {
