@@ -21,6 +21,7 @@ test: vet
 	$(GO) test -run='^$$' -fuzz='^FuzzCustomersBody$$' -fuzztime=15000x -timeout 10m ./api
 	$(GO) test -run='^$$' -fuzz='^FuzzParseInbound$$' -fuzztime=300000x -timeout 10m ./domain
 	$(GO) test -run='^$$' -fuzz='^FuzzProductsBodyReadMatchesDecode$$' -fuzztime=30000x -timeout 10m ./domain
+	$(GO) test -run='^$$' -fuzz='^FuzzProductRowsReadEachRowAsTypedDecodingDoes$$' -fuzztime=30000x -timeout 10m ./domain
 	$(GO) test -run='^$$' -fuzz='^FuzzListQuery$$' -fuzztime=15000x -timeout 10m ./api
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=300000x -timeout 10m ./internal/cursor
 
