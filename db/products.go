@@ -280,7 +280,7 @@ type productCopy struct {
 	ids      []uuid.UUID
 	next     int // the next product to write
 	buf      []byte
-	unread   []byte // what buf holds that Read has not given yet
+	unread   []byte      // what buf holds that Read has not given yet
 	numeric  *pgtype.Map // encodes stock_qty, made when first needed
 }
 
