@@ -13,7 +13,9 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/workflows"
 )
 
 // Activities holds the dependencies every activity uses. One value is
@@ -32,9 +34,13 @@ type Activities struct {
 	// NightlyAt is the time of day, from midnight UTC, of the nightly retry
 	// run of failed webhook deliveries.
 	NightlyAt time.Duration
-	// Replays replays the receipts of bulk replays.
-	Replays BatchReplayer
+	// Replays replays the receipts of bulk replays, at most once per batch
+	// each, with the same code as a single replay.
+	Replays *integrations.Posts
 }
+
+// The worker registers an *Activities as the workflows' activities.
+var _ workflows.Activities = (*Activities)(nil)
 
 func (a *Activities) now() time.Time {
 	if a.Now != nil {

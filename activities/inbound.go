@@ -33,13 +33,14 @@ func (a *Activities) ApplyInbound(ctx context.Context, in domain.InboundInput) (
 	if err != nil {
 		return domain.InboundResult{}, businessError(err)
 	}
-	res, err := a.DB.ApplyInbound(ctx, in.OrgID, in.Source, in.Action, parsed, a.BaseURL)
+	res, err := a.DB.ApplyInbound(ctx, in.OrgID, in.Source, parsed, a.BaseURL)
 	a.logCause(err, zap.Stringer("org_id", in.OrgID), zap.Stringer("receipt_id", in.ReceiptID), zap.String("action", string(in.Action)))
 	return res, businessError(err)
 }
 
 // RecordOutcome stores where a receipt stands (with the workflow run that
-// moved it there).
+// moved it there) and, with the workflow's first answer, what its sender is
+// answered: the one writer of a receipt whose workflow ran.
 func (a *Activities) RecordOutcome(ctx context.Context, in domain.RecordOutcomeInput) error {
 	var waiting, errText *string
 	if in.WaitingFor != "" {
@@ -52,7 +53,11 @@ func (a *Activities) RecordOutcome(ctx context.Context, in domain.RecordOutcomeI
 	if activity.IsActivity(ctx) {
 		runID = activity.GetInfo(ctx).WorkflowExecution.RunID
 	}
-	return a.DB.UpdateReceipt(ctx, in.OrgID, in.ReceiptID, db.ReceiptUpdate{Outcome: in.Outcome, WaitingFor: waiting, WaitingKeys: in.WaitingKeys, Error: errText, RunID: runID})
+	u := db.ReceiptUpdate{Outcome: in.Outcome, WaitingFor: waiting, WaitingKeys: in.WaitingKeys, Error: errText, RunID: runID}
+	if in.Answer != nil {
+		u.Status, u.Response = in.Answer.HTTPAnswer(in.ReceiptID, in.Action)
+	}
+	return a.DB.UpdateReceipt(ctx, in.OrgID, in.ReceiptID, u)
 }
 
 // MatchSupplierInvoice runs the three-way match of an invoice against the

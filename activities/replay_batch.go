@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
@@ -19,13 +18,6 @@ const (
 	ReplayChunkSize = 50
 	ReplayParallel  = 4
 )
-
-// BatchReplayer replays one receipt of a bulk replay, at most once per
-// batch (api.InboundRunner, the same code as a single replay): it returns
-// the item's outcome, or "" while its replay is still running.
-type BatchReplayer interface {
-	ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, item db.ReplayBatchItem, dryRun bool) (outcome, reason string, err error)
-}
 
 // ReplayBatchChunk replays the next receipts of a bulk replay (at most
 // ReplayChunkSize, ReplayParallel at once), records how

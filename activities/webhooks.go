@@ -151,4 +151,4 @@ func (a *Activities) unopenableSecret(ctx context.Context, in domain.DeliverInpu
 
 // ErrSecretUnopenable is the application error type of a delivery whose
 // subscription secret cannot be opened.
-const ErrSecretUnopenable = "ESECRET"
+const ErrSecretUnopenable = domain.SecretUnopenable

@@ -25,43 +25,15 @@ func (e *ErrorBody) Error() string { return e.Message }
 // GetStatus implements huma.StatusError.
 func (e *ErrorBody) GetStatus() int { return e.status }
 
-// internalMessage is the only text a 500 answer carries.
-const internalMessage = "Internal server error"
-
-// statusOf maps an error kind to its HTTP status: the one place that does.
-func statusOf(code domain.Code) int {
-	switch code {
-	case domain.EINVALID:
-		return http.StatusBadRequest
-	case domain.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case domain.EPAYMENT:
-		return http.StatusPaymentRequired
-	case domain.EFORBIDDEN:
-		return http.StatusForbidden
-	case domain.ENOTFOUND:
-		return http.StatusNotFound
-	case domain.ECONFLICT:
-		return http.StatusConflict
-	case domain.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case domain.EUNPROCESSABLE:
-		return http.StatusUnprocessableEntity
-	case domain.ERATELIMITED:
-		return http.StatusTooManyRequests
-	}
-	return http.StatusInternalServerError
-}
-
 // fail turns any error a handler meets into the answer for it. Errors with a
 // domain kind keep their message; anything else is logged with the request's
 // logger and answered 500 with no internal detail.
 func (s *Server) fail(ctx context.Context, err error) huma.StatusError {
 	code := domain.ErrorCode(err)
-	status := statusOf(code)
+	status := code.Status()
 	if status == http.StatusInternalServerError {
 		logging.From(ctx, s.log).Error("request failed", zap.Error(err))
-		return &ErrorBody{status: status, Message: internalMessage}
+		return &ErrorBody{status: status, Message: domain.InternalMessage}
 	}
 	// A rejection with a cause (a value the storage refused) answers its
 	// generic message; the cause is for the log.
@@ -80,7 +52,7 @@ func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 		status = http.StatusBadRequest
 	}
 	if status >= http.StatusInternalServerError {
-		return &ErrorBody{status: status, Message: internalMessage}
+		return &ErrorBody{status: status, Message: domain.InternalMessage}
 	}
 	details := domain.Problems{Max: maxDetails}
 	for _, e := range errs {

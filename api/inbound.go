@@ -1,10 +1,7 @@
 package api
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -13,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
@@ -21,7 +17,6 @@ import (
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/signature"
-	"github.com/commerce-integration/commerce/workflows"
 )
 
 // answerWait is how long an inbound post waits for its workflow's first
@@ -126,8 +121,12 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		idempotencyName = signature.HeaderWebhookID
 		keys = append([]db.PostKey{{Kind: db.PostKeyIdempotency, Value: messageID}}, keys...)
 	}
-	_, parseErr := domain.ParseInbound(ep.Action, body)
-	rec.Refused = parseErr != nil
+	// The shape is checked before the post is stored, so that a malformed
+	// post is refused without a workflow; the apply step reads it again
+	// from the receipt, in the worker.
+	if _, err := domain.ParseInbound(ep.Action, body); err != nil {
+		rec.Refusal = &db.Refusal{Status: domain.ErrorCode(err).Status(), Message: domain.ErrorMessage(err)}
+	}
 	id, first, err := s.db.StorePost(ctx, rec, keys)
 	if err != nil {
 		s.inboundFail(w, r, err)
@@ -137,14 +136,15 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		answerRepeat(w, *first, idempotencyName)
 		return
 	}
-	if parseErr != nil {
-		s.answerRefusal(ctx, w, rec.OrgID, id, statusOf(domain.ErrorCode(parseErr)), domain.ErrorMessage(parseErr))
+	w.Header().Set("X-Receipt-Id", id.String())
+	if rec.Refusal != nil {
+		writeError(w, rec.Refusal.Status, rec.Refusal.Message)
 		return
 	}
-	status, answer := s.inbounds.Run(ctx, domain.InboundInput{
+	out := s.inbounds.Run(ctx, domain.InboundInput{
 		OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action,
 	})
-	w.Header().Set("X-Receipt-Id", id.String())
+	status, answer := out.HTTPAnswer(id, ep.Action)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(answer)
@@ -174,114 +174,20 @@ func answerRepeat(w http.ResponseWriter, first db.FirstPost, idempotencyName str
 }
 
 // storeRefusal stores a refused post that claims no keys (refused before
-// they are known, or for a malformed Idempotency-Key) and answers it.
+// they are known, or for a malformed Idempotency-Key), with its answer, and
+// answers it.
 func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db.NewReceipt, status int, msg string) {
-	rec.Refused = true
+	rec.Refusal = &db.Refusal{Status: status, Message: msg}
 	id, err := s.db.StoreReceipt(ctx, rec)
 	if err != nil {
 		logging.From(ctx, s.log).Error("storing a refused inbound post", zap.Error(err))
-		writeError(w, status, msg)
-		return
+	} else {
+		w.Header().Set("X-Receipt-Id", id.String())
 	}
-	s.answerRefusal(ctx, w, rec.OrgID, id, status, msg)
-}
-
-// answerRefusal records a refused post's answer on its receipt and answers it.
-func (s *Server) answerRefusal(ctx context.Context, w http.ResponseWriter, orgID, id uuid.UUID, status int, msg string) {
-	body, _ := json.Marshal(ErrorBody{Message: msg})
-	if err := s.db.UpdateReceipt(ctx, orgID, id, db.ReceiptUpdate{Outcome: domain.OutcomeFailed, Error: &msg, Status: status, Response: body}); err != nil {
-		logging.From(ctx, s.log).Error("recording a refused inbound post", zap.Error(err))
-	}
-	w.Header().Set("X-Receipt-Id", id.String())
 	writeError(w, status, msg)
 }
 
 func (s *Server) inboundFail(w http.ResponseWriter, r *http.Request, err error) {
 	e := s.fail(r.Context(), err)
 	writeError(w, e.GetStatus(), e.Error())
-}
-
-// InboundRunner carries out stored receipts through their workflows and
-// records on each receipt the answer it got: a live post and every replay
-// run through it.
-type InboundRunner struct {
-	DB        *db.DB
-	Workflows *workflows.Client
-	Log       *zap.Logger
-	// Sealer opens the signing secrets of endpoints, to verify a signed
-	// endpoint's receipt again before it is replayed.
-	Sealer *secrets.Sealer
-	// Wait is how long a post waits for its workflow's first answer before
-	// it is answered 202 and left to finish (20 seconds when zero).
-	Wait time.Duration
-	// BaseURL is the public {base_url}, for the URLs a dry run's answer
-	// would carry.
-	BaseURL string
-}
-
-// Run starts (or joins) the workflow of a stored receipt and waits for its
-// first answer, which it records on the receipt and returns as an HTTP
-// status and body. A post whose workflow cannot be started ends in error
-// (and can be replayed); otherwise the workflow records the outcome itself.
-func (r *InboundRunner) Run(ctx context.Context, in domain.InboundInput) (int, []byte) {
-	log := logging.From(ctx, r.Log)
-	status, body := http.StatusInternalServerError, mustJSON(ErrorBody{Message: internalMessage})
-	var update db.ReceiptUpdate
-	failed := func(msg string, err error) {
-		log.Error(msg, zap.Error(err))
-		update.Outcome, update.Error = domain.OutcomeError, &msg
-	}
-	defer func() {
-		update.Status, update.Response = status, body
-		if err := r.DB.UpdateReceipt(context.WithoutCancel(ctx), in.OrgID, in.ReceiptID, update); err != nil {
-			log.Error("recording an inbound answer", zap.Error(err))
-		}
-	}()
-	if r.Workflows == nil {
-		failed("the workflow service is not configured", nil)
-		return status, body
-	}
-	wctx, cancel := context.WithTimeout(ctx, cmp.Or(r.Wait, answerWait))
-	defer cancel()
-	out, err := r.Workflows.RunInbound(wctx, in)
-	switch {
-	case errors.Is(err, workflows.ErrStillRunning):
-		status = http.StatusAccepted
-		body = mustJSON(domain.InboundAnswer{ReceiptID: in.ReceiptID, Action: in.Action, Outcome: domain.OutcomePending})
-	case err != nil:
-		failed("the workflow could not be started", err)
-	default:
-		status, body = InboundHTTPAnswer(in.ReceiptID, in.Action, out)
-	}
-	return status, body
-}
-
-// InboundHTTPAnswer turns a workflow's answer into the HTTP status and body.
-func InboundHTTPAnswer(receiptID uuid.UUID, action domain.Action, out domain.InboundOutcome) (int, []byte) {
-	if out.Code != "" {
-		status := statusOf(out.Code)
-		msg := out.Message
-		if status == http.StatusInternalServerError {
-			msg = internalMessage
-		}
-		return status, mustJSON(ErrorBody{Message: msg})
-	}
-	res := out.Result
-	a := domain.InboundAnswer{ReceiptID: receiptID, Action: action, Outcome: res.Outcome, Changes: res.Changes,
-		WaitingFor: res.WaitingFor, Extras: res.Extras}
-	if out.Match != nil {
-		if a.Extras == nil {
-			a.Extras = map[string]any{}
-		}
-		a.Extras["match"] = out.Match
-	}
-	return res.Status, mustJSON(a)
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return []byte(`{"error":"Internal server error"}`)
-	}
-	return b
 }

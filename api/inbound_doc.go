@@ -11,60 +11,6 @@ import (
 	"github.com/commerce-integration/commerce/signature"
 )
 
-// InboundProductsBody documents the body of an upsert_products endpoint:
-// the body of POST /api/v1/products/bulk with the inbound limit
-// (domain.MaxInboundProducts).
-type InboundProductsBody struct {
-	Products []domain.ProductInput `json:"products" doc:"At most 1000 products (413 above), upserted by SKU with the rules of POST /api/v1/products/bulk."`
-	SchemaID *string               `json:"schema_id,omitempty" format:"uuid" doc:"A catalogue schema of the organisation: each product's attrs are coerced to its declared types."`
-}
-
-// InboundCustomersBody documents the body of an upsert_customers endpoint,
-// with the inbound limit (domain.MaxInboundCustomers).
-type InboundCustomersBody struct {
-	Customers []domain.CustomerInput `json:"customers" doc:"At most 500 customers (413 above), matched and upserted as by POST /api/v1/customers."`
-}
-
-// inboundBodies are the body of each action.
-var inboundBodies = map[domain.Action]reflect.Type{
-	domain.ActionCreateRequest:    reflect.TypeFor[domain.CreateRequestBody](),
-	domain.ActionUpsertCustomers:  reflect.TypeFor[InboundCustomersBody](),
-	domain.ActionUpsertProducts:   reflect.TypeFor[InboundProductsBody](),
-	domain.ActionERPOrderStatus:   reflect.TypeFor[domain.ERPOrderStatusBody](),
-	domain.ActionOrderInvoice:     reflect.TypeFor[domain.OrderInvoiceBody](),
-	domain.ActionPurchaseOrderAck: reflect.TypeFor[domain.POAckBody](),
-	domain.ActionSupplierInvoice:  reflect.TypeFor[domain.SupplierInvoiceBody](),
-	domain.ActionDeliveryStatus:   reflect.TypeFor[domain.DeliveryStatusBody](),
-}
-
-// inboundExamples are a body for each action, the documented examples of
-// POST /api/in/{token}; the erp_order_status one is the body
-// docs/webhooks.md signs.
-var inboundExamples = []struct {
-	Action  domain.Action
-	Summary string
-	Body    map[string]any
-}{
-	{domain.ActionCreateRequest, "create_request: open a request", map[string]any{
-		"text": "Please quote 500 M8 washers delivered to Leeds by March.", "title": "M8 washers",
-		"customer": map[string]any{"company": "Buyer Ltd", "email": "ann@buyer.example"}, "external_ref": "CRM-4411"}},
-	{domain.ActionUpsertCustomers, "upsert_customers: create or update customers", map[string]any{
-		"customers": []any{map[string]any{"company": "Buyer Ltd", "email": "ann@buyer.example", "external_id": "C-100"}}}},
-	{domain.ActionUpsertProducts, "upsert_products: create or update products by SKU", map[string]any{
-		"products": []any{map[string]any{"sku": "A-1", "title": "Washer M8", "price_minor": 12, "uom": "each"}}}},
-	{domain.ActionERPOrderStatus, "erp_order_status: an ERP moves an order", map[string]any{
-		"order_ref": "SO-1001", "status": "shipped"}},
-	{domain.ActionOrderInvoice, "order_invoice: an ERP records its invoice on an order", map[string]any{
-		"order_ref": "SO-1001", "invoice_ref": "INV-2001", "invoice_status": "issued", "amount_minor": 125000, "currency": "GBP"}},
-	{domain.ActionPurchaseOrderAck, "purchase_order_ack: a supplier acknowledges a purchase order", map[string]any{
-		"po_number": "PO-3001", "supplier_ref": "SUP-77", "lines": []any{map[string]any{"position": 1, "expected_date": "2026-12-15"}}}},
-	{domain.ActionSupplierInvoice, "supplier_invoice: a supplier invoices a purchase order", map[string]any{
-		"po_number": "PO-3001", "invoice_ref": "SI-501", "amount_minor": 48000, "currency": "GBP",
-		"invoiced_qty": []any{map[string]any{"position": 1, "qty": 40}}}},
-	{domain.ActionDeliveryStatus, "delivery_status: a carrier moves a delivery", map[string]any{
-		"delivery_ref": "DL-1001", "status": "dispatched", "tracking_url": "https://track.example/DL-1001"}},
-}
-
 // inboundDescription is the description of POST /api/in/{token}.
 const inboundDescription = "The token in the URL is the credential: treat the URL as a password; no Authorization header is " +
 	"read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), " +
@@ -92,11 +38,13 @@ const inboundDescription = "The token in the URL is the credential: treat the UR
 func (s *Server) documentInbound() {
 	reg := s.api.OpenAPI().Components.Schemas
 	var bodies []*huma.Schema
-	for _, action := range domain.Actions {
-		bodies = append(bodies, reg.Schema(inboundBodies[action], true, ""))
+	examples := map[string]*huma.Example{}
+	for _, d := range domain.ActionDefs() {
+		bodies = append(bodies, reg.Schema(d.Doc, true, ""))
+		examples[string(d.Action)] = &huma.Example{Summary: d.Summary, Value: d.Example}
 	}
-	limitItems(reg, reflect.TypeFor[InboundProductsBody](), "products", domain.MaxInboundProducts)
-	limitItems(reg, reflect.TypeFor[InboundCustomersBody](), "customers", domain.MaxInboundCustomers)
+	limitItems(reg, reflect.TypeFor[domain.InboundProductsBody](), "products", domain.MaxInboundProducts)
+	limitItems(reg, reflect.TypeFor[domain.InboundCustomersBody](), "customers", domain.MaxInboundCustomers)
 	// invoiced_qty is read by domain.ParseInvoicedQty: a number or lines.
 	invoice := reg.SchemaFromRef(reg.Schema(reflect.TypeFor[domain.SupplierInvoiceBody](), true, "").Ref)
 	invoice.Properties["invoiced_qty"] = &huma.Schema{
@@ -112,11 +60,7 @@ func (s *Server) documentInbound() {
 			}},
 		},
 	}
-	examples := map[string]*huma.Example{}
-	for _, e := range inboundExamples {
-		examples[string(e.Action)] = &huma.Example{Summary: e.Summary, Value: e.Body}
-	}
-	answer := reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, "")
+	answer := enumActions(reg, reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, ""))
 	errRef := reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
 	receipt := &huma.Header{Description: "The id of the receipt that records the post.",
 		Schema: &huma.Schema{Type: huma.TypeString, Format: "uuid"}}
@@ -198,11 +142,24 @@ func limitItems(reg huma.Registry, t reflect.Type, property string, limit int) {
 
 func intPtr(n int) *int { return &n }
 
+// enumActions lists the inbound actions as the enum of the action
+// property, when it has one, of a registered schema (domain.Actions is
+// their one list), and returns the schema.
+func enumActions(reg huma.Registry, ref *huma.Schema) *huma.Schema {
+	if p := reg.SchemaFromRef(ref.Ref).Properties["action"]; p != nil && p.Type == huma.TypeString {
+		p.Enum = nil
+		for _, a := range domain.Actions {
+			p.Enum = append(p.Enum, string(a))
+		}
+	}
+	return ref
+}
+
 // inboundAnswerDoc documents the answer of an inbound post: these fields,
 // plus the action's own (counts, the request opened, the match result).
 type inboundAnswerDoc struct {
 	ReceiptID  uuid.UUID       `json:"receipt_id"`
-	Action     domain.Action   `json:"action" enum:"create_request,upsert_customers,upsert_products,erp_order_status,order_invoice,purchase_order_ack,supplier_invoice,delivery_status"`
+	Action     domain.Action   `json:"action"`
 	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending"`
 	Changes    []domain.Change `json:"changes"`
 	WaitingFor string          `json:"waiting_for,omitempty" doc:"The record a parked post waits for."`

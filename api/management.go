@@ -11,6 +11,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 )
 
 // The management API (DESIGN.md section 12): inbound endpoints, receipts,
@@ -25,7 +26,9 @@ const (
 )
 
 // actor is the audit log's name for the key a request is made with.
-func actor(ctx context.Context) Actor { return KeyActor(keyAuth(ctx).Principal.KeyID) }
+func actor(ctx context.Context) integrations.Actor {
+	return integrations.KeyActor(keyAuth(ctx).Principal.KeyID)
+}
 
 // optionalTime reads an optional RFC 3339 filter.
 func optionalTime(name, raw string) (*time.Time, error) {
@@ -41,25 +44,11 @@ func optionalTime(name, raw string) (*time.Time, error) {
 
 // ---- inbound endpoints
 
-// EndpointItem is an inbound endpoint as support sees it: never its token
-// or secret.
-type EndpointItem struct {
-	ID               uuid.UUID        `json:"id"`
-	Name             string           `json:"name"`
-	Action           domain.Action    `json:"action"`
-	URLHint          *string          `json:"url_hint" doc:"The last four characters of the endpoint's token, to tell URLs apart; null for endpoints made before hints were kept, and for deleted ones."`
-	RequireSignature bool             `json:"require_signature"`
-	Active           bool             `json:"active"`
-	State            string           `json:"state" enum:"active,paused,deleted"`
-	CreatedAt        domain.Timestamp `json:"created_at"`
-	Counts           map[string]int   `json:"counts" doc:"Receipts of the last 24 hours by outcome (outcomes with none are left out)."`
-}
-
 // ListEndpointsOutput is a page of inbound endpoints, newest first.
 type ListEndpointsOutput struct {
 	Body struct {
-		Endpoints  []EndpointItem `json:"endpoints"`
-		NextCursor *string        `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+		Endpoints  []integrations.EndpointItem `json:"endpoints"`
+		NextCursor *string                     `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
 
@@ -78,13 +67,13 @@ type ListReceiptsInput struct {
 // ListReceiptsOutput is a page of receipts, newest first.
 type ListReceiptsOutput struct {
 	Body struct {
-		Receipts   []ReceiptSummary `json:"receipts"`
-		NextCursor *string          `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+		Receipts   []integrations.ReceiptSummary `json:"receipts"`
+		NextCursor *string                       `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
 
 // ReceiptOutput is a receipt with its body, answer and trace.
-type ReceiptOutput struct{ Body ReceiptDetail }
+type ReceiptOutput struct{ Body integrations.ReceiptDetail }
 
 // ReplayInput is POST /api/v1/inbound/receipts/{id}/replay.
 type ReplayInput struct {
@@ -95,7 +84,7 @@ type ReplayInput struct {
 }
 
 // ReplayOutput is what a replay did.
-type ReplayOutput struct{ Body ReplayResult }
+type ReplayOutput struct{ Body integrations.ReplayResult }
 
 // BulkReplayInput is POST /api/v1/inbound/replays.
 type BulkReplayInput struct {
@@ -308,8 +297,8 @@ func (s *Server) listInboundEndpoints(ctx context.Context, in *SmallPage) (*List
 	out := &ListEndpointsOutput{}
 	var err error
 	out.Body.Endpoints, out.Body.NextCursor, err = newestList(ctx, s, "inbound-endpoints", in.Cursor, in.Limit, nil,
-		func(p db.Page) ([]EndpointItem, error) { return s.manage.Endpoints(ctx, orgID(ctx), p) },
-		func(e EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID })
+		func(p db.Page) ([]integrations.EndpointItem, error) { return s.manage.Endpoints(ctx, orgID(ctx), p) },
+		func(e integrations.EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID })
 	if err != nil {
 		return nil, err
 	}
@@ -335,8 +324,10 @@ func (s *Server) listInboundReceipts(ctx context.Context, in *ListReceiptsInput)
 	out.Body.Receipts, out.Body.NextCursor, err = newestList(ctx, s, "inbound-receipts", in.Cursor, in.Limit,
 		[]string{"endpoint_id", in.EndpointID, "outcome", in.Outcome, "received_after", in.ReceivedAfter,
 			"received_before", in.ReceivedBefore, "ref", f.Ref},
-		func(p db.Page) ([]ReceiptSummary, error) { return s.manage.ListReceipts(ctx, orgID(ctx), f, p) },
-		func(r ReceiptSummary) (domain.Timestamp, uuid.UUID) { return r.ReceivedAt, r.ID })
+		func(p db.Page) ([]integrations.ReceiptSummary, error) {
+			return s.manage.ListReceipts(ctx, orgID(ctx), f, p)
+		},
+		func(r integrations.ReceiptSummary) (domain.Timestamp, uuid.UUID) { return r.ReceivedAt, r.ID })
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +340,7 @@ func (s *Server) getInboundReceipt(ctx context.Context, in *IDPath) (*ReceiptOut
 
 // byID runs a write on one record named in the path (404 when the id is
 // not a UUID), as the caller's key.
-func byID[T any](ctx context.Context, s *Server, raw, what string, fn func(Actor, uuid.UUID, uuid.UUID) (T, error)) (T, error) {
+func byID[T any](ctx context.Context, s *Server, raw, what string, fn func(integrations.Actor, uuid.UUID, uuid.UUID) (T, error)) (T, error) {
 	var zero T
 	id, err := pathID(raw, what)
 	if err != nil {
@@ -363,7 +354,7 @@ func byID[T any](ctx context.Context, s *Server, raw, what string, fn func(Actor
 }
 
 func (s *Server) replayInboundReceipt(ctx context.Context, in *ReplayInput) (*ReplayOutput, error) {
-	res, err := byID(ctx, s, in.ID, "receipt", func(a Actor, org, id uuid.UUID) (ReplayResult, error) {
+	res, err := byID(ctx, s, in.ID, "receipt", func(a integrations.Actor, org, id uuid.UUID) (integrations.ReplayResult, error) {
 		return s.manage.ReplayReceipt(ctx, a, org, id, in.Body.DryRun)
 	})
 	if err != nil {
@@ -373,7 +364,7 @@ func (s *Server) replayInboundReceipt(ctx context.Context, in *ReplayInput) (*Re
 }
 
 func (s *Server) cancelInboundReceipt(ctx context.Context, in *IDPath) (*ReceiptOutput, error) {
-	r, err := byID(ctx, s, in.ID, "receipt", func(a Actor, org, id uuid.UUID) (ReceiptDetail, error) {
+	r, err := byID(ctx, s, in.ID, "receipt", func(a integrations.Actor, org, id uuid.UUID) (integrations.ReceiptDetail, error) {
 		return s.manage.CancelReceipt(ctx, a, org, id)
 	})
 	if err != nil {
@@ -400,7 +391,7 @@ func (s *Server) getBulkReplay(ctx context.Context, in *IDPath) (*ReplayBatchOut
 }
 
 func (s *Server) stopBulkReplay(ctx context.Context, in *IDPath) (*ReplayBatchOutput, error) {
-	b, err := byID(ctx, s, in.ID, "replay batch", func(a Actor, org, id uuid.UUID) (db.ReplayBatch, error) {
+	b, err := byID(ctx, s, in.ID, "replay batch", func(a integrations.Actor, org, id uuid.UUID) (db.ReplayBatch, error) {
 		return s.manage.StopBulkReplay(ctx, a, org, id)
 	})
 	if err != nil {
@@ -451,7 +442,7 @@ func (s *Server) updateSubscription(ctx context.Context, in *UpdateSubscriptionI
 			return nil, s.fail(ctx, err)
 		}
 	}
-	x, err := byID(ctx, s, in.ID, "subscription", func(a Actor, org, id uuid.UUID) (db.Subscription, error) {
+	x, err := byID(ctx, s, in.ID, "subscription", func(a integrations.Actor, org, id uuid.UUID) (db.Subscription, error) {
 		return s.manage.UpdateSubscription(ctx, a, org, id, db.SubscriptionChange{URL: in.Body.URL, EventTypes: in.Body.Events, Active: in.Body.Active})
 	})
 	if err != nil {
@@ -461,7 +452,7 @@ func (s *Server) updateSubscription(ctx context.Context, in *UpdateSubscriptionI
 }
 
 func (s *Server) deleteSubscription(ctx context.Context, in *IDPath) (*NoContent, error) {
-	_, err := byID(ctx, s, in.ID, "subscription", func(a Actor, org, id uuid.UUID) (struct{}, error) {
+	_, err := byID(ctx, s, in.ID, "subscription", func(a integrations.Actor, org, id uuid.UUID) (struct{}, error) {
 		return struct{}{}, s.manage.DeleteSubscription(ctx, a, org, id)
 	})
 	if err != nil {
@@ -471,7 +462,7 @@ func (s *Server) deleteSubscription(ctx context.Context, in *IDPath) (*NoContent
 }
 
 func (s *Server) rotateSecret(ctx context.Context, in *IDPath) (*RotateSecretOutput, error) {
-	r, err := byID(ctx, s, in.ID, "subscription", func(a Actor, org, id uuid.UUID) (db.RotatedSecret, error) {
+	r, err := byID(ctx, s, in.ID, "subscription", func(a integrations.Actor, org, id uuid.UUID) (db.RotatedSecret, error) {
 		return s.manage.RotateSecret(ctx, a, org, id)
 	})
 	if err != nil {
@@ -483,7 +474,7 @@ func (s *Server) rotateSecret(ctx context.Context, in *IDPath) (*RotateSecretOut
 }
 
 func (s *Server) recoverDeliveries(ctx context.Context, in *RecoverInput) (*RecoverOutput, error) {
-	n, err := byID(ctx, s, in.ID, "subscription", func(a Actor, org, id uuid.UUID) (int, error) {
+	n, err := byID(ctx, s, in.ID, "subscription", func(a integrations.Actor, org, id uuid.UUID) (int, error) {
 		return s.manage.Recover(ctx, a, org, id, in.Body.Since)
 	})
 	if err != nil {
@@ -518,7 +509,7 @@ func (s *Server) getWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDe
 }
 
 func (s *Server) resendWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDeliveryOutput, error) {
-	x, err := byID(ctx, s, in.ID, "delivery", func(a Actor, org, id uuid.UUID) (db.WebhookDelivery, error) {
+	x, err := byID(ctx, s, in.ID, "delivery", func(a integrations.Actor, org, id uuid.UUID) (db.WebhookDelivery, error) {
 		return s.manage.Resend(ctx, a, org, id)
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/logging"
 )
 
@@ -137,7 +138,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				}
 				logging.From(r.Context(), s.log).Error("panic while serving request",
 					zap.Any("panic", v), zap.Stack("stack"))
-				writeError(w, http.StatusInternalServerError, internalMessage)
+				writeError(w, http.StatusInternalServerError, domain.InternalMessage)
 			}
 		}()
 		next.ServeHTTP(w, r)

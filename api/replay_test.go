@@ -9,16 +9,16 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/signature"
 )
 
 // runner is the replay side of the fixture's server, without a workflow
 // service: every refusal comes before a workflow would start.
-func (f *fixture) runner() *api.InboundRunner {
-	return &api.InboundRunner{DB: f.db.DB, Sealer: f.sealer}
+func (f *fixture) runner() *integrations.Posts {
+	return &integrations.Posts{DB: f.db.DB, Sealer: f.sealer}
 }
 
 func (f *fixture) setEndpointState(t *testing.T, id uuid.UUID, to domain.EndpointState) {
@@ -149,7 +149,7 @@ func TestReplayRulesRefuseWithAReason(t *testing.T) {
 	}
 }
 
-func replayErr(r *api.InboundRunner, orgID, id uuid.UUID) error {
+func replayErr(r *integrations.Posts, orgID, id uuid.UUID) error {
 	_, err := r.Replay(context.Background(), orgID, id)
 	return err
 }
@@ -161,7 +161,7 @@ func TestReplayOfASignedReceiptNeedsTheServiceKey(t *testing.T) {
 	signed := f.signedEndpoint(t, domain.ActionERPOrderStatus)
 	_, h, _ := f.postInbound(signed.Token, shapeless, signature.Header, signature.Sign(*signed.Secret, time.Now(), []byte(shapeless)))
 	_, hu, _ := f.postInbound(f.erpEndpoint(t).Token, shapeless)
-	r := &api.InboundRunner{DB: f.db.DB}
+	r := &integrations.Posts{DB: f.db.DB}
 	if err := r.CheckReplay(context.Background(), f.org.ID, uuid.MustParse(h.Get("X-Receipt-Id"))); err == nil || !strings.Contains(err.Error(), "COMMERCE_SECRET_KEY") {
 		t.Fatalf("signed receipt without a key: %v", err)
 	}

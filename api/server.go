@@ -25,6 +25,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
@@ -63,8 +64,8 @@ type Deps struct {
 type Server struct {
 	db       *db.DB
 	temporal client.Client
-	inbounds *InboundRunner
-	manage   *Manager
+	inbounds *integrations.Posts
+	manage   *integrations.Service
 	large    chan struct{} // see boundLargeWrites
 	log      *zap.Logger
 	cursors  *cursor.Codec
@@ -89,11 +90,11 @@ func New(d Deps) *Server {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	s.inbounds = &InboundRunner{DB: d.DB, Log: s.log, Sealer: d.Sealer, Wait: d.AnswerWait, BaseURL: d.BaseURL}
+	s.inbounds = &integrations.Posts{DB: d.DB, Log: s.log, Sealer: d.Sealer, Wait: d.AnswerWait, BaseURL: d.BaseURL}
 	if d.Temporal != nil {
 		s.inbounds.Workflows = workflows.NewClient(d.Temporal, d.Namespace)
 	}
-	s.manage = &Manager{InboundRunner: s.inbounds, TemporalUIURL: d.TemporalUIURL, Namespace: d.Namespace,
+	s.manage = &integrations.Service{Posts: s.inbounds, TemporalUIURL: d.TemporalUIURL, Namespace: d.Namespace,
 		AllowPrivateTargets: d.AllowPrivateTargets}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newHTTPMetrics(s.registry)
@@ -136,9 +137,9 @@ func New(d Deps) *Server {
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.router }
 
-// Manager is the management code the routes call, for other faces of the
-// service (the support console) to call too.
-func (s *Server) Manager() *Manager { return s.manage }
+// Service is the application service the management routes call, for
+// other faces of the service (the support console) to call too.
+func (s *Server) Service() *integrations.Service { return s.manage }
 
 // Mount serves h under pattern (a path prefix such as "/console") beside
 // the API, behind the same request ids, logging, metrics and panic

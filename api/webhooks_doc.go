@@ -1,107 +1,11 @@
 package api
 
 import (
-	"reflect"
-
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
 
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/signature"
 )
-
-// The data of each event type, as db writes it to the outbox; these types
-// document it in the OpenAPI document's webhooks.
-type (
-	// CustomerEventData is the data of customer.created and customer.updated.
-	CustomerEventData struct {
-		ID         uuid.UUID `json:"id"`
-		Company    string    `json:"company"`
-		Email      *string   `json:"email" doc:"The contact email sent with the customer."`
-		ExternalID *string   `json:"external_id" doc:"The customer's id in the sending system."`
-	}
-	// ProductsUpsertedData is the data of products.upserted: one per batch.
-	ProductsUpsertedData struct {
-		Created   int      `json:"created"`
-		Updated   int      `json:"updated"`
-		Unchanged int      `json:"unchanged"`
-		SKUs      []string `json:"skus" doc:"The SKUs created or changed."`
-	}
-	// RequestCreatedData is the data of request.created.
-	RequestCreatedData struct {
-		ID    uuid.UUID `json:"id"`
-		Title string    `json:"title"`
-	}
-	// OrderStatusChangedData is the data of order.status_changed.
-	OrderStatusChangedData struct {
-		ID     uuid.UUID          `json:"id"`
-		Number string             `json:"number"`
-		From   domain.OrderStatus `json:"from" enum:"confirmed,in_progress,fulfilled,cancelled"`
-		To     domain.OrderStatus `json:"to" enum:"confirmed,in_progress,fulfilled,cancelled"`
-		Cause  string             `json:"cause" enum:"erp,deliveries" doc:"erp: an erp_order_status post; deliveries: the order followed its deliveries."`
-	}
-	// OrderInvoiceRecordedData is the data of order.invoice_recorded.
-	OrderInvoiceRecordedData struct {
-		OrderID       uuid.UUID            `json:"order_id"`
-		OrderNumber   string               `json:"order_number"`
-		InvoiceRef    string               `json:"invoice_ref"`
-		InvoiceStatus domain.InvoiceStatus `json:"invoice_status" enum:"issued,partially_paid,paid,overdue,void"`
-		AmountMinor   *int64               `json:"amount_minor"`
-		Currency      *string              `json:"currency"`
-	}
-	// DeliveryStatusChangedData is the data of delivery.status_changed.
-	DeliveryStatusChangedData struct {
-		ID          uuid.UUID             `json:"id"`
-		Number      string                `json:"number"`
-		From        domain.DeliveryStatus `json:"from" enum:"pending,ready,dispatched,in_transit,out_for_delivery,delivered,failed,returned,cancelled"`
-		To          domain.DeliveryStatus `json:"to" enum:"pending,ready,dispatched,in_transit,out_for_delivery,delivered,failed,returned,cancelled"`
-		OrderID     *uuid.UUID            `json:"order_id"`
-		TrackingURL *string               `json:"tracking_url" doc:"The tracking address sent with the status, if any."`
-	}
-	// PurchaseOrderAcknowledgedData is the data of purchase_order.acknowledged.
-	PurchaseOrderAcknowledgedData struct {
-		ID          uuid.UUID       `json:"id"`
-		Number      string          `json:"number"`
-		SupplierRef *string         `json:"supplier_ref"`
-		Changes     []domain.Change `json:"changes" doc:"What the acknowledgement changed: status, supplier_ref, line dates."`
-	}
-	// SupplierInvoiceMatchData is the data of supplier_invoice.matched and
-	// supplier_invoice.variance_raised.
-	SupplierInvoiceMatchData struct {
-		InvoiceID   uuid.UUID          `json:"invoice_id"`
-		InvoiceRef  string             `json:"invoice_ref"`
-		MatchStatus domain.MatchStatus `json:"match_status" enum:"matched,variance"`
-		Variances   []domain.Variance  `json:"variances" doc:"Empty when matched."`
-	}
-	// InboundReceiptFailedData is the data of inbound.receipt.failed.
-	InboundReceiptFailedData struct {
-		ReceiptID  uuid.UUID      `json:"receipt_id"`
-		EndpointID uuid.UUID      `json:"endpoint_id"`
-		Action     domain.Action  `json:"action" enum:"create_request,upsert_customers,upsert_products,erp_order_status,order_invoice,purchase_order_ack,supplier_invoice,delivery_status"`
-		Outcome    domain.Outcome `json:"outcome" enum:"failed,error,unmatched"`
-		Error      *string        `json:"error" doc:"Why; a fault on the service side reads only in general terms."`
-	}
-)
-
-// eventData is the data type and a description of each event type of
-// domain.EventTypes.
-var eventData = map[string]struct {
-	Data reflect.Type
-	When string
-}{
-	domain.EventCustomerCreated:        {reflect.TypeFor[CustomerEventData](), "A customer is created (REST or inbound)."},
-	domain.EventCustomerUpdated:        {reflect.TypeFor[CustomerEventData](), "A customer is matched and updated."},
-	domain.EventProductsUpserted:       {reflect.TypeFor[ProductsUpsertedData](), "A products upsert (REST bulk or inbound) ran: one event per batch."},
-	domain.EventRequestCreated:         {reflect.TypeFor[RequestCreatedData](), "A request is opened."},
-	domain.EventStockMovementCreated:   {reflect.TypeFor[domain.StockMovement](), "A stock movement is recorded; data is the movement as POST /api/v1/stock/movements answers it."},
-	domain.EventOrderStatusChanged:     {reflect.TypeFor[OrderStatusChangedData](), "An order moves (an ERP status, or following its deliveries)."},
-	domain.EventOrderInvoiceRecorded:   {reflect.TypeFor[OrderInvoiceRecordedData](), "An ERP invoice is recorded on an order, or its status changes."},
-	domain.EventDeliveryStatusChanged:  {reflect.TypeFor[DeliveryStatusChangedData](), "A delivery moves."},
-	domain.EventPurchaseOrderAcked:     {reflect.TypeFor[PurchaseOrderAcknowledgedData](), "A supplier acknowledges a purchase order."},
-	domain.EventSupplierInvoiceMatched: {reflect.TypeFor[SupplierInvoiceMatchData](), "A supplier invoice passes its three-way match."},
-	domain.EventVarianceRaised:         {reflect.TypeFor[SupplierInvoiceMatchData](), "A supplier invoice's match finds variances, or no goods arrive within 14 days."},
-	domain.EventInboundReceiptFailed:   {reflect.TypeFor[InboundReceiptFailedData](), "An inbound post is refused (4xx), fails, or waits 7 days for its record in vain."},
-}
 
 // webhookDeliveryDescription is said of every webhook.
 const webhookDeliveryDescription = "Posted to every active subscription to this event type, as one delivery with its " +
@@ -121,8 +25,8 @@ func (s *Server) documentWebhooks() {
 		return &huma.Param{Name: name, In: "header", Required: true, Description: desc, Schema: schema, Example: example}
 	}
 	doc.Webhooks = map[string]*huma.PathItem{}
-	for _, eventType := range domain.EventTypes {
-		d := eventData[eventType]
+	for _, d := range domain.EventCatalogue {
+		eventType := d.Type
 		envelope := &huma.Schema{
 			Type:                 huma.TypeObject,
 			Description:          "The event: its id, type, when it happened, and its data.",
@@ -132,7 +36,7 @@ func (s *Server) documentWebhooks() {
 				"id":         {Type: huma.TypeString, Format: "uuid", Description: "The event's id; the same on every delivery and attempt of the event."},
 				"type":       {Type: huma.TypeString, Enum: []any{eventType}},
 				"created_at": {Type: huma.TypeString, Format: "date-time", Description: "When the change happened (RFC 3339 UTC, milliseconds)."},
-				"data":       reg.Schema(d.Data, true, ""),
+				"data":       enumActions(reg, reg.Schema(d.Data, true, "")),
 			},
 		}
 		doc.Webhooks[eventType] = &huma.PathItem{Post: &huma.Operation{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -37,15 +36,15 @@ func applied(changes []domain.Change, extras map[string]any) domain.InboundResul
 	return out
 }
 
-// ApplyInbound carries out a post (parsed with domain.ParseInbound) in one
+// ApplyInbound carries out a post (read with domain.ParseInbound) in one
 // transaction. Its effect is keyed by source, the receipt that first caused
 // it (the original receipt, for a replay): when that receipt's effect was
 // recorded before (a retried activity, a replay), the recorded result is
 // returned and nothing is applied again. A post that names a record that
 // does not exist yet is parked (nothing is written). Business rejections are
 // domain errors (409, 422, ...).
-func (d *DB) ApplyInbound(ctx context.Context, orgID, source uuid.UUID, action domain.Action, parsed any, baseURL string) (domain.InboundResult, error) {
-	return d.applyInbound(ctx, orgID, source, action, parsed, baseURL, false)
+func (d *DB) ApplyInbound(ctx context.Context, orgID, source uuid.UUID, body domain.InboundBody, baseURL string) (domain.InboundResult, error) {
+	return d.applyInbound(ctx, orgID, source, body, baseURL, false)
 }
 
 // errDryRun rolls back the transaction of a dry run.
@@ -55,11 +54,11 @@ var errDryRun = errors.New("dry run: rolled back")
 // is rolled back: nothing is written, no event is emitted. A post whose
 // effect was recorded already would change nothing: it answers unchanged,
 // with no changes.
-func (d *DB) DryRunInbound(ctx context.Context, orgID, source uuid.UUID, action domain.Action, parsed any, baseURL string) (domain.InboundResult, error) {
-	return d.applyInbound(ctx, orgID, source, action, parsed, baseURL, true)
+func (d *DB) DryRunInbound(ctx context.Context, orgID, source uuid.UUID, body domain.InboundBody, baseURL string) (domain.InboundResult, error) {
+	return d.applyInbound(ctx, orgID, source, body, baseURL, true)
 }
 
-func (d *DB) applyInbound(ctx context.Context, orgID, source uuid.UUID, action domain.Action, parsed any, baseURL string, dry bool) (domain.InboundResult, error) {
+func (d *DB) applyInbound(ctx context.Context, orgID, source uuid.UUID, body domain.InboundBody, baseURL string, dry bool) (domain.InboundResult, error) {
 	var res domain.InboundResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		// The events the effect emits carry the post it belongs to (the
@@ -80,27 +79,7 @@ func (d *DB) applyInbound(ctx context.Context, orgID, source uuid.UUID, action d
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		a := &actor{ctx: ctx, tx: tx, org: orgID, baseURL: baseURL}
-		switch body := parsed.(type) {
-		case domain.CreateRequestBody:
-			res, err = a.createRequest(body)
-		case domain.UpsertCustomersBody:
-			res, err = a.upsertCustomers(body)
-		case domain.ProductsBody:
-			res, err = a.upsertProducts(body)
-		case domain.ERPOrderStatusBody:
-			res, err = a.erpOrderStatus(body)
-		case domain.OrderInvoiceBody:
-			res, err = a.orderInvoice(body)
-		case domain.POAckBody:
-			res, err = a.purchaseOrderAck(body)
-		case domain.SupplierInvoiceBody:
-			res, err = a.supplierInvoice(body, source)
-		case domain.DeliveryStatusBody:
-			res, err = a.deliveryStatus(body)
-		default:
-			return fmt.Errorf("action %s: unexpected body %T", action, parsed)
-		}
+		res, err = body.ApplyTo(&actor{ctx: ctx, tx: tx, org: orgID, source: source, baseURL: baseURL})
 		if err != nil || res.Parked() {
 			return err
 		}
@@ -116,10 +95,16 @@ func (d *DB) applyInbound(ctx context.Context, orgID, source uuid.UUID, action d
 	return res, nil
 }
 
-// actor carries out one inbound post within its transaction.
+// actor carries out one inbound post within its transaction: each of its
+// domain.ActionApplier methods is one action.
 type actor struct {
-	ctx     context.Context
-	tx      pgx.Tx
-	org     uuid.UUID
+	ctx context.Context
+	tx  pgx.Tx
+	org uuid.UUID
+	// source is the receipt that first caused the effect (the original,
+	// for a replay).
+	source  uuid.UUID
 	baseURL string
 }
+
+var _ domain.ActionApplier = (*actor)(nil)

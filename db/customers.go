@@ -102,7 +102,7 @@ func upsertCustomers(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, entries []
 		if err != nil {
 			return res, err
 		}
-		event, changed := domain.EventCustomerUpdated, false
+		kind, changed := domain.CustomerUpdated, false
 		if found {
 			// A matched customer counts as updated; it is written, and
 			// customer.updated emitted, only when something changes.
@@ -119,7 +119,7 @@ func upsertCustomers(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, entries []
 			res.Updated++
 		} else {
 			changed = true
-			id, event = NewID(), domain.EventCustomerCreated
+			id, kind = NewID(), domain.CustomerCreated
 			refs := map[string]any{}
 			if e.ExternalID != nil {
 				refs["external_id"] = *e.ExternalID
@@ -143,9 +143,9 @@ func upsertCustomers(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, entries []
 		if !changed && !contactChanged {
 			continue
 		}
-		if err := emit(ctx, tx, orgID, event, map[string]any{
-			"id": id, "company": e.Company, "email": e.Email, "external_id": e.ExternalID,
-		}); err != nil {
+		if err := emit(ctx, tx, orgID, kind.New(domain.CustomerEventData{
+			ID: id, Company: e.Company, Email: e.Email, ExternalID: e.ExternalID,
+		})); err != nil {
 			return res, err
 		}
 	}
@@ -242,7 +242,8 @@ func upsertContact(ctx context.Context, tx pgx.Tx, orgID, customerID uuid.UUID, 
 	return err == nil, err
 }
 
-func (a *actor) upsertCustomers(b domain.UpsertCustomersBody) (domain.InboundResult, error) {
+// UpsertCustomers carries out a upsert_customers post (domain.ActionApplier).
+func (a *actor) UpsertCustomers(b domain.UpsertCustomersBody) (domain.InboundResult, error) {
 	r, err := upsertCustomers(a.ctx, a.tx, a.org, b.Customers)
 	if err != nil {
 		return domain.InboundResult{}, err

@@ -117,7 +117,8 @@ func (a *actor) findDelivery(b domain.DeliveryStatusBody) (*deliveryRef, error) 
 // the order's deliveries has left (dispatched or later), a confirmed order
 // moves to in_progress; once every delivery that is not cancelled is
 // delivered, the order is fulfilled. All in one transaction.
-func (a *actor) deliveryStatus(b domain.DeliveryStatusBody) (domain.InboundResult, error) {
+// DeliveryStatus carries out a delivery_status post (domain.ActionApplier).
+func (a *actor) DeliveryStatus(b domain.DeliveryStatusBody) (domain.InboundResult, error) {
 	to, err := domain.ParseDeliveryStatus(b.Status)
 	if err != nil {
 		return domain.InboundResult{}, err
@@ -151,9 +152,9 @@ func (a *actor) deliveryStatus(b domain.DeliveryStatusBody) (domain.InboundResul
 			return domain.InboundResult{}, err
 		}
 		changes = append(changes, domain.Change{Entity: "delivery", ID: d.id.String(), Ref: d.number, Field: "status", From: d.status, To: to})
-		if err := emit(a.ctx, a.tx, a.org, domain.EventDeliveryStatusChanged, map[string]any{
-			"id": d.id, "number": d.number, "from": d.status, "to": to, "order_id": d.orderID, "tracking_url": b.TrackingURL,
-		}); err != nil {
+		if err := emit(a.ctx, a.tx, a.org, domain.DeliveryStatusChanged.New(domain.DeliveryStatusChangedData{
+			ID: d.id, Number: d.number, From: d.status, To: to, OrderID: d.orderID, TrackingURL: b.TrackingURL,
+		})); err != nil {
 			return domain.InboundResult{}, err
 		}
 	}

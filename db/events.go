@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/commerce-integration/commerce/domain"
 )
 
 // LISTEN/NOTIFY channels: eventsChannel wakes the outbox relay;
@@ -18,11 +20,12 @@ const (
 
 // emit writes an event to the outbox in the caller's transaction, so the
 // event exists exactly when the change it reports does, and wakes the relay
-// when the transaction commits.
-func emit(ctx context.Context, q querier, orgID uuid.UUID, eventType string, data any) error {
+// when the transaction commits. The event is made by its domain.EventKind,
+// so its data is its type's.
+func emit(ctx context.Context, q querier, orgID uuid.UUID, e domain.Event) error {
 	_, err := q.Exec(ctx, `
 		WITH e AS (INSERT INTO events (id, org_id, type, data) VALUES ($1, $2, $3, $4))
-		SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, eventType, data)
+		SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data)
 	return err
 }
 

@@ -102,13 +102,13 @@ func recordMatch(ctx context.Context, tx pgx.Tx, orgID, invoiceID uuid.UUID, res
 		return err
 	}
 	res.Status = status
-	event := domain.EventSupplierInvoiceMatched
+	kind := domain.InvoiceMatched
 	if status == domain.MatchVariance {
-		event = domain.EventVarianceRaised
+		kind = domain.VarianceRaised
 	}
-	return emit(ctx, tx, orgID, event, map[string]any{
-		"invoice_id": invoiceID, "invoice_ref": res.InvoiceRef, "match_status": status, "variances": res.Variances,
-	})
+	return emit(ctx, tx, orgID, kind.New(domain.SupplierInvoiceMatchData{
+		InvoiceID: invoiceID, InvoiceRef: res.InvoiceRef, MatchStatus: status, Variances: res.Variances,
+	}))
 }
 
 func invoiceVariances(ctx context.Context, tx pgx.Tx, orgID, invoiceID uuid.UUID) ([]domain.Variance, error) {

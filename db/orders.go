@@ -112,16 +112,17 @@ func (a *actor) moveOrder(o *orderRef, to domain.OrderStatus, cause string) (*do
 		return nil, err
 	}
 	c := domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "status", From: o.status, To: to}
-	if err := emit(a.ctx, a.tx, a.org, domain.EventOrderStatusChanged, map[string]any{
-		"id": o.id, "number": o.number, "from": o.status, "to": to, "cause": cause,
-	}); err != nil {
+	if err := emit(a.ctx, a.tx, a.org, domain.OrderStatusChanged.New(domain.OrderStatusChangedData{
+		ID: o.id, Number: o.number, From: o.status, To: to, Cause: cause,
+	})); err != nil {
 		return nil, err
 	}
 	o.status = to
 	return &c, nil
 }
 
-func (a *actor) erpOrderStatus(b domain.ERPOrderStatusBody) (domain.InboundResult, error) {
+// ERPOrderStatus carries out a erp_order_status post (domain.ActionApplier).
+func (a *actor) ERPOrderStatus(b domain.ERPOrderStatusBody) (domain.InboundResult, error) {
 	to, err := domain.ParseERPOrderStatus(b.Status)
 	if err != nil {
 		return domain.InboundResult{}, err
@@ -148,7 +149,8 @@ func (a *actor) erpOrderStatus(b domain.ERPOrderStatusBody) (domain.InboundResul
 	return applied(changes, map[string]any{"order": map[string]any{"id": o.id, "number": o.number, "status": o.status}}), nil
 }
 
-func (a *actor) orderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, error) {
+// OrderInvoice carries out a order_invoice post (domain.ActionApplier).
+func (a *actor) OrderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, error) {
 	status := domain.InvoiceIssued
 	if b.InvoiceStatus != nil {
 		var err error
@@ -185,10 +187,10 @@ func (a *actor) orderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, e
 			updated_at = now()`, NewID(), a.org, o.id, b.InvoiceRef, status, b.AmountMinor, b.Currency); err != nil {
 		return domain.InboundResult{}, err
 	}
-	if err := emit(a.ctx, a.tx, a.org, domain.EventOrderInvoiceRecorded, map[string]any{
-		"order_id": o.id, "order_number": o.number, "invoice_ref": b.InvoiceRef, "invoice_status": status,
-		"amount_minor": b.AmountMinor, "currency": b.Currency,
-	}); err != nil {
+	if err := emit(a.ctx, a.tx, a.org, domain.OrderInvoiceRecorded.New(domain.OrderInvoiceRecordedData{
+		OrderID: o.id, OrderNumber: o.number, InvoiceRef: b.InvoiceRef, InvoiceStatus: status,
+		AmountMinor: b.AmountMinor, Currency: b.Currency,
+	})); err != nil {
 		return domain.InboundResult{}, err
 	}
 	c := domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "invoice:" + b.InvoiceRef, From: prev, To: status}

@@ -175,12 +175,13 @@ func upsertProducts(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, products []
 				total-res.Created, res.Created, productCap)
 		}
 	}
-	return res, emit(ctx, tx, orgID, domain.EventProductsUpserted, map[string]any{
-		"created": res.Created, "updated": res.Updated, "unchanged": res.Unchanged, "skus": changed,
-	})
+	return res, emit(ctx, tx, orgID, domain.ProductsUpserted.New(domain.ProductsUpsertedData{
+		Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged, SKUs: changed,
+	}))
 }
 
-func (a *actor) upsertProducts(b domain.ProductsBody) (domain.InboundResult, error) {
+// UpsertProducts carries out a upsert_products post (domain.ActionApplier).
+func (a *actor) UpsertProducts(b domain.ProductsBody) (domain.InboundResult, error) {
 	var currency string
 	if err := a.tx.QueryRow(a.ctx, `SELECT currency FROM organisations WHERE id = $1`, a.org).Scan(&currency); err != nil {
 		return domain.InboundResult{}, err

@@ -165,7 +165,8 @@ func (a *actor) findPO(number string) (*poRef, domain.InboundResult, error) {
 	return &p, domain.InboundResult{}, nil
 }
 
-func (a *actor) purchaseOrderAck(b domain.POAckBody) (domain.InboundResult, error) {
+// PurchaseOrderAck carries out a purchase_order_ack post (domain.ActionApplier).
+func (a *actor) PurchaseOrderAck(b domain.POAckBody) (domain.InboundResult, error) {
 	po, park, err := a.findPO(b.PONumber)
 	if err != nil || po == nil {
 		return park, err
@@ -219,15 +220,16 @@ func (a *actor) purchaseOrderAck(b domain.POAckBody) (domain.InboundResult, erro
 		WHERE org_id = $1 AND id = $2`, a.org, po.id, b.SupplierRef); err != nil {
 		return domain.InboundResult{}, err
 	}
-	if err := emit(a.ctx, a.tx, a.org, domain.EventPurchaseOrderAcked, map[string]any{
-		"id": po.id, "number": po.number, "supplier_ref": b.SupplierRef, "changes": changes,
-	}); err != nil {
+	if err := emit(a.ctx, a.tx, a.org, domain.PurchaseOrderAcked.New(domain.PurchaseOrderAcknowledgedData{
+		ID: po.id, Number: po.number, SupplierRef: b.SupplierRef, Changes: changes,
+	})); err != nil {
 		return domain.InboundResult{}, err
 	}
 	return applied(changes, map[string]any{"purchase_order": map[string]any{"id": po.id, "number": po.number, "status": domain.POAcknowledged}}), nil
 }
 
-func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) (domain.InboundResult, error) {
+// SupplierInvoice carries out a supplier_invoice post (domain.ActionApplier).
+func (a *actor) SupplierInvoice(b domain.SupplierInvoiceBody) (domain.InboundResult, error) {
 	po, park, err := a.findPO(b.PONumber)
 	if err != nil || po == nil {
 		return park, err
@@ -261,7 +263,7 @@ func (a *actor) supplierInvoice(b domain.SupplierInvoiceBody, source uuid.UUID) 
 	if _, err := a.tx.Exec(a.ctx, `
 		INSERT INTO supplier_invoices (id, org_id, po_id, invoice_ref, amount_minor, currency, invoiced_qty, match_status, receipt_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'awaiting_receipt', $8)`,
-		id, a.org, po.id, b.InvoiceRef, b.AmountMinor, po.currency, qty, source); err != nil {
+		id, a.org, po.id, b.InvoiceRef, b.AmountMinor, po.currency, qty, a.source); err != nil {
 		return domain.InboundResult{}, err
 	}
 	c := domain.Change{Entity: "supplier_invoice", ID: id.String(), Ref: b.InvoiceRef, Field: "match_status", To: domain.MatchAwaitingReceipt}

@@ -55,32 +55,60 @@ type NewReceipt struct {
 	Size              int
 	BodyComplete      bool
 	ReplayOf          *uuid.UUID
-	// Refused is set for a post refused before any workflow runs: its
-	// receipt names no workflow.
-	Refused bool
+	// Refusal is set for a post refused before any workflow runs: its
+	// receipt names no workflow and is stored failed, with the answer.
+	Refusal *Refusal
+}
+
+// Refusal is what a post refused before any workflow runs is answered:
+// the status, and the message its {"error"} body carries.
+type Refusal struct {
+	Status  int
+	Message string
 }
 
 // StoreReceipt records an inbound post and returns its id.
 func (d *DB) StoreReceipt(ctx context.Context, r NewReceipt) (uuid.UUID, error) {
-	return insertReceipt(ctx, d.pool, r)
+	if r.Refusal == nil {
+		return insertReceipt(ctx, d.pool, r)
+	}
+	var id uuid.UUID
+	err := d.inTx(ctx, func(tx pgx.Tx) (err error) {
+		id, err = insertReceipt(ctx, tx, r)
+		return err
+	})
+	return id, err
 }
 
+// insertReceipt stores a receipt: pending, naming the workflow that carries
+// the post out, or for a refused post, failed with its answer, in one
+// statement that also emits inbound.receipt.failed.
 func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, error) {
 	id := NewID()
 	if r.Headers == nil {
 		r.Headers = map[string]string{}
 	}
-	// The workflow that carries the post out is named on its receipt.
-	var workflowID *string
-	if !r.Refused {
+	if r.Refusal == nil {
 		w := domain.InboundWorkflowID(id)
-		workflowID = &w
+		_, err := q.Exec(ctx, `
+			INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of, workflow_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, w)
+		return id, err
 	}
+	msg := r.Refusal.Message
 	_, err := q.Exec(ctx, `
-		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of, workflow_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, workflowID)
-	return id, err
+		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of,
+		                              outcome, error, status_code, response, completed_at, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'failed', $11, $12, $13, clock_timestamp(),
+		        (extract(epoch FROM clock_timestamp() - $5::timestamptz) * 1000)::int)`,
+		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf,
+		msg, r.Refusal.Status, string(domain.ErrorJSON(msg)))
+	if err != nil {
+		return id, err
+	}
+	return id, emit(ctx, q, r.OrgID, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
+		ReceiptID: id, EndpointID: r.EndpointID, Action: r.Action, Outcome: domain.OutcomeFailed, Error: &msg}))
 }
 
 // PostKeyKind says what names a post for sender retries.
@@ -245,9 +273,8 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 		if !u.Outcome.Failed() || previous == u.Outcome {
 			return nil
 		}
-		return emit(ctx, tx, orgID, domain.EventInboundReceiptFailed, map[string]any{
-			"receipt_id": id, "endpoint_id": endpoint, "action": action, "outcome": u.Outcome, "error": u.Error,
-		})
+		return emit(ctx, tx, orgID, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
+			ReceiptID: id, EndpointID: endpoint, Action: action, Outcome: u.Outcome, Error: u.Error}))
 	})
 }
 

@@ -90,10 +90,11 @@ func createRequest(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, r domain.New
 		NewID(), orgID, out.ID, blocks); err != nil {
 		return out, err
 	}
-	return out, emit(ctx, tx, orgID, domain.EventRequestCreated, map[string]any{"id": out.ID, "title": r.Title})
+	return out, emit(ctx, tx, orgID, domain.RequestCreated.New(domain.RequestCreatedData{ID: out.ID, Title: r.Title}))
 }
 
-func (a *actor) createRequest(b domain.CreateRequestBody) (domain.InboundResult, error) {
+// CreateRequest carries out a create_request post (domain.ActionApplier).
+func (a *actor) CreateRequest(b domain.CreateRequestBody) (domain.InboundResult, error) {
 	if b.ExternalRef != nil {
 		var id uuid.UUID
 		var title string

@@ -251,7 +251,7 @@ func (d *DB) CreateMovement(ctx context.Context, orgID uuid.UUID, m domain.Movem
 			mv.UnitCostMinor, mv.BalanceAfter, toBalance, mv.IdempotencyKey, m.Fingerprint(), response, mv.Reference, now); err != nil {
 			return err
 		}
-		return emit(ctx, tx, orgID, domain.EventStockMovementCreated, mv)
+		return emit(ctx, tx, orgID, domain.StockMovementCreated.New(mv))
 	})
 	if pe := pgError(err); pe != nil && pe.Code == codeCheckViolation {
 		return res, false, domain.Errorf(domain.ECONFLICT, "the movement would take a stock balance below zero")

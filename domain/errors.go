@@ -3,10 +3,12 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
-// Code is the kind of an error. Each transport maps a Code to its own status
-// (HTTP status, CLI exit message, non-retryable workflow error) in one place.
+// Code is the kind of an error. Its HTTP status is Status, the one map the
+// API, the inbound answers and the console share; the CLI and the workflows
+// carry the kind itself (an exit message, a non-retryable error's type).
 type Code string
 
 // Error kinds.
@@ -22,6 +24,36 @@ const (
 	ERATELIMITED   Code = "rate_limited"  // too many calls (429)
 	EINTERNAL      Code = "internal"      // a fault on the service side (500)
 )
+
+// Status is the HTTP status of an error of this kind; an unknown kind (and
+// EINTERNAL) is 500.
+func (c Code) Status() int {
+	switch c {
+	case EINVALID:
+		return http.StatusBadRequest
+	case EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case EPAYMENT:
+		return http.StatusPaymentRequired
+	case EFORBIDDEN:
+		return http.StatusForbidden
+	case ENOTFOUND:
+		return http.StatusNotFound
+	case ECONFLICT:
+		return http.StatusConflict
+	case ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case EUNPROCESSABLE:
+		return http.StatusUnprocessableEntity
+	case ERATELIMITED:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusInternalServerError
+}
+
+// InternalMessage is the only text an answer to a fault of the service
+// carries: the detail goes to the log.
+const InternalMessage = "Internal server error"
 
 // Error is an error with a kind and a message that is safe to show to a caller.
 type Error struct {
@@ -68,7 +100,7 @@ func ErrorMessage(err error) string {
 	if errors.As(err, &e) {
 		return e.Message
 	}
-	return "Internal server error"
+	return InternalMessage
 }
 
 // ErrorCause returns what lies under the *Error in err (for the log), or

@@ -1,8 +1,11 @@
 package domain
 
 import (
+	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Event types of the outbox: every change an integrator could care about
@@ -22,10 +25,138 @@ const (
 	EventInboundReceiptFailed   = "inbound.receipt.failed"
 )
 
-// EventTypes lists every event type.
-var EventTypes = []string{EventCustomerCreated, EventCustomerUpdated, EventProductsUpserted, EventRequestCreated,
-	EventStockMovementCreated, EventOrderStatusChanged, EventOrderInvoiceRecorded, EventDeliveryStatusChanged,
-	EventPurchaseOrderAcked, EventSupplierInvoiceMatched, EventVarianceRaised, EventInboundReceiptFailed}
+// Event is an event to write to the outbox: its type and its data, made by
+// the EventKind of the type, so that the data is always the type's own.
+type Event struct {
+	Type string
+	Data any
+}
+
+// EventKind is an event type whose data is a D.
+type EventKind[D any] struct {
+	Type string
+	// When says, for the catalogue, what makes the event.
+	When string
+}
+
+// New is an event of this kind with data d.
+func (k EventKind[D]) New(d D) Event { return Event{Type: k.Type, Data: d} }
+
+// Doc is the kind's entry in the catalogue.
+func (k EventKind[D]) Doc() EventDoc {
+	return EventDoc{Type: k.Type, When: k.When, Data: reflect.TypeFor[D]()}
+}
+
+// EventDoc is an event type as the catalogue documents it: the OpenAPI
+// document's webhooks and the table of docs/webhooks.md are made from it.
+type EventDoc struct {
+	Type string
+	When string
+	Data reflect.Type
+}
+
+// The event kinds: each type's data is a named struct of this package.
+var (
+	CustomerCreated       = EventKind[CustomerEventData]{EventCustomerCreated, "A customer is created (REST or inbound)."}
+	CustomerUpdated       = EventKind[CustomerEventData]{EventCustomerUpdated, "A customer is matched and updated."}
+	ProductsUpserted      = EventKind[ProductsUpsertedData]{EventProductsUpserted, "A products upsert (REST bulk or inbound) ran: one event per batch."}
+	RequestCreated        = EventKind[RequestCreatedData]{EventRequestCreated, "A request is opened."}
+	StockMovementCreated  = EventKind[StockMovement]{EventStockMovementCreated, "A stock movement is recorded; data is the movement as POST /api/v1/stock/movements answers it."}
+	OrderStatusChanged    = EventKind[OrderStatusChangedData]{EventOrderStatusChanged, "An order moves (an ERP status, or following its deliveries)."}
+	OrderInvoiceRecorded  = EventKind[OrderInvoiceRecordedData]{EventOrderInvoiceRecorded, "An ERP invoice is recorded on an order, or its status changes."}
+	DeliveryStatusChanged = EventKind[DeliveryStatusChangedData]{EventDeliveryStatusChanged, "A delivery moves."}
+	PurchaseOrderAcked    = EventKind[PurchaseOrderAcknowledgedData]{EventPurchaseOrderAcked, "A supplier acknowledges a purchase order."}
+	InvoiceMatched        = EventKind[SupplierInvoiceMatchData]{EventSupplierInvoiceMatched, "A supplier invoice passes its three-way match."}
+	VarianceRaised        = EventKind[SupplierInvoiceMatchData]{EventVarianceRaised, "A supplier invoice's match finds variances, or no goods arrive within 14 days."}
+	InboundReceiptFailed  = EventKind[InboundReceiptFailedData]{EventInboundReceiptFailed, "An inbound post is refused (4xx), fails, or waits 7 days for its record in vain."}
+)
+
+// EventCatalogue lists every event type, in the order the documentation
+// gives them.
+var EventCatalogue = []EventDoc{CustomerCreated.Doc(), CustomerUpdated.Doc(), ProductsUpserted.Doc(), RequestCreated.Doc(),
+	StockMovementCreated.Doc(), OrderStatusChanged.Doc(), OrderInvoiceRecorded.Doc(), DeliveryStatusChanged.Doc(),
+	PurchaseOrderAcked.Doc(), InvoiceMatched.Doc(), VarianceRaised.Doc(), InboundReceiptFailed.Doc()}
+
+// EventTypes lists every event type, in the catalogue's order.
+var EventTypes = func() []string {
+	out := make([]string, len(EventCatalogue))
+	for i, e := range EventCatalogue {
+		out[i] = e.Type
+	}
+	return out
+}()
+
+// The data of each event type. Their field docs are the catalogue's.
+type (
+	// CustomerEventData is the data of customer.created and customer.updated.
+	CustomerEventData struct {
+		ID         uuid.UUID `json:"id"`
+		Company    string    `json:"company"`
+		Email      *string   `json:"email" doc:"The contact email sent with the customer."`
+		ExternalID *string   `json:"external_id" doc:"The customer's id in the sending system."`
+	}
+	// ProductsUpsertedData is the data of products.upserted: one per batch.
+	ProductsUpsertedData struct {
+		Created   int      `json:"created"`
+		Updated   int      `json:"updated"`
+		Unchanged int      `json:"unchanged"`
+		SKUs      []string `json:"skus" doc:"The SKUs created or changed."`
+	}
+	// RequestCreatedData is the data of request.created.
+	RequestCreatedData struct {
+		ID    uuid.UUID `json:"id"`
+		Title string    `json:"title"`
+	}
+	// OrderStatusChangedData is the data of order.status_changed.
+	OrderStatusChangedData struct {
+		ID     uuid.UUID   `json:"id"`
+		Number string      `json:"number"`
+		From   OrderStatus `json:"from" enum:"confirmed,in_progress,fulfilled,cancelled"`
+		To     OrderStatus `json:"to" enum:"confirmed,in_progress,fulfilled,cancelled"`
+		Cause  string      `json:"cause" enum:"erp,deliveries" doc:"erp: an erp_order_status post; deliveries: the order followed its deliveries."`
+	}
+	// OrderInvoiceRecordedData is the data of order.invoice_recorded.
+	OrderInvoiceRecordedData struct {
+		OrderID       uuid.UUID     `json:"order_id"`
+		OrderNumber   string        `json:"order_number"`
+		InvoiceRef    string        `json:"invoice_ref"`
+		InvoiceStatus InvoiceStatus `json:"invoice_status" enum:"issued,partially_paid,paid,overdue,void"`
+		AmountMinor   *int64        `json:"amount_minor"`
+		Currency      *string       `json:"currency"`
+	}
+	// DeliveryStatusChangedData is the data of delivery.status_changed.
+	DeliveryStatusChangedData struct {
+		ID          uuid.UUID      `json:"id"`
+		Number      string         `json:"number"`
+		From        DeliveryStatus `json:"from" enum:"pending,ready,dispatched,in_transit,out_for_delivery,delivered,failed,returned,cancelled"`
+		To          DeliveryStatus `json:"to" enum:"pending,ready,dispatched,in_transit,out_for_delivery,delivered,failed,returned,cancelled"`
+		OrderID     *uuid.UUID     `json:"order_id"`
+		TrackingURL *string        `json:"tracking_url" doc:"The tracking address sent with the status, if any."`
+	}
+	// PurchaseOrderAcknowledgedData is the data of purchase_order.acknowledged.
+	PurchaseOrderAcknowledgedData struct {
+		ID          uuid.UUID `json:"id"`
+		Number      string    `json:"number"`
+		SupplierRef *string   `json:"supplier_ref"`
+		Changes     []Change  `json:"changes" doc:"What the acknowledgement changed: status, supplier_ref, line dates."`
+	}
+	// SupplierInvoiceMatchData is the data of supplier_invoice.matched and
+	// supplier_invoice.variance_raised.
+	SupplierInvoiceMatchData struct {
+		InvoiceID   uuid.UUID   `json:"invoice_id"`
+		InvoiceRef  string      `json:"invoice_ref"`
+		MatchStatus MatchStatus `json:"match_status" enum:"matched,variance"`
+		Variances   []Variance  `json:"variances" doc:"Empty when matched."`
+	}
+	// InboundReceiptFailedData is the data of inbound.receipt.failed.
+	InboundReceiptFailedData struct {
+		ReceiptID  uuid.UUID `json:"receipt_id"`
+		EndpointID uuid.UUID `json:"endpoint_id"`
+		Action     Action    `json:"action"`
+		Outcome    Outcome   `json:"outcome" enum:"failed,error,unmatched"`
+		Error      *string   `json:"error" doc:"Why; a fault on the service side reads only in general terms."`
+	}
+)
 
 // ParseEventTypes reads a comma-separated list of event types; "all" or
 // nothing means every type (an empty list).

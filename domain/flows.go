@@ -3,6 +3,9 @@ package domain
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -160,7 +163,54 @@ type InboundOutcome struct {
 	Match *MatchResult `json:"match,omitempty"`
 }
 
-// RecordOutcomeInput says where a receipt now stands.
+// HTTPAnswer is the answer of a post whose workflow answered o: its HTTP
+// status and JSON body. A refusal answers its kind's status and
+// {"error": message}; a fault of the service, 500 and InternalMessage.
+func (o InboundOutcome) HTTPAnswer(receiptID uuid.UUID, action Action) (int, []byte) {
+	if o.Code != "" || o.Result == nil {
+		status := o.Code.Status()
+		msg := o.Message
+		if status == http.StatusInternalServerError {
+			msg = InternalMessage
+		}
+		return status, ErrorJSON(msg)
+	}
+	res := o.Result
+	a := InboundAnswer{ReceiptID: receiptID, Action: action, Outcome: res.Outcome, Changes: res.Changes,
+		WaitingFor: res.WaitingFor, Extras: res.Extras}
+	if o.Match != nil {
+		a.Extras = maps.Clone(a.Extras)
+		if a.Extras == nil {
+			a.Extras = map[string]any{}
+		}
+		a.Extras["match"] = o.Match
+	}
+	return res.Status, mustJSON(a)
+}
+
+// PendingAnswer is the answer of a post still running when its sender
+// stops waiting: 202, outcome pending.
+func PendingAnswer(receiptID uuid.UUID, action Action) (int, []byte) {
+	return http.StatusAccepted, mustJSON(InboundAnswer{ReceiptID: receiptID, Action: action, Outcome: OutcomePending})
+}
+
+// ErrorJSON is the body of every error answer: {"error": msg}.
+func ErrorJSON(msg string) []byte {
+	return mustJSON(struct {
+		Error string `json:"error"`
+	}{msg})
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{"error":"` + InternalMessage + `"}`)
+	}
+	return b
+}
+
+// RecordOutcomeInput says where a receipt now stands and, with its first
+// answer, what its sender is answered.
 type RecordOutcomeInput struct {
 	OrgID      uuid.UUID `json:"org_id"`
 	ReceiptID  uuid.UUID `json:"receipt_id"`
@@ -169,6 +219,12 @@ type RecordOutcomeInput struct {
 	Error      string    `json:"error,omitempty"`
 	// WaitingKeys are the wait keys of a parked post (WaitKey).
 	WaitingKeys []string `json:"waiting_keys,omitempty"`
+	// Answer is set on the record that goes with the workflow's first
+	// answer: the receipt keeps it as what its sender (and a retry of the
+	// post) is answered. Later records move the outcome only.
+	Answer *InboundOutcome `json:"answer,omitempty"`
+	// Action names the post's action, for the answer's body.
+	Action Action `json:"action,omitempty"`
 }
 
 // MatchInput names a supplier invoice's three-way match.

@@ -148,30 +148,6 @@ func JoinValues[S ~string](values []S) string {
 	return strings.Join(parts, ", ")
 }
 
-// Action is what an inbound endpoint does with a post.
-type Action string
-
-// Inbound actions.
-const (
-	ActionCreateRequest    Action = "create_request"
-	ActionUpsertCustomers  Action = "upsert_customers"
-	ActionUpsertProducts   Action = "upsert_products"
-	ActionERPOrderStatus   Action = "erp_order_status"
-	ActionOrderInvoice     Action = "order_invoice"
-	ActionPurchaseOrderAck Action = "purchase_order_ack"
-	ActionSupplierInvoice  Action = "supplier_invoice"
-	ActionDeliveryStatus   Action = "delivery_status"
-)
-
-// Actions lists the inbound actions.
-var Actions = []Action{
-	ActionCreateRequest, ActionUpsertCustomers, ActionUpsertProducts, ActionERPOrderStatus,
-	ActionOrderInvoice, ActionPurchaseOrderAck, ActionSupplierInvoice, ActionDeliveryStatus,
-}
-
-// Valid reports whether a is a known action.
-func (a Action) Valid() bool { return slices.Contains(Actions, a) }
-
 // NormalizeStatus reads a posted status the way every inbound vocabulary
 // does: case-insensitive, surrounding space trimmed, inner spaces and hyphens
 // read as underscores.

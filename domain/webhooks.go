@@ -18,6 +18,11 @@ const (
 	WebhookExhausted WebhookStatus = "exhausted" // 5 attempts failed, the subscription was disabled, or its secret cannot be opened
 )
 
+// SecretUnopenable is the type of the non-retryable error that ends a
+// delivery whose subscription secret cannot be opened (sealed under another
+// key, or damaged): no retry can change it.
+const SecretUnopenable = "ESECRET"
+
 // WebhookStatuses lists the delivery statuses.
 var WebhookStatuses = []WebhookStatus{WebhookPending, WebhookSucceeded, WebhookFailed, WebhookExhausted}
 

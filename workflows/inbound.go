@@ -95,11 +95,12 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 		return w.finish(ctx, out, err)
 	}
 	if out.Result.Parked() {
-		// The receipt says where the post stands before the sender hears.
-		if err := w.record(ctx, domain.OutcomeParked, out.Result.WaitingFor, "", out.Result.WaitingKeys...); err != nil {
+		// The receipt says where the post stands, and keeps the answer,
+		// before the sender hears.
+		parkedAnswer := out
+		if err := w.record(ctx, domain.OutcomeParked, out.Result.WaitingFor, "", &parkedAnswer, out.Result.WaitingKeys...); err != nil {
 			return out, err
 		}
-		parkedAnswer := out
 		w.answer = &parkedAnswer
 		parkFor, recheck := w.parking()
 		deadline := workflow.Now(ctx).Add(parkFor)
@@ -391,7 +392,12 @@ func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err er
 	default:
 		outcome = out.Result.Outcome
 	}
-	recordErr := w.record(ctx, outcome, "", message)
+	// The first answer is kept with the outcome; a later one only moves it.
+	var first *domain.InboundOutcome
+	if w.answer == nil {
+		first = &out
+	}
+	recordErr := w.record(ctx, outcome, "", message, first)
 	if w.answer == nil {
 		w.answer = &out
 	}
@@ -400,8 +406,11 @@ func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err er
 	return out, recordErr
 }
 
-func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string, keys ...string) error {
+// record stores where the post stands; answer, given with the first
+// answer only, is what the receipt keeps as its sender's answer.
+func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string, answer *domain.InboundOutcome, keys ...string) error {
 	return workflow.ExecuteLocalActivity(ctx, recordOutcome, domain.RecordOutcomeInput{
 		OrgID: w.in.OrgID, ReceiptID: w.in.ReceiptID, Outcome: outcome, WaitingFor: waitingFor, Error: message, WaitingKeys: keys,
+		Answer: answer, Action: w.in.Action,
 	}).Get(ctx, nil)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/domain"
 )
 
@@ -40,7 +40,7 @@ func newInboundEnv(t *testing.T) *inboundEnv {
 	var s testsuite.WorkflowTestSuite
 	e := &inboundEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
 	e.SetStartTime(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
-	var a *activities.Activities
+	var a *activityStub
 	e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in domain.RecordOutcomeInput) error {
 		e.outcomes = append(e.outcomes, in)
 		return nil
@@ -71,7 +71,7 @@ func (e *inboundEnv) last() domain.RecordOutcomeInput {
 
 func TestInboundActionAppliesAndAnswers(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activities.Activities
+	var a *activityStub
 	res := domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200,
 		Changes: []domain.Change{{Entity: "order", Field: "status", From: "confirmed", To: "in_progress"}}}
 	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(res, nil).Once()
@@ -90,7 +90,7 @@ func TestInboundActionAppliesAndAnswers(t *testing.T) {
 
 func TestInboundActionRefusalIsRecordedAndAnswered(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activities.Activities
+	var a *activityStub
 	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).
 		Return(domain.InboundResult{}, temporal.NewNonRetryableApplicationError("order cannot move from fulfilled to confirmed", string(domain.ECONFLICT), nil)).Once()
 	e.ExecuteWorkflow(InboundAction, inboundIn)
@@ -104,7 +104,7 @@ func TestInboundActionRefusalIsRecordedAndAnswered(t *testing.T) {
 }
 
 func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
-	var a *activities.Activities
+	var a *activityStub
 	var outcomes []domain.RecordOutcomeInput
 	attempts := 0
 	var answer *domain.InboundOutcome
@@ -160,7 +160,7 @@ func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
 // the park and its rechecks; the command sequence is the same.
 func TestParkForInTheInputShortensThePark(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activities.Activities
+	var a *activityStub
 	attempts := 0
 	in := inboundIn
 	in.ParkFor = time.Hour
@@ -186,7 +186,7 @@ func TestParkForInTheInputShortensThePark(t *testing.T) {
 
 func TestParkedPostCompletesWhenTheRecordArrives(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activities.Activities
+	var a *activityStub
 	arrived := false
 	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 		if arrived {
@@ -212,9 +212,60 @@ func TestParkedPostCompletesWhenTheRecordArrives(t *testing.T) {
 	}
 }
 
+// The workflow is the one writer of a receipt it runs: the record that
+// goes with its first answer carries that answer (what the sender, and any
+// retry of the post, is answered), and later records move the outcome only.
+func TestTheFirstAnswerIsRecordedWithItsOutcomeAndOnlyOnce(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		parks   bool
+		refusal error
+		records int
+	}{
+		{name: "applied at once", records: 1},
+		{name: "refused", refusal: temporal.NewNonRetryableApplicationError("no", string(domain.EUNPROCESSABLE), nil), records: 1},
+		{name: "parked, then applied", parks: true, records: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newInboundEnv(t)
+			var a *activityStub
+			arrived := false
+			e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+				switch {
+				case c.refusal != nil:
+					return domain.InboundResult{}, c.refusal
+				case c.parks && !arrived:
+					return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: "order"}, nil
+				}
+				return domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil
+			})
+			e.RegisterDelayedCallback(func() {
+				arrived = true
+				e.SignalWorkflow(RecordCreatedSignal, nil)
+			}, 5*time.Minute)
+			e.ExecuteWorkflow(InboundAction, inboundIn)
+			if err := e.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			if len(e.outcomes) != c.records {
+				t.Fatalf("%d records, want %d: %+v", len(e.outcomes), c.records, e.outcomes)
+			}
+			first := e.outcomes[0]
+			if first.Answer == nil || e.answer == nil || !reflect.DeepEqual(*first.Answer, *e.answer) || first.Action != inboundIn.Action {
+				t.Fatalf("first record's answer %+v (action %q), the answer given %+v", first.Answer, first.Action, e.answer)
+			}
+			for _, later := range e.outcomes[1:] {
+				if later.Answer != nil {
+					t.Fatalf("a later record (%s) carries an answer too: %+v", later.Outcome, later.Answer)
+				}
+			}
+		})
+	}
+}
+
 func TestSupplierInvoiceWithoutReceiptAnswers202AndLeavesTheMatchWaiting(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activities.Activities
+	var a *activityStub
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.MustParse("0193e3c0-0000-7000-8000-000000000020"), uuid.MustParse("0193e3c0-0000-7000-8000-000000000021")
@@ -243,7 +294,7 @@ func TestSupplierInvoiceWithoutReceiptAnswers202AndLeavesTheMatchWaiting(t *test
 
 func TestSupplierInvoiceMatchedAtOnceAnswers200(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activities.Activities
+	var a *activityStub
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
@@ -262,7 +313,7 @@ func TestSupplierInvoiceMatchedAtOnceAnswers200(t *testing.T) {
 // match goes on in its own workflow rather than being left undone.
 func TestSupplierInvoiceWhoseFirstMatchFailsLeavesItToTheMatchWorkflow(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activities.Activities
+	var a *activityStub
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
@@ -300,7 +351,7 @@ func TestSupplierInvoiceWhoseFirstMatchFailsLeavesItToTheMatchWorkflow(t *testin
 // of a goods receipt looks for.
 func TestSupplierInvoiceWithALongRefStartsItsMatchUnderABoundedID(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activities.Activities
+	var a *activityStub
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
@@ -331,7 +382,7 @@ func TestSupplierInvoiceWithALongRefStartsItsMatchUnderABoundedID(t *testing.T) 
 func TestRunsBeforeTheBoundedMatchIDKeepTheirMatchID(t *testing.T) {
 	e := newInboundEnv(t)
 	e.OnGetVersion(boundedMatchStart, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	var a *activities.Activities
+	var a *activityStub
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
@@ -397,7 +448,7 @@ func (c failedChild) SignalChildWorkflow(workflow.Context, string, any) workflow
 func TestSupplierInvoiceWhoseMatchCannotStartIsRecordedAsAnError(t *testing.T) {
 	e := newInboundEnv(t)
 	e.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&failChildStarts{}}})
-	var a *activities.Activities
+	var a *activityStub
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
@@ -423,7 +474,7 @@ func TestThreeWayMatchWaits14DaysThenRaisesNoReceipt(t *testing.T) {
 	e := s.NewTestWorkflowEnvironment()
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	e.SetStartTime(start)
-	var a *activities.Activities
+	var a *activityStub
 	in := domain.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
 	checks := 0
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, in).Return(func(context.Context, domain.MatchInput) (domain.MatchResult, error) {
@@ -453,7 +504,7 @@ func TestThreeWayMatchCompletesOnAReceipt(t *testing.T) {
 	e := s.NewTestWorkflowEnvironment()
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	e.SetStartTime(start)
-	var a *activities.Activities
+	var a *activityStub
 	in := domain.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
 	received := false
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, in).Return(func(context.Context, domain.MatchInput) (domain.MatchResult, error) {

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/domain"
 )
 
@@ -27,7 +26,7 @@ func TestQuoteExpiresAtTheEndOfItsValidUntilDay(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	start := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 	env.SetStartTime(start)
-	var a *activities.Activities
+	var a *activityStub
 	var calledAt time.Time
 	env.OnActivity(a.ExpireQuote, mockCtx, domain.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
 		Return(func(context.Context, domain.ExpireQuoteInput) (domain.ExpireQuoteResult, error) {
@@ -54,7 +53,7 @@ func TestQuoteExpiryWaitsAgainWhenValidUntilMoved(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartTime(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
-	var a *activities.Activities
+	var a *activityStub
 	later := date(t, "2026-12-15")
 	var calls []time.Time
 	env.OnActivity(a.ExpireQuote, mockCtx, domain.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
@@ -80,7 +79,7 @@ func TestQuoteExpiryStopsWhenQuoteWasAccepted(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartTime(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
-	var a *activities.Activities
+	var a *activityStub
 	later := date(t, "2027-06-30")
 	env.OnActivity(a.ExpireQuote, mockCtx, domain.ExpireQuoteInput{OrgID: orgID, QuoteID: quoteID}).
 		Return(domain.ExpireQuoteResult{Status: domain.QuoteAccepted, ValidUntil: &later}, nil).Once()

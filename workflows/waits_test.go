@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/domain"
 )
 
@@ -211,7 +210,7 @@ var parkedOn = domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, 
 // parked answer in a continued run too. The wait as one run would hold
 // over 10,000 events.
 func TestParkedPostWokenAThousandTimesKeepsEachRunUnder2000Events(t *testing.T) {
-	var a *activities.Activities
+	var a *activityStub
 	var outcomes []domain.RecordOutcomeInput
 	attempts := 0
 	var lateAnswer *domain.InboundOutcome
@@ -281,7 +280,7 @@ func TestParkedPostWokenAThousandTimesKeepsEachRunUnder2000Events(t *testing.T) 
 // A wake for records a parked post does not wait for runs nothing; a wake
 // for its own does.
 func TestParkedPostIgnoresWakesForOtherRecords(t *testing.T) {
-	var a *activities.Activities
+	var a *activityStub
 	arrived := false
 	attempts := 0
 	other := domain.RecordsCreated{Keys: []string{domain.WaitKey(domain.WaitOrder, "SO-OTHER")}}
@@ -320,7 +319,7 @@ func TestParkedPostIgnoresWakesForOtherRecords(t *testing.T) {
 // last look) is found by the new run's first look, without waiting for a
 // wake or the timer.
 func TestAContinuedParkedPostLooksAgainFirst(t *testing.T) {
-	var a *activities.Activities
+	var a *activityStub
 	runs := 0
 	var recorded []domain.Outcome
 	// Wakes for another order fill the first run.
@@ -358,7 +357,7 @@ func TestAContinuedParkedPostLooksAgainFirst(t *testing.T) {
 // events and still raises no_receipt after 14 days. As one run it would
 // hold over 10,000 events.
 func TestWaitingMatchWokenAThousandTimesKeepsEachRunUnder2000Events(t *testing.T) {
-	var a *activities.Activities
+	var a *activityStub
 	in := domain.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
 	checks := 0
 	var raisedAt time.Time
@@ -403,7 +402,7 @@ func TestWaitingMatchWokenAThousandTimesKeepsEachRunUnder2000Events(t *testing.T
 
 // A wake for goods against another purchase order runs nothing.
 func TestWaitingMatchIgnoresWakesForOtherPurchaseOrders(t *testing.T) {
-	var a *activities.Activities
+	var a *activityStub
 	in := domain.MatchInput{OrgID: orgID, InvoiceID: uuid.New(), POID: uuid.New(), InvoiceRef: "INV-1"}
 	otherPO := uuid.New()
 	received := false

@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/domain"
 )
 
@@ -36,7 +35,7 @@ func newWebhookEnv(results ...domain.DeliverResult) *webhookEnv {
 	var s testsuite.WorkflowTestSuite
 	e := &webhookEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
 	e.SetStartTime(webhookStart)
-	var a *activities.Activities
+	var a *activityStub
 	e.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
 			e.attempts = append(e.attempts, in)
@@ -168,7 +167,7 @@ func TestDisabledSubscriptionEndsTheDelivery(t *testing.T) {
 func TestFirstAttemptFaultIsMadeAgainWithTheSameNumber(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	e := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	var a *activityStub
 	var attempts []int
 	calls := 0
 	e.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(
@@ -195,17 +194,17 @@ func TestFirstAttemptFaultIsMadeAgainWithTheSameNumber(t *testing.T) {
 func TestFirstAttemptWithAnUnopenableSecretIsNotMadeAgain(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	e := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	var a *activityStub
 	calls := 0
 	e.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(
 		func(context.Context, domain.DeliverInput) (domain.DeliverResult, error) {
 			calls++
-			return domain.DeliverResult{}, temporal.NewNonRetryableApplicationError("secret", activities.ErrSecretUnopenable, nil)
+			return domain.DeliverResult{}, temporal.NewNonRetryableApplicationError("secret", domain.SecretUnopenable, nil)
 		})
 	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
 	var appErr *temporal.ApplicationError
-	if err := e.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrSecretUnopenable {
-		t.Fatalf("workflow error %v, want %s", err, activities.ErrSecretUnopenable)
+	if err := e.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != domain.SecretUnopenable {
+		t.Fatalf("workflow error %v, want %s", err, domain.SecretUnopenable)
 	}
 	if calls != 1 {
 		t.Fatalf("%d attempts, want 1", calls)

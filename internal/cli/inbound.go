@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/secrets"
@@ -168,7 +168,7 @@ type receiptJSON struct {
 	Trace         *db.Trace       `json:"trace,omitempty"`
 }
 
-func newReceiptJSON(r api.ReceiptSummary) receiptJSON {
+func newReceiptJSON(r integrations.ReceiptSummary) receiptJSON {
 	j := receiptJSON{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt.String(), StatusCode: r.StatusCode,
 		Outcome: r.Outcome, WaitingFor: r.WaitingFor, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
 		DurationMS: r.DurationMS, SizeBytes: r.SizeBytes}
@@ -180,7 +180,7 @@ func newReceiptJSON(r api.ReceiptSummary) receiptJSON {
 }
 
 // detailJSON is a receipt as `receipts show|replay|cancel` print it.
-func detailJSON(r api.ReceiptDetail) receiptJSON {
+func detailJSON(r integrations.ReceiptDetail) receiptJSON {
 	j := newReceiptJSON(r.ReceiptSummary)
 	if r.Response != nil {
 		j.Response, _ = json.Marshal(r.Response)
@@ -261,7 +261,7 @@ func receiptsListCmd() *cobra.Command {
 				if err != nil {
 					return nil, err
 				}
-				receipts, err := operatorManager(d, nil, nil, cfg).ListReceipts(ctx, orgID,
+				receipts, err := operatorService(d, nil, nil, cfg).ListReceipts(ctx, orgID,
 					db.OrgReceiptFilter{EndpointID: &id, Outcomes: outcomes}, db.Page{Limit: limit})
 				receipts = receipts[:min(len(receipts), limit)]
 				out := make([]receiptJSON, len(receipts))
@@ -304,7 +304,7 @@ func receiptsShowCmd() *cobra.Command {
 		if err != nil {
 			return receiptJSON{}, err
 		}
-		r, err := operatorManager(d, nil, nil, cfg).Receipt(ctx, orgID, id)
+		r, err := operatorService(d, nil, nil, cfg).Receipt(ctx, orgID, id)
 		return detailJSON(r), err
 	}
 	return recordCmd("show RECEIPT_ID", "Show a receipt: what was posted, what it answered, where it stands", show, printReceipt)
@@ -343,8 +343,8 @@ func receiptsReplayCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				m := operatorManager(d, sealer, nil, cfg)
-				print := func(res api.ReplayResult) error {
+				m := operatorService(d, sealer, nil, cfg)
+				print := func(res integrations.ReplayResult) error {
 					if res.Receipt != nil {
 						out := detailJSON(*res.Receipt)
 						return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
@@ -429,7 +429,7 @@ func receiptsCancelCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				m := operatorManager(d, nil, nil, cfg)
+				m := operatorService(d, nil, nil, cfg)
 				r, err := d.GetReceipt(ctx, orgID, id)
 				if err != nil {
 					return err
@@ -455,22 +455,23 @@ func receiptsCancelCmd() *cobra.Command {
 	return cmd
 }
 
-// operatorManager is the management code the routes call, for an operator
-// at the command line: sealer opens signing secrets (nil when the command
-// needs none) and wf reaches Temporal (nil until the command dials it).
-func operatorManager(d *db.DB, sealer *secrets.Sealer, wf *workflows.Client, cfg config.Config) *api.Manager {
-	return &api.Manager{
-		InboundRunner: &api.InboundRunner{DB: d, Sealer: sealer, Workflows: wf, BaseURL: cfg.BaseURL, Log: zap.NewNop()},
+// operatorService is the application service the routes call, for an
+// operator at the command line: sealer opens signing secrets (nil when the
+// command needs none) and wf reaches Temporal (nil until the command dials
+// it).
+func operatorService(d *db.DB, sealer *secrets.Sealer, wf *workflows.Client, cfg config.Config) *integrations.Service {
+	return &integrations.Service{
+		Posts:         &integrations.Posts{DB: d, Sealer: sealer, Workflows: wf, BaseURL: cfg.BaseURL, Log: zap.NewNop()},
 		TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, AllowPrivateTargets: cfg.AllowPrivateTargets,
 	}
 }
 
 // operator is the audit log's name for who runs the command: the operating
 // system's user.
-func operator() api.Actor {
+func operator() integrations.Actor {
 	name := os.Getenv("USER")
 	if u, err := user.Current(); err == nil {
 		name = u.Username
 	}
-	return api.OperatorActor(name)
+	return integrations.OperatorActor(name)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
@@ -142,7 +143,7 @@ func (rt *Runtime) APIHandler() (http.Handler, error) {
 		TemporalUIURL: rt.Cfg.TemporalUIURL, AllowPrivateTargets: rt.Cfg.AllowPrivateTargets,
 	})
 	if consoleOn {
-		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Manager: s.Manager(), Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
+		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: s.Service(), Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
 	}
 	return s.Handler(), nil
 }
@@ -190,7 +191,7 @@ func (rt *Runtime) activities() (*activities.Activities, error) {
 	wf := workflows.NewClient(rt.Temporal, rt.Cfg.TemporalNamespace)
 	return &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities"), BaseURL: rt.Cfg.BaseURL,
 		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), NightlyAt: nightly,
-		Replays: &api.InboundRunner{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("replays"), Sealer: sealer, BaseURL: rt.Cfg.BaseURL}}, nil
+		Replays: &integrations.Posts{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("replays"), Sealer: sealer, BaseURL: rt.Cfg.BaseURL}}, nil
 }
 
 // WorkerStopTimeout is how long a stopping worker lets the activities in

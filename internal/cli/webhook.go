@@ -76,7 +76,7 @@ func webhookAddCmd() *cobra.Command {
 				return err
 			}
 			add := func(ctx context.Context, d *db.DB) (subscriptionJSON, error) {
-				s, err := operatorManager(d, sealer, nil, cfg).CreateSubscription(ctx, operator(), orgID, url, types)
+				s, err := operatorService(d, sealer, nil, cfg).CreateSubscription(ctx, operator(), orgID, url, types)
 				return subscriptionJSON{Subscription: s.Subscription, Secret: s.Secret}, err
 			}
 			return printFromDB(cmd, cfg, add, func(w io.Writer, s subscriptionJSON) {
@@ -227,7 +227,7 @@ func webhookResendCmd() *cobra.Command {
 				}
 				var x db.WebhookDelivery
 				err = withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					x, err = operatorManager(d, nil, workflows.NewClient(tc, cfg.TemporalNamespace), cfg).Resend(ctx, operator(), orgID, id)
+					x, err = operatorService(d, nil, workflows.NewClient(tc, cfg.TemporalNamespace), cfg).Resend(ctx, operator(), orgID, id)
 					return err
 				})
 				if err != nil {
@@ -277,7 +277,7 @@ func webhookRotateCmd() *cobra.Command {
 				if err != nil {
 					return rotatedJSON{}, err
 				}
-				r, err := operatorManager(d, sealer, nil, cfg).RotateSecret(ctx, operator(), orgID, id)
+				r, err := operatorService(d, sealer, nil, cfg).RotateSecret(ctx, operator(), orgID, id)
 				return rotatedJSON{Subscription: r.Subscription, Secret: r.Secret, PreviousExpiresAt: r.PreviousExpiresAt.String()}, err
 			}
 			return printFromDB(cmd, cfg, rotate, func(w io.Writer, r rotatedJSON) {
@@ -321,7 +321,7 @@ func webhookRecoverCmd() *cobra.Command {
 					return err
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					n, err := operatorManager(d, nil, workflows.NewClient(tc, cfg.TemporalNamespace), cfg).Recover(ctx, operator(), orgID, id, t)
+					n, err := operatorService(d, nil, workflows.NewClient(tc, cfg.TemporalNamespace), cfg).Recover(ctx, operator(), orgID, id, t)
 					if err != nil {
 						return err
 					}

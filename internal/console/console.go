@@ -1,6 +1,6 @@
 // Package console is the support console at /console (DESIGN.md section
 // 13): server-rendered pages over the same management code as the API
-// (api.Manager), signed in with a one-time link that becomes a session
+// (integrations.Service), signed in with a one-time link that becomes a session
 // cookie. Pages work without JavaScript; the only script turns the UTC
 // times into the viewer's time zone. Templates, style and script are
 // embedded in the binary.
@@ -23,9 +23,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
-	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/logging"
 )
 
@@ -51,8 +51,8 @@ var staticFiles embed.FS
 // Deps are what the console needs.
 type Deps struct {
 	DB *db.DB
-	// Manager is the management code the API's routes call.
-	Manager *api.Manager
+	// Service is the application service the API's management routes call.
+	Service *integrations.Service
 	Log     *zap.Logger
 	// BaseURL is the public {base_url}: the inbound URLs shown are under it,
 	// and over https the session cookie is Secure.
@@ -151,7 +151,7 @@ type viewer struct {
 // CanAct says whether the viewer may replay, cancel, pause and the rest.
 func (v viewer) CanAct() bool { return v.Role.CanManageEndpoints() }
 
-func (v viewer) actor() api.Actor { return api.ConsoleActor(v.Email) }
+func (v viewer) actor() integrations.Actor { return integrations.ConsoleActor(v.Email) }
 
 func viewerOf(ctx context.Context) viewer {
 	v, _ := ctx.Value(userKey{}).(viewer)
@@ -338,21 +338,16 @@ func (c *console) internal(w http.ResponseWriter, r *http.Request, err error) {
 	c.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side; the service log has the details.")
 }
 
-// failErr answers an error of the management code: its own message for a
-// domain error, a generic one (and the log) otherwise.
+// failErr answers an error of the application service with the status of
+// its kind (the map the API uses): its own message for a domain error, a
+// generic one (and the log) for a fault of the service.
 func (c *console) failErr(w http.ResponseWriter, r *http.Request, err error) {
-	switch domain.ErrorCode(err) {
-	case domain.EINTERNAL:
+	status := domain.ErrorCode(err).Status()
+	if status == http.StatusInternalServerError {
 		c.internal(w, r, err)
-	case domain.ENOTFOUND:
-		c.fail(w, r, http.StatusNotFound, domain.ErrorMessage(err))
-	case domain.EFORBIDDEN:
-		c.fail(w, r, http.StatusForbidden, domain.ErrorMessage(err))
-	case domain.ECONFLICT:
-		c.fail(w, r, http.StatusConflict, domain.ErrorMessage(err))
-	default:
-		c.fail(w, r, http.StatusBadRequest, domain.ErrorMessage(err))
+		return
 	}
+	c.fail(w, r, status, domain.ErrorMessage(err))
 }
 
 // refused answers a refused action by going back to where it was asked,

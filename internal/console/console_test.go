@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 	d := testdb.New(t)
 	sealer, _ := secrets.NewSealer(key)
 	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New(key), Sealer: sealer, BaseURL: "http://commerce.test"})
-	s.Mount(console.Prefix, console.New(console.Deps{DB: d.DB, Manager: s.Manager(), BaseURL: "http://commerce.test"}))
+	s.Mount(console.Prefix, console.New(console.Deps{DB: d.DB, Service: s.Service(), BaseURL: "http://commerce.test"}))
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()

@@ -10,9 +10,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 )
 
 // perPage is how many rows a list page shows.
@@ -74,7 +74,7 @@ func formTime(name, raw string) (*time.Time, error) {
 // ---- endpoints
 
 type endpointsData struct {
-	Endpoints []api.EndpointItem
+	Endpoints []integrations.EndpointItem
 	Next      string
 	Actions   []domain.Action
 	Outcomes  []domain.Outcome
@@ -87,13 +87,13 @@ func (c *console) endpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewerOf(r.Context())
-	list, err := c.Manager.Endpoints(r.Context(), v.OrgID, p)
+	list, err := c.Service.Endpoints(r.Context(), v.OrgID, p)
 	if err != nil {
 		c.failErr(w, r, err)
 		return
 	}
 	d := endpointsData{Actions: domain.Actions, Outcomes: domain.Outcomes}
-	d.Endpoints, d.Next = nextPage(r, list, func(e api.EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID })
+	d.Endpoints, d.Next = nextPage(r, list, func(e integrations.EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID })
 	c.render(w, r, http.StatusOK, "endpoints", d)
 }
 
@@ -105,7 +105,7 @@ type createdEndpointData struct {
 
 func (c *console) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r.Context())
-	e, err := c.Manager.CreateEndpoint(r.Context(), v.actor(), db.NewEndpoint{OrgID: v.OrgID, AsEmail: v.Email,
+	e, err := c.Service.CreateEndpoint(r.Context(), v.actor(), db.NewEndpoint{OrgID: v.OrgID, AsEmail: v.Email,
 		Name: r.PostForm.Get("name"), Action: domain.Action(r.PostForm.Get("action")), RequireSignature: r.PostForm.Get("require_signature") != ""})
 	if err != nil {
 		c.refused(w, r, Prefix+"/", err)
@@ -126,7 +126,7 @@ func (c *console) setEndpointState(to domain.EndpointState) http.HandlerFunc {
 			return
 		}
 		v := viewerOf(r.Context())
-		e, err := c.Manager.SetEndpointState(r.Context(), v.actor(), v.OrgID, id, to)
+		e, err := c.Service.SetEndpointState(r.Context(), v.actor(), v.OrgID, id, to)
 		if err != nil {
 			c.refused(w, r, Prefix+"/", err)
 			return
@@ -140,11 +140,11 @@ func (c *console) setEndpointState(to domain.EndpointState) http.HandlerFunc {
 // ---- receipts
 
 type receiptsData struct {
-	Receipts  []api.ReceiptSummary
+	Receipts  []integrations.ReceiptSummary
 	Next      string
-	Endpoints map[uuid.UUID]api.EndpointItem
+	Endpoints map[uuid.UUID]integrations.EndpointItem
 	// EndpointList is every endpoint, for the filter.
-	EndpointList []api.EndpointItem
+	EndpointList []integrations.EndpointItem
 	Filter       url.Values
 	Outcomes     []domain.Outcome
 	Chosen       map[string]bool
@@ -154,11 +154,11 @@ type receiptsData struct {
 
 // allEndpoints lists every endpoint of the organisation (for names and the
 // filter), newest first.
-func (c *console) allEndpoints(r *http.Request, orgID uuid.UUID) ([]api.EndpointItem, error) {
-	var out []api.EndpointItem
+func (c *console) allEndpoints(r *http.Request, orgID uuid.UUID) ([]integrations.EndpointItem, error) {
+	var out []integrations.EndpointItem
 	p := db.Page{Limit: 500}
 	for {
-		list, err := c.Manager.Endpoints(r.Context(), orgID, p)
+		list, err := c.Service.Endpoints(r.Context(), orgID, p)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +219,7 @@ func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	list, err := c.Manager.ListReceipts(r.Context(), v.OrgID, f, p)
+	list, err := c.Service.ListReceipts(r.Context(), v.OrgID, f, p)
 	if err != nil {
 		c.failErr(w, r, err)
 		return
@@ -229,11 +229,11 @@ func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	d := receiptsData{Endpoints: map[uuid.UUID]api.EndpointItem{}, Filter: q, Outcomes: domain.Outcomes, Chosen: chosen}
+	d := receiptsData{Endpoints: map[uuid.UUID]integrations.EndpointItem{}, Filter: q, Outcomes: domain.Outcomes, Chosen: chosen}
 	for _, e := range eps {
 		d.Endpoints[e.ID] = e
 	}
-	d.Receipts, d.Next = nextPage(r, list, func(x api.ReceiptSummary) (domain.Timestamp, uuid.UUID) { return x.ReceivedAt, x.ID })
+	d.Receipts, d.Next = nextPage(r, list, func(x integrations.ReceiptSummary) (domain.Timestamp, uuid.UUID) { return x.ReceivedAt, x.ID })
 	bulk := url.Values{}
 	for k, key := range map[string]string{"endpoint": "endpoint", "after": "after", "before": "before"} {
 		if s := q.Get(k); s != "" {
@@ -249,8 +249,8 @@ func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
 }
 
 type receiptData struct {
-	Receipt  api.ReceiptDetail
-	Endpoint *api.EndpointItem
+	Receipt  integrations.ReceiptDetail
+	Endpoint *integrations.EndpointItem
 	Body     string
 	Answer   string
 	Headers  []header
@@ -267,7 +267,7 @@ func (c *console) loadReceipt(w http.ResponseWriter, r *http.Request) (receiptDa
 		return receiptData{}, false
 	}
 	v := viewerOf(r.Context())
-	d, err := c.Manager.Receipt(r.Context(), v.OrgID, id)
+	d, err := c.Service.Receipt(r.Context(), v.OrgID, id)
 	if err != nil {
 		c.failErr(w, r, err)
 		return receiptData{}, false
@@ -297,7 +297,7 @@ func (c *console) receipt(w http.ResponseWriter, r *http.Request) {
 
 type dryRunData struct {
 	receiptData
-	Result   api.ReplayResult
+	Result   integrations.ReplayResult
 	Currency string
 }
 
@@ -308,7 +308,7 @@ func (c *console) dryRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewerOf(r.Context())
-	res, err := c.Manager.ReplayReceipt(r.Context(), v.actor(), v.OrgID, d.Receipt.ID, true)
+	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, d.Receipt.ID, true)
 	if err != nil {
 		c.refused(w, r, Prefix+"/receipts/"+d.Receipt.ID.String(), err)
 		return
@@ -325,7 +325,7 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/receipts/" + id.String()
-	res, err := c.Manager.ReplayReceipt(r.Context(), v.actor(), v.OrgID, id, false)
+	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, id, false)
 	if err != nil {
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
 			c.failErr(w, r, err)
@@ -349,7 +349,7 @@ func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/receipts/" + id.String()
-	d, err := c.Manager.CancelReceipt(r.Context(), v.actor(), v.OrgID, id)
+	d, err := c.Service.CancelReceipt(r.Context(), v.actor(), v.OrgID, id)
 	if err != nil {
 		c.refused(w, r, back, err)
 		return
@@ -360,7 +360,7 @@ func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
 // ---- bulk replays
 
 type bulkFormData struct {
-	Endpoints []api.EndpointItem
+	Endpoints []integrations.EndpointItem
 	Outcomes  []domain.Outcome
 	Filter    url.Values
 	Chosen    map[string]bool
@@ -411,7 +411,7 @@ func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 		c.refused(w, r, back, err)
 		return
 	}
-	b, err := c.Manager.StartBulkReplay(r.Context(), v.actor(), in)
+	b, err := c.Service.StartBulkReplay(r.Context(), v.actor(), in)
 	if err != nil {
 		c.refused(w, r, back, err)
 		return
@@ -456,7 +456,7 @@ func (c *console) stopBulkReplay(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/replays/" + id.String()
-	if _, err := c.Manager.StopBulkReplay(r.Context(), v.actor(), v.OrgID, id); err != nil {
+	if _, err := c.Service.StopBulkReplay(r.Context(), v.actor(), v.OrgID, id); err != nil {
 		c.refused(w, r, back, err)
 		return
 	}
@@ -501,7 +501,7 @@ func (c *console) createSubscription(w http.ResponseWriter, r *http.Request) {
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
 	}
-	s, err := c.Manager.CreateSubscription(r.Context(), v.actor(), v.OrgID, strings.TrimSpace(r.PostForm.Get("url")), events)
+	s, err := c.Service.CreateSubscription(r.Context(), v.actor(), v.OrgID, strings.TrimSpace(r.PostForm.Get("url")), events)
 	if err != nil {
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
@@ -519,7 +519,7 @@ func (c *console) setSubscriptionActive(w http.ResponseWriter, r *http.Request) 
 	}
 	v := viewerOf(r.Context())
 	active := r.PostForm.Get("active") == "true"
-	s, err := c.Manager.UpdateSubscription(r.Context(), v.actor(), v.OrgID, id, db.SubscriptionChange{Active: &active})
+	s, err := c.Service.UpdateSubscription(r.Context(), v.actor(), v.OrgID, id, db.SubscriptionChange{Active: &active})
 	if err != nil {
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
@@ -546,7 +546,7 @@ func (c *console) recover(w http.ResponseWriter, r *http.Request) {
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
 	}
-	n, err := c.Manager.Recover(r.Context(), v.actor(), v.OrgID, id, *since)
+	n, err := c.Service.Recover(r.Context(), v.actor(), v.OrgID, id, *since)
 	if err != nil {
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
@@ -611,7 +611,7 @@ func (c *console) resend(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/deliveries/" + id.String()
-	if _, err := c.Manager.Resend(r.Context(), v.actor(), v.OrgID, id); err != nil {
+	if _, err := c.Service.Resend(r.Context(), v.actor(), v.OrgID, id); err != nil {
 		c.refused(w, r, back, err)
 		return
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/outbound"
@@ -105,7 +106,7 @@ const NightlyAt = 2 * time.Hour
 func (e *Env) Activities() *activities.Activities {
 	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL,
 		Sealer: Sealer(), Webhooks: outbound.Client(true), NightlyAt: NightlyAt,
-		Replays: &api.InboundRunner{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sealer: Sealer(), BaseURL: BaseURL}}
+		Replays: &integrations.Posts{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sealer: Sealer(), BaseURL: BaseURL}}
 }
 
 // Outbox runs an outbox relay (as a worker process does) until the
@@ -144,7 +145,7 @@ func Sealer() *secrets.Sealer {
 func (e *Env) API(answerWait time.Duration) *httptest.Server {
 	s := api.New(api.Deps{DB: e.DB.DB, Temporal: e.Temporal, Namespace: e.Namespace, Logger: e.Log, Cursors: cursor.New(ServiceKey),
 		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, AllowPrivateTargets: true})
-	s.Mount(console.Prefix, console.New(console.Deps{DB: e.DB.DB, Manager: s.Manager(), Log: e.Log, BaseURL: BaseURL}))
+	s.Mount(console.Prefix, console.New(console.Deps{DB: e.DB.DB, Service: s.Service(), Log: e.Log, BaseURL: BaseURL}))
 	srv := httptest.NewServer(s.Handler())
 	e.T.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -323,18 +323,17 @@ func (h *directHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	in := domain.InboundInput{OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action}
 	res, err := h.acts.ApplyInbound(ctx, in)
+	out := domain.InboundOutcome{Result: &res}
 	if err == nil {
-		err = h.acts.RecordOutcome(ctx, domain.RecordOutcomeInput{OrgID: ep.OrgID, ReceiptID: id, Outcome: res.Outcome})
+		// The outcome and the answer, in the one write the workflow makes.
+		err = h.acts.RecordOutcome(ctx, domain.RecordOutcomeInput{OrgID: ep.OrgID, ReceiptID: id, Outcome: res.Outcome,
+			Answer: &out, Action: ep.Action})
 	}
 	if err != nil {
 		http.Error(w, `{"error":"apply"}`, http.StatusInternalServerError)
 		return
 	}
-	status, answer := api.InboundHTTPAnswer(id, ep.Action, domain.InboundOutcome{Result: &res})
-	if err := h.d.UpdateReceipt(ctx, ep.OrgID, id, db.ReceiptUpdate{Status: status, Response: answer}); err != nil {
-		http.Error(w, `{"error":"answer"}`, http.StatusInternalServerError)
-		return
-	}
+	status, answer := out.HTTPAnswer(id, ep.Action)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(answer)

@@ -1,4 +1,4 @@
-package api
+package integrations
 
 import (
 	"context"
@@ -13,19 +13,18 @@ import (
 	"github.com/commerce-integration/commerce/signature"
 )
 
-// Replayed is what a replay did: the receipt it stored and the answer it
-// got, as the HTTP status and body a live post would have been answered.
+// Replayed is what a replay did: the receipt it stored and the answer its
+// workflow gave (pending when it is still running).
 type Replayed struct {
 	ReceiptID uuid.UUID
-	Status    int
-	Body      []byte
+	Outcome   domain.InboundOutcome
 }
 
-// CheckReplay applies the replay rules of DESIGN.md section 11 to a receipt
-// without replaying it: nil when it may be replayed, otherwise ENOTFOUND
-// (no such receipt in the organisation) or an ECONFLICT error whose message
-// is the reason. Replay applies the same rules.
-func (r *InboundRunner) CheckReplay(ctx context.Context, orgID, receiptID uuid.UUID) error {
+// CheckReplay applies the replay rules (docs/decisions.md, "Replay") to a
+// receipt without replaying it: nil when it may be replayed, otherwise
+// ENOTFOUND (no such receipt in the organisation) or an ECONFLICT error
+// whose message is the reason. Replay applies the same rules.
+func (r *Posts) CheckReplay(ctx context.Context, orgID, receiptID uuid.UUID) error {
 	_, err := r.replayable(ctx, orgID, receiptID)
 	return err
 }
@@ -36,10 +35,14 @@ func (r *InboundRunner) CheckReplay(ctx context.Context, orgID, receiptID uuid.U
 // original, so replaying a post that was applied changes nothing and
 // answers its first result. A receipt the rules refuse (see CheckReplay)
 // is not replayed and nothing is stored.
-func (r *InboundRunner) Replay(ctx context.Context, orgID, receiptID uuid.UUID) (Replayed, error) {
+func (r *Posts) Replay(ctx context.Context, orgID, receiptID uuid.UUID) (Replayed, error) {
 	src, err := r.replayable(ctx, orgID, receiptID)
 	if err != nil {
 		return Replayed{}, err
+	}
+	if r.Workflows == nil {
+		// Told before anything is stored: no replay could run.
+		return Replayed{}, errNoWorkflows
 	}
 	id, inFlight, err := r.DB.StoreReplay(ctx, replayReceipt(orgID, src))
 	if err != nil {
@@ -48,8 +51,8 @@ func (r *InboundRunner) Replay(ctx context.Context, orgID, receiptID uuid.UUID) 
 	if inFlight != uuid.Nil {
 		return Replayed{}, replayInFlight(receiptID, inFlight)
 	}
-	status, body := r.Run(ctx, domain.InboundInput{OrgID: orgID, EndpointID: src.EndpointID, ReceiptID: id, Source: src.ID, Action: src.Action})
-	return Replayed{ReceiptID: id, Status: status, Body: body}, nil
+	out := r.Run(ctx, domain.InboundInput{OrgID: orgID, EndpointID: src.EndpointID, ReceiptID: id, Source: src.ID, Action: src.Action})
+	return Replayed{ReceiptID: id, Outcome: out}, nil
 }
 
 // replayReceipt is the new receipt of a replay of src.
@@ -63,7 +66,7 @@ func replayReceipt(orgID uuid.UUID, src db.Receipt) db.NewReceipt {
 // out what replaying it would change, in a transaction that is rolled
 // back: no receipt, no event, no workflow. The action's own refusal (the
 // order cannot move that way, ...) is returned as its error.
-func (r *InboundRunner) DryRun(ctx context.Context, orgID, receiptID uuid.UUID) (domain.InboundResult, error) {
+func (r *Posts) DryRun(ctx context.Context, orgID, receiptID uuid.UUID) (domain.InboundResult, error) {
 	src, err := r.replayable(ctx, orgID, receiptID)
 	if err != nil {
 		return domain.InboundResult{}, err
@@ -72,7 +75,7 @@ func (r *InboundRunner) DryRun(ctx context.Context, orgID, receiptID uuid.UUID) 
 	if err != nil {
 		return domain.InboundResult{}, err
 	}
-	return r.DB.DryRunInbound(ctx, orgID, src.ID, src.Action, parsed, r.BaseURL)
+	return r.DB.DryRunInbound(ctx, orgID, src.ID, parsed, r.BaseURL)
 }
 
 // ReplayBatchItem replays one receipt of a bulk replay, at most once for
@@ -83,7 +86,7 @@ func (r *InboundRunner) DryRun(ctx context.Context, orgID, receiptID uuid.UUID) 
 // parked, failed, or skipped with the reason the rules refused it), or ""
 // when the replay is still running and the item should be looked at again.
 // A dry run batch replays nothing: each item is a dry run.
-func (r *InboundRunner) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, item db.ReplayBatchItem, dryRun bool) (outcome, reason string, err error) {
+func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, item db.ReplayBatchItem, dryRun bool) (outcome, reason string, err error) {
 	refusal := func(err error) (string, string, error) {
 		switch domain.ErrorCode(err) {
 		case domain.ECONFLICT, domain.ENOTFOUND:
@@ -143,7 +146,7 @@ func (r *InboundRunner) ReplayBatchItem(ctx context.Context, orgID, batchID uuid
 // verifies with its received_at as the clock: a post refused 401, or
 // stored while the endpoint was paused and so never verified, cannot be
 // pushed through.
-func (r *InboundRunner) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.Receipt, error) {
+func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.Receipt, error) {
 	src, err := r.DB.GetReceipt(ctx, orgID, receiptID)
 	if err != nil {
 		return src, err

@@ -1,0 +1,260 @@
+package integrations
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/signature"
+)
+
+// ReceiptSummary is a receipt as lists show it.
+type ReceiptSummary struct {
+	ID          uuid.UUID         `json:"id"`
+	EndpointID  uuid.UUID         `json:"endpoint_id"`
+	Action      domain.Action     `json:"action"`
+	ReceivedAt  domain.Timestamp  `json:"received_at"`
+	StatusCode  *int              `json:"status_code" doc:"The HTTP status the sender was answered; null while it has no answer."`
+	Outcome     domain.Outcome    `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error"`
+	WaitingFor  *string           `json:"waiting_for" doc:"The record a parked post waits for."`
+	ReplayOf    *uuid.UUID        `json:"replay_of" doc:"The original post, for a replay."`
+	WorkflowID  *string           `json:"workflow_id"`
+	Error       *string           `json:"error"`
+	SizeBytes   int               `json:"size_bytes"`
+	CompletedAt *domain.Timestamp `json:"completed_at"`
+	DurationMS  *int              `json:"duration_ms"`
+}
+
+func summarise(r db.Receipt) ReceiptSummary {
+	return ReceiptSummary{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
+		Outcome: r.Outcome, WaitingFor: r.WaitingFor, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
+		SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS}
+}
+
+// ReceiptDetail is a receipt with what was posted, what it was answered and
+// what it did.
+type ReceiptDetail struct {
+	ReceiptSummary
+	Body          any               `json:"body" doc:"The body posted, as JSON; null when it was not JSON or was not kept whole."`
+	BodyComplete  bool              `json:"body_complete" doc:"Whether the whole body was kept (a body over 1 MB keeps only its start)."`
+	Headers       map[string]string `json:"headers" doc:"The request headers kept, the signature's v1 values masked."`
+	Response      any               `json:"response" doc:"The body the sender was answered."`
+	Replays       []uuid.UUID       `json:"replays" doc:"The replays of this receipt, oldest first."`
+	TemporalUIURL *string           `json:"temporal_ui_url" doc:"The receipt's workflow in the Temporal Web UI; null when none is configured or no workflow ran."`
+	Trace         db.Trace          `json:"trace"`
+}
+
+// ListReceipts lists the organisation's receipts, newest first.
+func (m *Service) ListReceipts(ctx context.Context, orgID uuid.UUID, f db.OrgReceiptFilter, p db.Page) ([]ReceiptSummary, error) {
+	rows, err := m.DB.ListOrgReceipts(ctx, orgID, f, p)
+	out := make([]ReceiptSummary, len(rows))
+	for i, r := range rows {
+		out[i] = summarise(r)
+	}
+	return out, err
+}
+
+// Receipt returns one of the organisation's receipts with its trace.
+func (m *Service) Receipt(ctx context.Context, orgID, id uuid.UUID) (ReceiptDetail, error) {
+	r, err := m.DB.GetReceipt(ctx, orgID, id)
+	if err != nil {
+		return ReceiptDetail{}, err
+	}
+	return m.detail(ctx, orgID, r)
+}
+
+// detail is a receipt read already, with its body, answer and trace.
+func (m *Service) detail(ctx context.Context, orgID uuid.UUID, r db.Receipt) (ReceiptDetail, error) {
+	d := ReceiptDetail{ReceiptSummary: summarise(r), BodyComplete: r.BodyComplete(), Headers: MaskHeaders(r.Headers)}
+	var err error
+	if len(r.Body) > 0 {
+		_ = json.Unmarshal(r.Body, &d.Body)
+	}
+	if len(r.Response) > 0 {
+		_ = json.Unmarshal(r.Response, &d.Response)
+	}
+	if d.Trace, d.Replays, err = m.DB.ReceiptTrace(ctx, orgID, r); err != nil {
+		return d, err
+	}
+	if r.WorkflowID != nil && m.TemporalUIURL != "" {
+		u := m.workflowURL(*r.WorkflowID)
+		d.TemporalUIURL = &u
+	}
+	return d, nil
+}
+
+// workflowURL is a workflow's page in the Temporal Web UI.
+func (m *Service) workflowURL(workflowID string) string {
+	ns := m.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return strings.TrimSuffix(m.TemporalUIURL, "/") + "/namespaces/" + url.PathEscape(ns) + "/workflows/" + url.PathEscape(workflowID)
+}
+
+// MaskHeaders hides the signature's v1 values: a kept signature is a
+// credential for the body it signs, within its tolerance.
+func MaskHeaders(h map[string]string) map[string]string {
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		if strings.EqualFold(k, signature.Header) {
+			parts := strings.Split(v, ",")
+			for i, p := range parts {
+				if name, _, ok := strings.Cut(strings.TrimSpace(p), "="); ok && name != "t" {
+					parts[i] = name + "=***"
+				}
+			}
+			v = strings.Join(parts, ",")
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// ReplayResult is what a replay did, or for a dry run would do.
+type ReplayResult struct {
+	DryRun bool `json:"dry_run"`
+	// Receipt is the replay's new receipt (null for a dry run).
+	Receipt *ReceiptDetail `json:"receipt" doc:"The replay's new receipt, with its outcome and trace; null for a dry run."`
+	// Outcome and Changes are what it did (or would do).
+	Outcome domain.Outcome  `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error"`
+	Changes []domain.Change `json:"changes" doc:"The changes it made, or for a dry run would make."`
+	Error   *string         `json:"error" doc:"Why it did not go through (the action's refusal), when it did not."`
+}
+
+// ReplayReceipt replays one of the organisation's receipts (the replay
+// rules: docs/decisions.md, "Replay"), or with dryRun works out the changes
+// a replay would make and writes nothing. A receipt the replay rules refuse
+// is ECONFLICT with the reason, told before anything is stored or Temporal
+// is reached.
+func (m *Service) ReplayReceipt(ctx context.Context, actor Actor, orgID, id uuid.UUID, dryRun bool) (ReplayResult, error) {
+	if dryRun {
+		res, err := m.DryRun(ctx, orgID, id)
+		if err != nil && !slices.Contains([]domain.Code{domain.EINTERNAL, domain.ECONFLICT, domain.ENOTFOUND}, domain.ErrorCode(err)) {
+			// The action itself refuses: that is what the replay would answer.
+			msg := domain.ErrorMessage(err)
+			return ReplayResult{DryRun: true, Outcome: domain.OutcomeFailed, Changes: []domain.Change{}, Error: &msg}, nil
+		}
+		if err != nil {
+			return ReplayResult{}, err
+		}
+		return ReplayResult{DryRun: true, Outcome: res.Outcome, Changes: nonNilChanges(res.Changes)}, nil
+	}
+	replayed, err := m.Replay(ctx, orgID, id)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	m.audit(ctx, actor, orgID, "receipt.replay", "receipt", id, map[string]any{"replay_receipt_id": replayed.ReceiptID})
+	d, err := m.Receipt(ctx, orgID, replayed.ReceiptID)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	out := ReplayResult{Receipt: &d, Outcome: d.Outcome, Changes: []domain.Change{}, Error: d.Error}
+	if res := replayed.Outcome.Result; res != nil && res.Changes != nil {
+		out.Changes = res.Changes
+	}
+	return out, nil
+}
+
+func nonNilChanges(c []domain.Change) []domain.Change {
+	if c == nil {
+		return []domain.Change{}
+	}
+	return c
+}
+
+// CancelReceipt stops one of the organisation's parked posts; its workflow
+// records it cancelled (it can be replayed later). A receipt that is not
+// parked is ECONFLICT.
+func (m *Service) CancelReceipt(ctx context.Context, actor Actor, orgID, id uuid.UUID) (ReceiptDetail, error) {
+	r, err := m.DB.GetReceipt(ctx, orgID, id)
+	if err != nil {
+		return ReceiptDetail{}, err
+	}
+	if r.Outcome != domain.OutcomeParked {
+		return ReceiptDetail{}, domain.Errorf(domain.ECONFLICT, "receipt %s is %s, not parked", id, r.Outcome)
+	}
+	wf, err := m.workflows()
+	if err != nil {
+		return ReceiptDetail{}, err
+	}
+	if err := wf.CancelInbound(ctx, id); err != nil {
+		return ReceiptDetail{}, err
+	}
+	m.audit(ctx, actor, orgID, "receipt.cancel", "receipt", id, nil)
+	// The workflow records the cancellation; wait for it briefly.
+	for range 50 {
+		if r, err = m.DB.GetReceipt(ctx, orgID, id); err != nil || r.Outcome != domain.OutcomeParked {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return m.Receipt(ctx, orgID, id)
+}
+
+// StartBulkReplay records a bulk replay of the receipts the filter selects
+// (at most db.MaxReplayBatch) and starts its workflow replay-batch/<id>.
+func (m *Service) StartBulkReplay(ctx context.Context, actor Actor, in db.NewReplayBatch) (db.ReplayBatch, error) {
+	if len(in.Outcomes) == 0 {
+		return db.ReplayBatch{}, domain.Errorf(domain.EINVALID, "outcome is required: the outcomes of the receipts to replay (comma-separated)")
+	}
+	if in.EndpointID != nil {
+		if _, err := m.DB.Endpoint(ctx, in.OrgID, *in.EndpointID); err != nil {
+			return db.ReplayBatch{}, domain.Errorf(domain.EINVALID, "endpoint_id names no endpoint of the organisation")
+		}
+	}
+	wf, err := m.workflows()
+	if err != nil {
+		return db.ReplayBatch{}, err
+	}
+	in.CreatedBy = string(actor)
+	id, total, err := m.DB.CreateReplayBatch(ctx, in)
+	if err != nil {
+		return db.ReplayBatch{}, err
+	}
+	m.audit(ctx, actor, in.OrgID, "replay_batch.start", "replay_batch", id, map[string]any{"total": total, "dry_run": in.DryRun})
+	if err := wf.StartReplayBatch(ctx, domain.ReplayBatchInput{OrgID: in.OrgID, BatchID: id, DryRun: in.DryRun}); err != nil {
+		// No workflow carries it: it ends stopped, with nothing done.
+		if endErr := m.DB.EndReplayBatch(context.WithoutCancel(ctx), in.OrgID, id, "stopped"); endErr != nil {
+			logging.From(ctx, m.Log).Error("stopping a bulk replay that did not start", zap.Error(endErr))
+		}
+		return db.ReplayBatch{}, err
+	}
+	return m.DB.GetReplayBatch(ctx, in.OrgID, id)
+}
+
+// StopBulkReplay stops a running bulk replay after the receipts under way.
+func (m *Service) StopBulkReplay(ctx context.Context, actor Actor, orgID, id uuid.UUID) (db.ReplayBatch, error) {
+	b, err := m.DB.GetReplayBatch(ctx, orgID, id)
+	if err != nil {
+		return b, err
+	}
+	if b.Status != "running" {
+		return b, domain.Errorf(domain.ECONFLICT, "replay batch %s is %s", id, b.Status)
+	}
+	if err := m.DB.EndReplayBatch(ctx, orgID, id, "stopped"); err != nil {
+		return b, err
+	}
+	m.audit(ctx, actor, orgID, "replay_batch.stop", "replay_batch", id, nil)
+	return m.DB.GetReplayBatch(ctx, orgID, id)
+}
+
+// batchOutcome maps a replay's receipt outcome to a batch item outcome.
+func batchOutcome(o domain.Outcome) string {
+	switch o {
+	case domain.OutcomeApplied, domain.OutcomeUnchanged, domain.OutcomeParked:
+		return string(o)
+	case domain.OutcomePending:
+		return ""
+	}
+	return "failed"
+}
