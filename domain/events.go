@@ -180,3 +180,38 @@ func ParseEventTypes(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// EventCatalogueTable is the catalogue as the Markdown table of
+// docs/webhooks.md: a test holds the file to it (`go test ./domain -run
+// TestDocsListTheEventCatalogue -update` writes it).
+func EventCatalogueTable() string {
+	var b strings.Builder
+	b.WriteString("| Type | When | `data` |\n|---|---|---|\n")
+	for _, e := range EventCatalogue {
+		b.WriteString("| `" + e.Type + "` | " + e.When + " | " + jsonFields(e.Data) + " |\n")
+	}
+	return b.String()
+}
+
+// jsonFields names the JSON fields of a struct type, with the values of
+// those that take a few and the fields of the structs its slices hold:
+// `a`, `b` (x, y), `c [{d, e}]`.
+func jsonFields(t reflect.Type) string {
+	var parts []string
+	for _, f := range reflect.VisibleFields(t) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "" || name == "-" {
+			continue
+		}
+		part := "`" + name
+		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+			part += " [{" + strings.ReplaceAll(jsonFields(f.Type.Elem()), "`", "") + "}]"
+		}
+		part += "`"
+		if enum := f.Tag.Get("enum"); enum != "" && f.Type.Kind() == reflect.String {
+			part += " (" + strings.ReplaceAll(enum, ",", ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,15 +1,58 @@
 package domain
 
-import "testing"
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
 
-func TestParseEventTypes(t *testing.T) {
-	if types, err := ParseEventTypes("all"); err != nil || len(types) != 0 {
-		t.Fatalf("all: %v %v", types, err)
+var update = flag.Bool("update", false, "rewrite the generated parts of the docs")
+
+// The markers around the generated event table of docs/webhooks.md.
+const (
+	catalogueBegin = "<!-- The table below is generated from domain.EventCatalogue: do not edit it by hand. -->\n"
+	catalogueEnd   = "<!-- End of the generated table. -->\n"
+)
+
+// TestDocsListTheEventCatalogue holds the event table of docs/webhooks.md
+// to the catalogue the service emits and documents in its OpenAPI
+// document: a type added, removed or changed fails here until the table is
+// written again with -update.
+func TestDocsListTheEventCatalogue(t *testing.T) {
+	const path = "../docs/webhooks.md"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if types, err := ParseEventTypes(" order.status_changed, customer.created,order.status_changed "); err != nil || len(types) != 2 {
-		t.Fatalf("two types: %v %v", types, err)
+	doc := string(raw)
+	begin, end := strings.Index(doc, catalogueBegin), strings.Index(doc, catalogueEnd)
+	if begin < 0 || end < begin {
+		t.Fatalf("%s lacks the markers of the generated event table", path)
 	}
-	if _, err := ParseEventTypes("order.shipped"); ErrorCode(err) != EINVALID {
-		t.Fatalf("unknown type: %v", err)
+	got, want := doc[begin+len(catalogueBegin):end], EventCatalogueTable()
+	if got == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(doc[:begin+len(catalogueBegin)]+want+doc[end:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("the event table of %s is not the catalogue's; run go test ./domain -run TestDocsListTheEventCatalogue -update\n--- in the file\n%s--- from the catalogue\n%s", path, got, want)
+}
+
+// Every event type is in the catalogue once, and its data is a struct.
+func TestEventCatalogueNamesEachTypeOnce(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range EventCatalogue {
+		if seen[e.Type] || e.Data.Kind().String() != "struct" || e.When == "" {
+			t.Errorf("catalogue entry %+v: repeated, without a struct for its data, or without its when", e)
+		}
+		seen[e.Type] = true
+	}
+	if len(EventTypes) != len(EventCatalogue) {
+		t.Fatalf("%d event types for %d catalogue entries", len(EventTypes), len(EventCatalogue))
 	}
 }
