@@ -31,9 +31,9 @@ type Activities struct {
 	Sealer *secrets.Sealer
 	// Webhooks sends webhook deliveries (outbound.Client).
 	Webhooks *http.Client
-	// NightlyAt is the time of day, from midnight UTC, of the nightly retry
-	// run of failed webhook deliveries.
-	NightlyAt time.Duration
+	// Delivery is the webhook delivery policy of runs whose input carries
+	// none (started before policies were handed to the workflow).
+	Delivery domain.DeliveryPolicy
 	// Replays replays the receipts of bulk replays, at most once per batch
 	// each, with the same code as a single replay.
 	Replays *integrations.Posts

@@ -80,7 +80,11 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 	}
 	rec.Status = domain.WebhookStatusAfter(res.Succeeded, in.Last)
 	if rec.Status == domain.WebhookFailed {
-		retry := domain.NextNightlyFor(a.now(), a.NightlyAt, in.DeliveryID)
+		policy := a.Delivery
+		if in.Policy != nil {
+			policy = *in.Policy
+		}
+		retry := policy.RetryAt(a.now(), in.DeliveryID)
 		rec.NextAttemptAt, res.RetryAt = &retry, &retry
 	}
 	if err := a.DB.RecordWebhookAttempt(ctx, rec); err != nil {

@@ -36,7 +36,7 @@ func TestDeliveryWhoseSecretCannotBeOpenedFailsForGood(t *testing.T) {
 	sent := false
 	client := outbound.Client(true)
 	client.Transport = roundTrip(func(*http.Request) (*http.Response, error) { sent = true; return nil, errors.New("no") })
-	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: worker, Webhooks: client, NightlyAt: 2 * time.Hour}
+	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: worker, Webhooks: client, Delivery: domain.NewDeliveryPolicy(2 * time.Hour)}
 
 	_, err := a.DeliverWebhook(ctx, domain.DeliverInput{OrgID: org.ID, DeliveryID: deliveryID, Attempt: 1})
 	var appErr *temporal.ApplicationError

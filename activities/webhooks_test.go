@@ -87,7 +87,7 @@ func TestFailedAttemptNeverRecordsTheSubscriptionURLsPathOrQuery(t *testing.T) {
 			}
 			deliveryID := customerDelivery(t, d, org.ID, "A")
 			core, logs := observer.New(zap.DebugLevel)
-			a := &activities.Activities{DB: d.DB, Log: zap.New(core), Sealer: sealer, Webhooks: c.client, NightlyAt: 2 * time.Hour}
+			a := &activities.Activities{DB: d.DB, Log: zap.New(core), Sealer: sealer, Webhooks: c.client, Delivery: domain.NewDeliveryPolicy(2 * time.Hour)}
 
 			res, err := a.DeliverWebhook(ctx, domain.DeliverInput{OrgID: org.ID, DeliveryID: deliveryID, Attempt: 1})
 			if err != nil {

@@ -281,6 +281,17 @@ type WebhookInput struct {
 	// attempts left goes on to the nightly retries if it fails; one with
 	// none left ends after it.
 	Manual bool `json:"manual,omitempty"`
+	// Policy is how the delivery is tried; nil on runs started before it
+	// was handed over, which go by the worker's (DeliverInput.Policy).
+	Policy *DeliveryPolicy `json:"policy,omitempty"`
+}
+
+// AttemptsAllowed is how many attempts the delivery makes on its own.
+func (in WebhookInput) AttemptsAllowed() int {
+	if in.Policy == nil {
+		return MaxWebhookAttempts
+	}
+	return in.Policy.Attempts
 }
 
 // WebhookOutcome is where a delivery's workflow left it.
@@ -299,6 +310,9 @@ type DeliverInput struct {
 	// Last: if this attempt fails, the delivery is exhausted; otherwise it
 	// is tried again at the next nightly run.
 	Last bool `json:"last,omitempty"`
+	// Policy is the delivery's, from its workflow's input; nil for a run
+	// started before policies were handed over: the worker's applies.
+	Policy *DeliveryPolicy `json:"policy,omitempty"`
 }
 
 // DeliverResult is how an attempt of a webhook delivery went.
@@ -310,7 +324,7 @@ type DeliverResult struct {
 	// the delivery has ended.
 	Skipped bool `json:"skipped,omitempty"`
 	// RetryAt is when a failed delivery that is not exhausted is tried
-	// again: the next nightly run.
+	// again: the next nightly run (DeliveryPolicy.RetryAt).
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 }
 

@@ -30,6 +30,39 @@ var WebhookStatuses = []WebhookStatus{WebhookPending, WebhookSucceeded, WebhookF
 // support may resend beyond it.
 const MaxWebhookAttempts = 5
 
+// NightlySpread is the window after the nightly run's time over which the
+// retries of failed deliveries are spread, so that they do not all fall on
+// the workers and the receivers in the same second.
+const NightlySpread = time.Hour
+
+// DeliveryPolicy is how a webhook delivery is tried: its first attempt at
+// once, a failed one again at the next nightly run (at NightlyAt, UTC, plus
+// the delivery's own place in the Spread after it), Attempts in all, then
+// exhausted. It is the one statement of that schedule: the service builds it
+// from its configuration (COMMERCE_NIGHTLY_AT), hands it to each delivery's
+// workflow in its input, and the workflow hands it to each attempt.
+type DeliveryPolicy struct {
+	Attempts  int           `json:"attempts"`
+	NightlyAt time.Duration `json:"nightly_at"`
+	Spread    time.Duration `json:"spread"`
+}
+
+// NewDeliveryPolicy is the service's policy with its nightly run at
+// nightlyAt (from midnight UTC): MaxWebhookAttempts attempts, retries spread
+// over NightlySpread.
+func NewDeliveryPolicy(nightlyAt time.Duration) DeliveryPolicy {
+	return DeliveryPolicy{Attempts: MaxWebhookAttempts, NightlyAt: nightlyAt, Spread: NightlySpread}
+}
+
+// Last reports whether attempt is the delivery's last one of its own.
+func (p DeliveryPolicy) Last(attempt int) bool { return attempt >= p.Attempts }
+
+// RetryAt is when a failed delivery is tried again: the first time after now
+// that is at the nightly run's time plus the delivery's place in the spread.
+func (p DeliveryPolicy) RetryAt(now time.Time, deliveryID uuid.UUID) time.Time {
+	return NextNightly(now, (p.NightlyAt+offsetIn(p.Spread, deliveryID))%(24*time.Hour))
+}
+
 // WebhookStatusAfter is where a delivery stands after an attempt:
 // succeeded on a 2xx, exhausted when the attempt was its last, else failed
 // (waiting for the nightly retry).
@@ -43,24 +76,24 @@ func WebhookStatusAfter(succeeded, last bool) WebhookStatus {
 	return WebhookFailed
 }
 
-// NightlySpread is the window after the nightly run's time over which the
-// retries of failed deliveries are spread, so that they do not all fall on
-// the workers and the receivers in the same second.
-const NightlySpread = time.Hour
-
 // NightlyOffset is a delivery's own place in the nightly window, in
 // [0, NightlySpread), whole seconds: a hash of its id, so the same
 // delivery keeps it every night and on every worker.
-func NightlyOffset(deliveryID uuid.UUID) time.Duration {
+func NightlyOffset(deliveryID uuid.UUID) time.Duration { return offsetIn(NightlySpread, deliveryID) }
+
+func offsetIn(spread time.Duration, deliveryID uuid.UUID) time.Duration {
+	if spread < time.Second {
+		return 0
+	}
 	h := fnv.New64a()
 	h.Write(deliveryID[:])
-	return time.Duration(h.Sum64()%uint64(NightlySpread/time.Second)) * time.Second
+	return time.Duration(h.Sum64()%uint64(spread/time.Second)) * time.Second
 }
 
-// NextNightlyFor is when a failed delivery is retried: the first time after
-// now that is at the nightly run's time plus the delivery's NightlyOffset.
+// NextNightlyFor is when a failed delivery is retried under the service's
+// policy with its nightly run at at (NewDeliveryPolicy(at).RetryAt).
 func NextNightlyFor(now time.Time, at time.Duration, deliveryID uuid.UUID) time.Time {
-	return NextNightly(now, (at+NightlyOffset(deliveryID))%(24*time.Hour))
+	return NewDeliveryPolicy(at).RetryAt(now, deliveryID)
 }
 
 // NextNightly is the first time after now that is at (a time of day,

@@ -22,6 +22,9 @@ import (
 type Client struct {
 	temporal  client.Client
 	namespace string
+	// delivery is the policy handed to the webhook deliveries it starts;
+	// nil leaves it to the worker's.
+	delivery *domain.DeliveryPolicy
 }
 
 // NewClient wraps a Temporal client connected to namespace ("default" when
@@ -31,6 +34,13 @@ func NewClient(c client.Client, namespace string) *Client {
 		namespace = "default"
 	}
 	return &Client{temporal: c, namespace: namespace}
+}
+
+// WithDelivery makes the client hand p to every webhook delivery it starts
+// or resends (domain.WebhookInput.Policy), and returns it.
+func (c *Client) WithDelivery(p domain.DeliveryPolicy) *Client {
+	c.delivery = &p
+	return c
 }
 
 // describeWait bounds the look that tells a slow workflow from one that
@@ -109,7 +119,7 @@ func (c *Client) StartWebhookDelivery(ctx context.Context, ref domain.WebhookDel
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 	_, err := c.temporal.ExecuteWorkflow(ctx, opts, WebhookDelivery,
-		domain.WebhookInput{OrgID: ref.OrgID, DeliveryID: ref.ID, Attempts: ref.Attempts})
+		domain.WebhookInput{OrgID: ref.OrgID, DeliveryID: ref.ID, Attempts: ref.Attempts, Policy: c.delivery})
 	return ignoreAlreadyStarted(err)
 }
 
@@ -121,7 +131,7 @@ func (c *Client) ResendWebhook(ctx context.Context, ref domain.WebhookDeliveryRe
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	opts.Memo["resend"] = true
 	_, err := c.temporal.SignalWithStartWorkflow(ctx, opts.ID, ResendSignal, nil, opts, WebhookDelivery,
-		domain.WebhookInput{OrgID: ref.OrgID, DeliveryID: ref.ID, Attempts: ref.Attempts, Manual: over})
+		domain.WebhookInput{OrgID: ref.OrgID, DeliveryID: ref.ID, Attempts: ref.Attempts, Manual: over, Policy: c.delivery})
 	return err
 }
 

@@ -39,12 +39,12 @@ var firstAttemptOptions = workflow.LocalActivityOptions{
 	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 }
 
-// WebhookDelivery sends one event to one subscription: attempt 1 at once;
-// after a failure, the next attempt at the next nightly run
-// (COMMERCE_NIGHTLY_AT, UTC, which the attempt's activity reads from the
-// worker's configuration and returns), at most 5 attempts in all, then the
-// delivery is exhausted. ResendSignal makes an attempt at once (it counts).
-// Every attempt is recorded on the delivery.
+// WebhookDelivery sends one event to one subscription as its input's
+// domain.DeliveryPolicy says: attempt 1 at once; after a failure, the next
+// attempt at the next nightly run (which the attempt works out from the
+// policy, handed to it, and returns), at most the policy's attempts in all,
+// then the delivery is exhausted. ResendSignal makes an attempt at once (it
+// counts). Every attempt is recorded on the delivery.
 func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.WebhookOutcome, error) {
 	ctx = workflow.WithActivityOptions(ctx, deliverOptions)
 	resend := workflow.GetSignalChannel(ctx, ResendSignal)
@@ -59,10 +59,10 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 		var res domain.DeliverResult
 		var err error
 		if local {
-			res, err = deliverFirst(ctx, in, attempts, manual, attempts >= domain.MaxWebhookAttempts)
+			res, err = deliverFirst(ctx, in, attempts, manual, attempts >= in.AttemptsAllowed())
 			local = false
 		} else {
-			res, err = deliver(ctx, in, attempts, manual, attempts >= domain.MaxWebhookAttempts)
+			res, err = deliver(ctx, in, attempts, manual, attempts >= in.AttemptsAllowed())
 		}
 		if err != nil {
 			return domain.WebhookOutcome{Attempts: attempts - 1}, err
@@ -81,7 +81,7 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 func deliver(ctx workflow.Context, in domain.WebhookInput, attempt int, manual, last bool) (domain.DeliverResult, error) {
 	var res domain.DeliverResult
 	err := workflow.ExecuteActivity(ctx, deliverWebhook, domain.DeliverInput{
-		OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: attempt, Manual: manual, Last: last,
+		OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: attempt, Manual: manual, Last: last, Policy: in.Policy,
 	}).Get(ctx, &res)
 	return res, err
 }
@@ -96,7 +96,7 @@ func deliverFirst(ctx workflow.Context, in domain.WebhookInput, attempt int, man
 	var res domain.DeliverResult
 	lctx := workflow.WithLocalActivityOptions(ctx, firstAttemptOptions)
 	err := workflow.ExecuteLocalActivity(lctx, deliverWebhook, domain.DeliverInput{
-		OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: attempt, Manual: manual, Last: last,
+		OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: attempt, Manual: manual, Last: last, Policy: in.Policy,
 	}).Get(ctx, &res)
 	var appErr *temporal.ApplicationError
 	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) || ctx.Err() != nil {

@@ -210,3 +210,26 @@ func TestFirstAttemptWithAnUnopenableSecretIsNotMadeAgain(t *testing.T) {
 		t.Fatalf("%d attempts, want 1", calls)
 	}
 }
+
+// The policy in the delivery's input is the one it goes by: its number of
+// attempts ends the delivery, and every attempt is handed the policy, by
+// which the activity works out the retry time.
+func TestADeliveryGoesByThePolicyItsInputCarries(t *testing.T) {
+	e := newWebhookEnv(receiverDown)
+	policy := domain.DeliveryPolicy{Attempts: 3, NightlyAt: 4 * time.Hour, Spread: time.Minute}
+	in := webhookIn
+	in.Policy = &policy
+	e.ExecuteWorkflow(WebhookDelivery, in)
+	var out domain.WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.attempts) != 3 || out.Status != domain.WebhookExhausted || out.Attempts != 3 {
+		t.Fatalf("%d attempts, outcome %+v; want 3, exhausted", len(e.attempts), out)
+	}
+	for i, a := range e.attempts {
+		if a.Policy == nil || *a.Policy != policy || a.Last != (i == 2) {
+			t.Errorf("attempt %d handed policy %+v (last %v), want %+v", i+1, a.Policy, a.Last, policy)
+		}
+	}
+}

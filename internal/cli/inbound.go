@@ -371,7 +371,7 @@ func receiptsReplayCmd() *cobra.Command {
 					return err
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, log *zap.Logger) error {
-					m.Workflows, m.Log = workflows.NewClient(tc, cfg.TemporalNamespace), log
+					m.Workflows, m.Log = workflowsClient(tc, cfg), log
 					res, err := m.ReplayReceipt(ctx, operator(), orgID, id, false)
 					if err != nil {
 						return err
@@ -439,7 +439,7 @@ func receiptsCancelCmd() *cobra.Command {
 					return domain.Errorf(domain.ECONFLICT, "receipt %s is %s, not parked", id, r.Outcome)
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					m.Workflows = workflows.NewClient(tc, cfg.TemporalNamespace)
+					m.Workflows = workflowsClient(tc, cfg)
 					d, err := m.CancelReceipt(ctx, operator(), orgID, id)
 					if err != nil {
 						return err
@@ -464,6 +464,18 @@ func operatorService(d *db.DB, sealer *secrets.Sealer, wf *workflows.Client, cfg
 		Posts:         &integrations.Posts{DB: d, Sealer: sealer, Workflows: wf, BaseURL: cfg.BaseURL, Log: zap.NewNop()},
 		TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, AllowPrivateTargets: cfg.AllowPrivateTargets,
 	}
+}
+
+// workflowsClient is the Temporal side of a command: the service's
+// workflows in the configured namespace, handing resent deliveries the
+// configured delivery policy (when COMMERCE_NIGHTLY_AT does not parse, none:
+// the worker's applies).
+func workflowsClient(tc client.Client, cfg config.Config) *workflows.Client {
+	wf := workflows.NewClient(tc, cfg.TemporalNamespace)
+	if p, err := cfg.Delivery(); err == nil {
+		wf.WithDelivery(p)
+	}
+	return wf
 }
 
 // operator is the audit log's name for who runs the command: the operating

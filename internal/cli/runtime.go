@@ -184,13 +184,13 @@ func (rt *Runtime) activities() (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
-	nightly, err := rt.Cfg.Nightly()
+	delivery, err := rt.Cfg.Delivery()
 	if err != nil {
 		return nil, err
 	}
-	wf := workflows.NewClient(rt.Temporal, rt.Cfg.TemporalNamespace)
+	wf := workflows.NewClient(rt.Temporal, rt.Cfg.TemporalNamespace).WithDelivery(delivery)
 	return &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities"), BaseURL: rt.Cfg.BaseURL,
-		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), NightlyAt: nightly,
+		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), Delivery: delivery,
 		Replays: &integrations.Posts{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("replays"), Sealer: sealer, BaseURL: rt.Cfg.BaseURL}}, nil
 }
 
@@ -246,7 +246,7 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 	}
 	defer w.Stop()
 	rt.Log.Info("worker started", zap.String("task_queue", workflows.TaskQueue), zap.String("namespace", rt.Cfg.TemporalNamespace))
-	wf := workflows.NewClient(rt.Temporal, rt.Cfg.TemporalNamespace)
+	wf := acts.Replays.Workflows
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		(&relay.QuoteExpiry{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("relay")}).Run(ctx)

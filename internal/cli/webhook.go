@@ -16,7 +16,6 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/outbound"
-	"github.com/commerce-integration/commerce/workflows"
 )
 
 func webhookCmd() *cobra.Command {
@@ -227,7 +226,7 @@ func webhookResendCmd() *cobra.Command {
 				}
 				var x db.WebhookDelivery
 				err = withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					x, err = operatorService(d, nil, workflows.NewClient(tc, cfg.TemporalNamespace), cfg).Resend(ctx, operator(), orgID, id)
+					x, err = operatorService(d, nil, workflowsClient(tc, cfg), cfg).Resend(ctx, operator(), orgID, id)
 					return err
 				})
 				if err != nil {
@@ -321,7 +320,7 @@ func webhookRecoverCmd() *cobra.Command {
 					return err
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					n, err := operatorService(d, nil, workflows.NewClient(tc, cfg.TemporalNamespace), cfg).Recover(ctx, operator(), orgID, id, t)
+					n, err := operatorService(d, nil, workflowsClient(tc, cfg), cfg).Recover(ctx, operator(), orgID, id, t)
 					if err != nil {
 						return err
 					}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
@@ -248,6 +249,12 @@ func (c Config) Retention() (time.Duration, error) {
 		return 0, fmt.Errorf("COMMERCE_RETENTION_DAYS %q is not a number of days from 1 to 3650", c.RetentionDays)
 	}
 	return time.Duration(n) * 24 * time.Hour, nil
+}
+
+// Delivery is the webhook delivery policy: its nightly run at NightlyAt.
+func (c Config) Delivery() (domain.DeliveryPolicy, error) {
+	at, err := c.Nightly()
+	return domain.NewDeliveryPolicy(at), err
 }
 
 // Nightly parses NightlyAt ("HH:MM", UTC) into an offset from midnight.

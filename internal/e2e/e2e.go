@@ -25,6 +25,7 @@ import (
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
@@ -105,7 +106,7 @@ const NightlyAt = 2 * time.Hour
 // webhooks may reach loopback receivers.
 func (e *Env) Activities() *activities.Activities {
 	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL,
-		Sealer: Sealer(), Webhooks: outbound.Client(true), NightlyAt: NightlyAt,
+		Sealer: Sealer(), Webhooks: outbound.Client(true), Delivery: domain.NewDeliveryPolicy(NightlyAt),
 		Replays: &integrations.Posts{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sealer: Sealer(), BaseURL: BaseURL}}
 }
 

@@ -39,13 +39,13 @@ type nightlySoon struct {
 }
 
 func (n *nightlySoon) DeliverWebhook(ctx context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
-	a := *n.Activities
 	now := time.Now().UTC()
 	// A second from now, less the delivery's place in the nightly hour
 	// (domain.NightlyOffset), which the attempt adds back.
 	day := 24 * time.Hour
-	a.NightlyAt = (now.Add(time.Second).Sub(now.Truncate(day)) - domain.NightlyOffset(in.DeliveryID) + day) % day
-	return a.DeliverWebhook(ctx, in)
+	p := domain.NewDeliveryPolicy((now.Add(time.Second).Sub(now.Truncate(day)) - domain.NightlyOffset(in.DeliveryID) + day) % day)
+	in.Policy = &p
+	return n.Activities.DeliverWebhook(ctx, in)
 }
 
 // TestRecordHistories runs every workflow type through each of its paths
