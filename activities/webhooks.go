@@ -57,7 +57,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 		}
 		return domain.DeliverResult{Skipped: true, Error: "subscription disabled"}, nil
 	}
-	signing, err := t.Secrets(a.Sealer, a.now())
+	signing, err := a.signingSecrets(t)
 	if err != nil {
 		return domain.DeliverResult{}, a.unopenableSecret(ctx, in, err)
 	}
@@ -94,6 +94,25 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 		zap.Bool("succeeded", res.Succeeded), zap.Int("status_code", res.StatusCode), zap.String("error", res.Error),
 		zap.Duration("duration", rec.Duration))
 	return res, nil
+}
+
+// signingSecrets opens the secrets an attempt is signed with now: the
+// subscription's, then, while domain.PreviousSecretSigns, the one a
+// rotation replaced.
+func (a *Activities) signingSecrets(t db.WebhookTarget) ([]string, error) {
+	current, previous, expires := t.SealedSecrets()
+	secret, err := a.Sealer.OpenSealed(current)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{secret}
+	if previous != nil && domain.PreviousSecretSigns(expires, a.now()) {
+		if secret, err = a.Sealer.OpenSealed(*previous); err != nil {
+			return nil, err
+		}
+		out = append(out, secret)
+	}
+	return out, nil
 }
 
 // send makes the request and reads the start of the answer.

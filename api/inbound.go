@@ -14,6 +14,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/signature"
@@ -94,7 +95,7 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	var keys []db.PostKey
 	var messageID string
 	if ep.RequireSignature {
-		secret, err := post.Secret(s.sealer)
+		secret, err := integrations.EndpointSecret(s.sealer, post.Endpoint)
 		if err != nil {
 			s.inboundFail(w, r, err)
 			return

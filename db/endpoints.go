@@ -150,17 +150,11 @@ type EndpointPost struct {
 	Rate     RateDecision
 }
 
-// Secret opens the endpoint's signing secret.
-func (p EndpointPost) Secret(sealer *secrets.Sealer) (string, error) {
-	return p.Endpoint.Secret(sealer)
-}
-
-// Secret opens the endpoint's signing secret, sealed to this endpoint.
-func (e Endpoint) Secret(sealer *secrets.Sealer) (string, error) {
-	if e.secretSealed == nil {
-		return "", errors.New("endpoint has no secret")
-	}
-	return sealer.Open(e.secretSealed, sealedAt(endpointSecrets, e.ID))
+// SealedSecret is the endpoint's signing secret as it is kept, sealed to
+// this endpoint, for a holder of the service key to open; ok is false when
+// the endpoint has none.
+func (e Endpoint) SealedSecret() (s secrets.Sealed, ok bool) {
+	return secrets.Sealed{Value: e.secretSealed, At: sealedAt(endpointSecrets, e.ID)}, e.secretSealed != nil
 }
 
 // The statement behind PostToEndpoint: find the live endpoint by token

@@ -162,11 +162,8 @@ func (a *actor) OrderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, e
 	if err != nil || o == nil {
 		return park, err
 	}
-	if b.Currency != nil && *b.Currency != o.currency {
-		return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but order %s is in %s", *b.Currency, o.number, o.currency)
-	}
-	if b.AmountMinor != nil && *b.AmountMinor > o.total {
-		return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice amount %d is above order %s's total of %d", *b.AmountMinor, o.number, o.total)
+	if err := b.FitsOrder(o.number, o.currency, o.total); err != nil {
+		return domain.InboundResult{}, err
 	}
 	var prev *domain.InvoiceStatus
 	err = a.tx.QueryRow(a.ctx, `SELECT invoice_status FROM order_invoices WHERE org_id = $1 AND order_id = $2 AND invoice_ref = $3 FOR UPDATE`,

@@ -234,11 +234,8 @@ func (a *actor) SupplierInvoice(b domain.SupplierInvoiceBody) (domain.InboundRes
 	if err != nil || po == nil {
 		return park, err
 	}
-	if po.status == domain.POCancelled {
-		return domain.InboundResult{}, domain.Errorf(domain.ECONFLICT, "purchase order %s is cancelled", po.number)
-	}
-	if b.Currency != nil && *b.Currency != po.currency {
-		return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "the invoice is in %s but purchase order %s is in %s", *b.Currency, po.number, po.currency)
+	if err := b.FitsPurchaseOrder(po.number, po.status, po.currency); err != nil {
+		return domain.InboundResult{}, err
 	}
 	var id uuid.UUID
 	var amount *int64
@@ -246,8 +243,8 @@ func (a *actor) SupplierInvoice(b domain.SupplierInvoiceBody) (domain.InboundRes
 		a.org, po.id, b.InvoiceRef).Scan(&id, &amount)
 	switch {
 	case err == nil:
-		if (amount == nil) != (b.AmountMinor == nil) || (amount != nil && *amount != *b.AmountMinor) {
-			return domain.InboundResult{}, domain.Errorf(domain.EUNPROCESSABLE, "invoice %s was received before with another amount", b.InvoiceRef)
+		if err := b.SameAmountAs(amount); err != nil {
+			return domain.InboundResult{}, err
 		}
 		res := applied(nil, map[string]any{"invoice_ref": b.InvoiceRef})
 		res.InvoiceID, res.POID, res.InvoiceRef = &id, &po.id, b.InvoiceRef

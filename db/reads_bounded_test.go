@@ -84,18 +84,15 @@ func TestRelayReadsAreBounded(t *testing.T) {
 	}
 	var batches []int
 	for {
-		n, err := d.SendRecordWakes(ctx, batch, func(ws []db.RecordWake) []int64 {
-			batches = append(batches, len(ws))
-			ids := make([]int64, len(ws))
-			for i, w := range ws {
-				ids[i] = w.ID
-			}
-			return ids
-		})
+		ws, err := d.ClaimRecordWakes(ctx, batch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n < batch {
+		batches = append(batches, len(ws))
+		if err := d.DeleteRecordWakes(ctx, wakeIDs(ws)); err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) < batch {
 			break
 		}
 	}

@@ -70,7 +70,11 @@ func (f *sealedFixture) openEndpoint(t *testing.T, i int) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.Secret(f.sealer)
+	sealed, ok := p.Endpoint.SealedSecret()
+	if !ok {
+		t.Fatal("the endpoint keeps no secret")
+	}
+	return f.sealer.OpenSealed(sealed)
 }
 
 // openSubscription opens subscription i's secret as a delivery does.
@@ -80,7 +84,8 @@ func (f *sealedFixture) openSubscription(t *testing.T, i int) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return target.Secret(f.sealer)
+	current, _, _ := target.SealedSecrets()
+	return f.sealer.OpenSealed(current)
 }
 
 // copySealed copies secret_sealed from one row of table to another.

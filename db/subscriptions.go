@@ -12,10 +12,6 @@ import (
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
-// RotationOverlap is how long a replaced webhook secret keeps signing
-// deliveries (a second v1) after a rotation.
-const RotationOverlap = 24 * time.Hour
-
 // ListSubscriptionsPage lists the organisation's subscriptions, newest
 // first, a page at a time.
 func (d *DB) ListSubscriptionsPage(ctx context.Context, orgID uuid.UUID, p Page) ([]Subscription, error) {
@@ -87,7 +83,7 @@ type RotatedSecret struct {
 
 // RotateSubscriptionSecret gives a subscription a new secret (made where
 // every webhook secret is, secrets.NewSigningSecret); the secret it
-// replaces keeps signing beside it for RotationOverlap. A second rotation
+// replaces keeps signing beside it for domain.SecretRotationOverlap. A second rotation
 // within the overlap drops the oldest secret.
 func (d *DB) RotateSubscriptionSecret(ctx context.Context, sealer *secrets.Sealer, orgID, id uuid.UUID) (RotatedSecret, error) {
 	out := RotatedSecret{Secret: secrets.NewSigningSecret()}
@@ -97,7 +93,7 @@ func (d *DB) RotateSubscriptionSecret(ctx context.Context, sealer *secrets.Seale
 		       previous_secret_expires_at = now() + make_interval(secs => $4), updated_at = now()
 		WHERE org_id = $1 AND id = $2
 		RETURNING `+subscriptionColumns+`, previous_secret_expires_at`,
-		orgID, id, sealer.Seal(out.Secret, sealedAt(subscriptionSecrets, id)), RotationOverlap.Seconds()).Scan(
+		orgID, id, sealer.Seal(out.Secret, sealedAt(subscriptionSecrets, id)), domain.SecretRotationOverlap.Seconds()).Scan(
 		&out.ID, &out.OrgID, &out.URL, &out.EventTypes, &out.Active, &out.CreatedAt, &expires)
 	out.PreviousExpiresAt = domain.NewTimestamp(expires)
 	return out, notFound(err, "subscription")

@@ -1,7 +1,9 @@
 package db
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -67,35 +69,46 @@ func queueWakes(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, keys []string, 
 	return err
 }
 
-// SendRecordWakes takes up to limit waiting wakes, oldest first (rows
-// another relay holds are skipped), and calls send with them; the wakes
-// send reports sent are deleted, in the same transaction. It returns how
-// many it took: fewer than limit means none were left. A relay that fails
-// midway leaves the rest for its next round.
-func (d *DB) SendRecordWakes(ctx context.Context, limit int, send func([]RecordWake) (sent []int64)) (int, error) {
-	var taken int
-	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT id, org_id, kind, receipt_id, po_id, invoice_ref, keys FROM record_wakes
-			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
-		if err != nil {
-			return err
-		}
-		wakes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RecordWake, error) {
-			var w RecordWake
-			err := r.Scan(&w.ID, &w.OrgID, &w.Kind, &w.ReceiptID, &w.POID, &w.InvoiceRef, &w.Keys)
-			return w, err
-		})
-		if err != nil || len(wakes) == 0 {
-			return err
-		}
-		taken = len(wakes)
-		sent := send(wakes)
-		if len(sent) == 0 {
-			return nil
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM record_wakes WHERE id = ANY ($1)`, sent)
-		return err
+// ClaimRecordWakes claims up to limit waiting wakes, oldest first, that no
+// relay's claim holds, for ClaimLease, in a transaction that commits before
+// it returns: the caller sends them, deletes those it sent
+// (DeleteRecordWakes) and releases the rest (ReleaseRecordWakes). Fewer than
+// limit means none were left.
+func (d *DB) ClaimRecordWakes(ctx context.Context, limit int) ([]RecordWake, error) {
+	rows, err := d.pool.Query(ctx, `
+		WITH c AS (
+			SELECT id FROM record_wakes WHERE claimed_until IS NULL OR claimed_until < now()
+			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+		)
+		UPDATE record_wakes w SET claimed_until = now() + make_interval(secs => $2) FROM c WHERE w.id = c.id
+		RETURNING w.id, w.org_id, w.kind, w.receipt_id, w.po_id, w.invoice_ref, w.keys`, limit, ClaimLease.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	wakes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RecordWake, error) {
+		var w RecordWake
+		err := r.Scan(&w.ID, &w.OrgID, &w.Kind, &w.ReceiptID, &w.POID, &w.InvoiceRef, &w.Keys)
+		return w, err
 	})
-	return taken, err
+	slices.SortFunc(wakes, func(a, b RecordWake) int { return cmp.Compare(a.ID, b.ID) })
+	return wakes, err
+}
+
+// DeleteRecordWakes deletes wakes that were sent.
+func (d *DB) DeleteRecordWakes(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := d.pool.Exec(ctx, `DELETE FROM record_wakes WHERE id = ANY ($1)`, ids)
+	return err
+}
+
+// ReleaseRecordWakes ends a relay's claim on wakes it could not send, so
+// that the next round takes them again.
+func (d *DB) ReleaseRecordWakes(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := d.pool.Exec(ctx, `UPDATE record_wakes SET claimed_until = NULL WHERE id = ANY ($1)`, ids)
+	return err
 }

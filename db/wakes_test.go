@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"testing"
@@ -57,21 +58,27 @@ func takeWakes(t *testing.T, d *testdb.DB) []db.RecordWake {
 	t.Helper()
 	var all []db.RecordWake
 	for {
-		n, err := d.SendRecordWakes(context.Background(), 100, func(ws []db.RecordWake) []int64 {
-			ids := make([]int64, len(ws))
-			for i, w := range ws {
-				ids[i] = w.ID
-			}
-			all = append(all, ws...)
-			return ids
-		})
+		ws, err := d.ClaimRecordWakes(context.Background(), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n < 100 {
+		if err := d.DeleteRecordWakes(context.Background(), wakeIDs(ws)); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ws...)
+		if len(ws) < 100 {
 			return all
 		}
 	}
+}
+
+// wakeIDs is the ids of wakes.
+func wakeIDs(ws []db.RecordWake) []int64 {
+	ids := make([]int64, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	return ids
 }
 
 // inboundWakes is the receipts the wakes name, with the keys each carries.
@@ -199,14 +206,19 @@ func TestAWakeNotSentStaysQueued(t *testing.T) {
 	b := parkedReceipt(t, d, org.ID, []string{domain.WaitKey(domain.WaitOrder, "SO-1")})
 	seedFile(t, d, org.ID, `{"orders": [{"number": "SO-1", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1}]}]}`)
 	// Only a's is sent.
-	if _, err := d.SendRecordWakes(ctx, 10, func(ws []db.RecordWake) []int64 {
-		for _, w := range ws {
-			if *w.ReceiptID == a {
-				return []int64{w.ID}
-			}
+	ws, err := d.ClaimRecordWakes(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent, unsent []int64
+	for _, w := range ws {
+		if *w.ReceiptID == a {
+			sent = append(sent, w.ID)
+		} else {
+			unsent = append(unsent, w.ID)
 		}
-		return nil
-	}); err != nil {
+	}
+	if err := errors.Join(d.DeleteRecordWakes(ctx, sent), d.ReleaseRecordWakes(ctx, unsent)); err != nil {
 		t.Fatal(err)
 	}
 	left := inboundWakes(takeWakes(t, d))

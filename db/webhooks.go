@@ -155,11 +155,13 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 }
 
 // unstartedDeliveries selects up to $1 deliveries whose workflow has not
-// been started, oldest first, skipping those another relay holds.
+// been started and that no relay's claim holds, oldest first, skipping
+// those another transaction holds.
 const unstartedDeliveries = `
 	SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts
 	FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
-	WHERE w.workflow_started_at IS NULL ORDER BY w.created_at, w.id LIMIT $1
+	WHERE w.workflow_started_at IS NULL AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())
+	ORDER BY w.created_at, w.id LIMIT $1
 	FOR UPDATE OF w SKIP LOCKED`
 
 func scanDeliveryRef(r pgx.CollectableRow) (domain.WebhookDeliveryRef, error) {
@@ -168,8 +170,8 @@ func scanDeliveryRef(r pgx.CollectableRow) (domain.WebhookDeliveryRef, error) {
 	return x, err
 }
 
-// UnstartedWebhookDeliveries lists up to limit deliveries whose workflow has not
-// been started, oldest first, leaving out those a relay holds
+// UnstartedWebhookDeliveries lists up to limit deliveries whose workflow
+// has not been started, oldest first, leaving out those a relay holds
 // (ClaimWebhookDeliveries).
 func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]domain.WebhookDeliveryRef, error) {
 	rows, err := d.pool.Query(ctx, unstartedDeliveries, limit)
@@ -179,43 +181,60 @@ func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]domai
 	return pgx.CollectRows(rows, scanDeliveryRef)
 }
 
-// ClaimWebhookDeliveries takes up to limit deliveries whose workflow has not
-// been started (oldest first, skipping those another relay holds), hands
-// them to start, and marks started those whose workflows start reports as
-// existing, in one transaction: two relays never hold the same delivery. It
-// returns how many it took and how many it marked; start's error comes back
-// after the marks are kept.
-func (d *DB) ClaimWebhookDeliveries(ctx context.Context, limit int,
-	start func([]domain.WebhookDeliveryRef) ([]uuid.UUID, error)) (claimed, started int, err error) {
-	var startErr error
-	err = d.inTx(ctx, func(tx pgx.Tx) error {
+// ClaimLease is how long a relay's claim on deliveries to start, or wakes
+// to send, holds them from other relays: longer than a round takes, short
+// enough that a relay that stopped holding one delays them little.
+const ClaimLease = time.Minute
+
+// ClaimWebhookDeliveries claims up to limit deliveries whose workflow has
+// not been started (oldest first) for ClaimLease, in a transaction that
+// commits before it returns: two relays never hold the same delivery, and
+// none holds a transaction open while it starts workflows. The caller marks
+// the ones it started (MarkWebhookDeliveriesStarted) and releases the rest
+// (ReleaseWebhookDeliveries).
+func (d *DB) ClaimWebhookDeliveries(ctx context.Context, limit int) ([]domain.WebhookDeliveryRef, error) {
+	var refs []domain.WebhookDeliveryRef
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, unstartedDeliveries, limit)
 		if err != nil {
 			return err
 		}
-		refs, err := pgx.CollectRows(rows, scanDeliveryRef)
-		if err != nil || len(refs) == 0 {
+		if refs, err = pgx.CollectRows(rows, scanDeliveryRef); err != nil || len(refs) == 0 {
 			return err
 		}
-		claimed = len(refs)
-		var ok []uuid.UUID
-		ok, startErr = start(refs)
-		started = len(ok)
-		if started == 0 {
-			return nil
+		ids := make([]uuid.UUID, len(refs))
+		for i, r := range refs {
+			ids[i] = r.ID
 		}
-		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET workflow_started_at = now() WHERE id = ANY ($1) AND workflow_started_at IS NULL`, ok)
+		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET start_claimed_until = now() + make_interval(secs => $2)
+			WHERE id = ANY ($1)`, ids, ClaimLease.Seconds())
 		return err
 	})
 	if err != nil {
-		return claimed, 0, err
+		return nil, err
 	}
-	return claimed, started, startErr
+	return refs, nil
 }
 
-// MarkWebhookDeliveriesStarted records that the deliveries' workflows exist.
+// MarkWebhookDeliveriesStarted records that the deliveries' workflows
+// exist (which ends any claim on them).
 func (d *DB) MarkWebhookDeliveriesStarted(ctx context.Context, ids []uuid.UUID) error {
-	_, err := d.pool.Exec(ctx, `UPDATE webhook_deliveries SET workflow_started_at = now() WHERE id = ANY ($1) AND workflow_started_at IS NULL`, ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := d.pool.Exec(ctx, `UPDATE webhook_deliveries SET workflow_started_at = now(), start_claimed_until = NULL
+		WHERE id = ANY ($1) AND workflow_started_at IS NULL`, ids)
+	return err
+}
+
+// ReleaseWebhookDeliveries ends a relay's claim on deliveries it did not
+// start, so that the next round takes them again.
+func (d *DB) ReleaseWebhookDeliveries(ctx context.Context, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := d.pool.Exec(ctx, `UPDATE webhook_deliveries SET start_claimed_until = NULL
+		WHERE id = ANY ($1) AND workflow_started_at IS NULL`, ids)
 	return err
 }
 
@@ -249,28 +268,16 @@ type WebhookTarget struct {
 	previousExpiresAt *time.Time
 }
 
-// Secret opens the subscription's signing secret, sealed to the
-// subscription.
-func (t WebhookTarget) Secret(sealer *secrets.Sealer) (string, error) {
-	return sealer.Open(t.secretSealed, sealedAt(subscriptionSecrets, t.SubscriptionID))
-}
-
-// Secrets opens the secrets a delivery is signed with at now: the current
-// one, then, for 24 hours after a rotation, the one it replaced.
-func (t WebhookTarget) Secrets(sealer *secrets.Sealer, now time.Time) ([]string, error) {
-	current, err := t.Secret(sealer)
-	if err != nil {
-		return nil, err
+// SealedSecrets are the subscription's signing secrets as they are kept,
+// sealed to the subscription: the current one, and the one a rotation
+// replaced (nil when none) with until when it still signs. Which of them
+// sign an attempt is domain.PreviousSecretSigns's rule.
+func (t WebhookTarget) SealedSecrets() (current secrets.Sealed, previous *secrets.Sealed, previousExpiresAt *time.Time) {
+	at := sealedAt(subscriptionSecrets, t.SubscriptionID)
+	if t.previousSealed != nil {
+		previous = &secrets.Sealed{Value: t.previousSealed, At: at}
 	}
-	out := []string{current}
-	if t.previousSealed != nil && t.previousExpiresAt != nil && now.Before(*t.previousExpiresAt) {
-		previous, err := sealer.Open(t.previousSealed, sealedAt(subscriptionSecrets, t.SubscriptionID))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, previous)
-	}
-	return out, nil
+	return secrets.Sealed{Value: t.secretSealed, At: at}, previous, t.previousExpiresAt
 }
 
 // WebhookTarget loads a delivery's subscription and event.

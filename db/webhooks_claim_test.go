@@ -15,7 +15,8 @@ import (
 
 // Two relays claiming at the same moment never get the same delivery: while
 // one holds its claim (starting the workflows), the other takes the next
-// ones; both are marked started once.
+// ones; both are marked started once. A claim commits before the workflows
+// start, so no transaction is open meanwhile.
 func TestConcurrentClaimersNeverGetTheSameDeliveries(t *testing.T) {
 	ctx := context.Background()
 	d := testdb.New(t)
@@ -42,36 +43,26 @@ func TestConcurrentClaimersNeverGetTheSameDeliveries(t *testing.T) {
 		return out
 	}
 
-	var first []domain.WebhookDeliveryRef
-	holding, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := d.ClaimWebhookDeliveries(ctx, 4, func(refs []domain.WebhookDeliveryRef) ([]uuid.UUID, error) {
-			first = refs
-			close(holding)
-			<-release // still holding the claim while the other claims
-			return ids(refs), nil
-		})
-		done <- err
-	}()
-	<-holding
-	// Bounds a claimer that would wait for the first one's rows.
+	first, err := d.ClaimWebhookDeliveries(ctx, 4)
+	if err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	// The first still holds its claim (starting the workflows) while the
+	// other claims. Bounds a claimer that would wait for the first one's rows.
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var second []domain.WebhookDeliveryRef
-	claimed, started, err := d.ClaimWebhookDeliveries(wait, 4, func(refs []domain.WebhookDeliveryRef) ([]uuid.UUID, error) {
-		second = refs
-		return ids(refs), nil
-	})
-	close(release)
+	second, err := d.ClaimWebhookDeliveries(wait, 4)
 	if err != nil {
 		t.Fatalf("second claim: %v", err)
 	}
-	if err := <-done; err != nil {
-		t.Fatalf("first claim: %v", err)
+	if err := d.MarkWebhookDeliveriesStarted(ctx, ids(second)); err != nil {
+		t.Fatal(err)
 	}
-	if len(first) != 4 || claimed != 2 || started != 2 {
-		t.Fatalf("first claimed %d, second %d (started %d); want 4 and the other 2", len(first), claimed, started)
+	if err := d.MarkWebhookDeliveriesStarted(ctx, ids(first)); err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 4 || len(second) != 2 {
+		t.Fatalf("first claimed %d, second %d; want 4 and the other 2", len(first), len(second))
 	}
 	seen := map[uuid.UUID]bool{}
 	for _, r := range append(first, second...) {
@@ -82,5 +73,59 @@ func TestConcurrentClaimersNeverGetTheSameDeliveries(t *testing.T) {
 	}
 	if left, err := d.UnstartedWebhookDeliveries(ctx, 10); err != nil || len(left) != 0 {
 		t.Fatalf("%d deliveries left unstarted, %v", len(left), err)
+	}
+}
+
+// A claim holds its deliveries from other relays until they are marked
+// started, released (a start that failed: the next round takes them), or
+// its lease runs out (a relay that stopped holding it).
+func TestAClaimHoldsUntilStartedReleasedOrItsLeaseRunsOut(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	sealer, _ := secrets.NewSealer(make([]byte, 32))
+	org, _, _ := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme"})
+	if _, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: org.ID, URL: "https://receiver.example/h"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.UpsertCustomers(ctx, org.ID, []domain.CustomerInput{{Company: "A"}, {Company: "B"}, {Company: "C"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.RelayEvents(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	claim := func() []uuid.UUID {
+		t.Helper()
+		refs, err := d.ClaimWebhookDeliveries(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []uuid.UUID
+		for _, r := range refs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	held := claim()
+	if len(held) != 3 {
+		t.Fatalf("claimed %d, want 3", len(held))
+	}
+	if again := claim(); len(again) != 0 {
+		t.Fatalf("claimed %d deliveries another claim holds", len(again))
+	}
+	// One started, one released, one left by a relay that stopped.
+	if err := d.MarkWebhookDeliveriesStarted(ctx, held[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ReleaseWebhookDeliveries(ctx, held[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(); len(got) != 1 || got[0] != held[1] {
+		t.Fatalf("after a release, claimed %v; want only %s", got, held[1])
+	}
+	if _, err := d.Pool().Exec(ctx, `UPDATE webhook_deliveries SET start_claimed_until = now() - interval '1 second' WHERE id = $1`, held[2]); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(); len(got) != 1 || got[0] != held[2] {
+		t.Fatalf("after the lease ran out, claimed %v; want only %s", got, held[2])
 	}
 }

@@ -130,6 +130,39 @@ type SupplierInvoiceBody struct {
 	Qty *InvoicedQty `json:"-"`
 }
 
+// FitsOrder refuses (422) an invoice that does not fit the order it is
+// recorded on: in another currency, or for more than the order's total.
+func (b OrderInvoiceBody) FitsOrder(number, currency string, totalMinor int64) error {
+	if b.Currency != nil && *b.Currency != currency {
+		return Errorf(EUNPROCESSABLE, "the invoice is in %s but order %s is in %s", *b.Currency, number, currency)
+	}
+	if b.AmountMinor != nil && *b.AmountMinor > totalMinor {
+		return Errorf(EUNPROCESSABLE, "the invoice amount %d is above order %s's total of %d", *b.AmountMinor, number, totalMinor)
+	}
+	return nil
+}
+
+// FitsPurchaseOrder refuses an invoice of a cancelled purchase order (409)
+// or in another currency than the order's (422).
+func (b SupplierInvoiceBody) FitsPurchaseOrder(number string, status PurchaseOrderStatus, currency string) error {
+	if status == POCancelled {
+		return Errorf(ECONFLICT, "purchase order %s is cancelled", number)
+	}
+	if b.Currency != nil && *b.Currency != currency {
+		return Errorf(EUNPROCESSABLE, "the invoice is in %s but purchase order %s is in %s", *b.Currency, number, currency)
+	}
+	return nil
+}
+
+// SameAmountAs refuses (422) the same invoice again with another amount
+// than the one it was received with first (nil: none).
+func (b SupplierInvoiceBody) SameAmountAs(first *int64) error {
+	if (first == nil) != (b.AmountMinor == nil) || (first != nil && *first != *b.AmountMinor) {
+		return Errorf(EUNPROCESSABLE, "invoice %s was received before with another amount", b.InvoiceRef)
+	}
+	return nil
+}
+
 // InvoicedQty is what a supplier invoices: a total across lines, or a
 // quantity per line.
 type InvoicedQty struct {

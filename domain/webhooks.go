@@ -23,6 +23,17 @@ const (
 // key, or damaged): no retry can change it.
 const SecretUnopenable = "ESECRET"
 
+// SecretRotationOverlap is how long a webhook secret replaced by a rotation
+// keeps signing deliveries beside the new one, so that a receiver can
+// switch secrets without refusing one.
+const SecretRotationOverlap = 24 * time.Hour
+
+// PreviousSecretSigns reports whether a secret a rotation replaced, which
+// signs until expiresAt (nil: none was replaced), still signs at now.
+func PreviousSecretSigns(expiresAt *time.Time, now time.Time) bool {
+	return expiresAt != nil && now.Before(*expiresAt)
+}
+
 // WebhookStatuses lists the delivery statuses.
 var WebhookStatuses = []WebhookStatus{WebhookPending, WebhookSucceeded, WebhookFailed, WebhookExhausted}
 

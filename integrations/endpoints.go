@@ -2,11 +2,13 @@ package integrations
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
 // EndpointItem is an inbound endpoint as support sees it: never its token
@@ -65,4 +67,14 @@ func (m *Service) SetEndpointState(ctx context.Context, actor Actor, orgID, id u
 	verb := map[domain.EndpointState]string{domain.EndpointActive: "resume", domain.EndpointPaused: "pause", domain.EndpointDeleted: "delete"}[to]
 	m.audit(ctx, actor, orgID, "endpoint."+verb, "endpoint", id, nil)
 	return e, nil
+}
+
+// EndpointSecret opens an endpoint's signing secret with the service key's
+// sealer: the storage keeps it sealed, and only its holder opens it.
+func EndpointSecret(sealer *secrets.Sealer, ep db.Endpoint) (string, error) {
+	sealed, ok := ep.SealedSecret()
+	if !ok {
+		return "", errors.New("the endpoint requires a signature and has no secret")
+	}
+	return sealer.OpenSealed(sealed)
 }

@@ -194,7 +194,7 @@ func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.
 		if r.Sealer == nil {
 			return src, errors.New("its endpoint requires a signature, and checking it again needs COMMERCE_SECRET_KEY")
 		}
-		secret, err := ep.Secret(r.Sealer)
+		secret, err := EndpointSecret(r.Sealer, ep)
 		if err != nil {
 			return src, err
 		}

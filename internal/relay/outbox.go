@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,7 +21,10 @@ import (
 // event sends and sweeps on its own every Sweep, so an event written while
 // no relay listened, or a delivery whose workflow a crash kept from
 // starting, is picked up. Recording and starting are both idempotent: a
-// crash anywhere loses nothing, and a repeat doubles nothing.
+// crash anywhere loses nothing, and a repeat doubles nothing. Deliveries are
+// claimed (db.ClaimWebhookDeliveries) before their workflows start, so two
+// relays do not start the same ones at once, and no transaction is open
+// while Temporal is called.
 type Outbox struct {
 	DB        *db.DB
 	Workflows *workflows.Client
@@ -86,21 +91,40 @@ func (o *Outbox) Drain(ctx context.Context) (int, error) {
 	}
 	started := 0
 	for {
-		claimed, n, err := o.DB.ClaimWebhookDeliveries(ctx, batch, func(refs []domain.WebhookDeliveryRef) ([]uuid.UUID, error) {
-			return o.start(ctx, refs)
-		})
-		started += n
-		if err != nil {
+		// Claimed in a transaction of its own, which has committed: the
+		// workflows start outside it.
+		refs, err := o.DB.ClaimWebhookDeliveries(ctx, batch)
+		if err != nil || len(refs) == 0 {
 			return started, err
 		}
-		if claimed < batch {
+		ok, startErr := o.start(ctx, refs)
+		bg := context.WithoutCancel(ctx)
+		if err := o.DB.MarkWebhookDeliveriesStarted(bg, ok); err != nil {
+			return started, err
+		}
+		started += len(ok)
+		if startErr != nil {
+			return started, errors.Join(startErr, o.DB.ReleaseWebhookDeliveries(bg, notStarted(refs, ok)))
+		}
+		if len(refs) < batch {
 			return started, nil
 		}
 	}
 }
 
+// notStarted is the ids of refs that are not in started.
+func notStarted(refs []domain.WebhookDeliveryRef, started []uuid.UUID) []uuid.UUID {
+	var out []uuid.UUID
+	for _, r := range refs {
+		if !slices.Contains(started, r.ID) {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
 // start starts the workflows of refs, a few at a time, and returns the ids
-// of those that now exist (started now, or before).
+// of those that now exist (started now, or before) and the first error.
 func (o *Outbox) start(ctx context.Context, refs []domain.WebhookDeliveryRef) ([]uuid.UUID, error) {
 	workers := o.Starts
 	if workers == 0 {

@@ -2,11 +2,13 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -60,28 +62,32 @@ func (w *Waiters) Drain(ctx context.Context) int {
 	}
 	total := 0
 	for ctx.Err() == nil {
-		failed := false
-		taken, err := w.DB.SendRecordWakes(ctx, batch, func(wakes []db.RecordWake) []int64 {
-			sent := make([]int64, 0, len(wakes))
-			done := map[string]bool{} // one signal per workflow and batch
-			for _, wk := range wakes {
-				if err := w.send(ctx, wk, done); err != nil {
-					failed = true
-					w.Log.Warn("waking a waiting workflow", zap.String("kind", wk.Kind), zap.Int64("wake", wk.ID), zap.Error(err))
-					continue
-				}
-				sent = append(sent, wk.ID)
-			}
-			total += len(sent)
-			return sent
-		})
+		// Claimed in a transaction of its own, which has committed: the
+		// signals are sent outside it.
+		wakes, err := w.DB.ClaimRecordWakes(ctx, batch)
 		if err != nil {
 			if ctx.Err() == nil {
 				w.Log.Warn("reading the wakes to send", zap.Error(err))
 			}
 			return total
 		}
-		if failed || taken < batch {
+		sent, unsent := make([]int64, 0, len(wakes)), []int64{}
+		done := map[string]bool{} // one signal per workflow and batch
+		for _, wk := range wakes {
+			if err := w.send(ctx, wk, done); err != nil {
+				unsent = append(unsent, wk.ID)
+				w.Log.Warn("waking a waiting workflow", zap.String("kind", wk.Kind), zap.Int64("wake", wk.ID), zap.Error(err))
+				continue
+			}
+			sent = append(sent, wk.ID)
+		}
+		bg := context.WithoutCancel(ctx)
+		if err := errors.Join(w.DB.DeleteRecordWakes(bg, sent), w.DB.ReleaseRecordWakes(bg, unsent)); err != nil {
+			w.Log.Warn("recording the wakes sent", zap.Error(err))
+			return total
+		}
+		total += len(sent)
+		if len(unsent) > 0 || len(wakes) < batch {
 			return total
 		}
 	}
@@ -95,7 +101,7 @@ func (w *Waiters) Drain(ctx context.Context) int {
 func (w *Waiters) send(ctx context.Context, wk db.RecordWake, done map[string]bool) error {
 	switch {
 	case wk.Kind == db.WakeInbound && wk.ReceiptID != nil:
-		id := "inbound/" + wk.ReceiptID.String()
+		id := domain.InboundWorkflowID(*wk.ReceiptID)
 		if done[id] {
 			return nil
 		}
@@ -104,7 +110,7 @@ func (w *Waiters) send(ctx context.Context, wk db.RecordWake, done map[string]bo
 		}
 		done[id] = true
 	case wk.Kind == db.WakeMatch && wk.POID != nil && wk.InvoiceRef != nil:
-		id := "match/" + wk.POID.String() + "/" + *wk.InvoiceRef
+		id := domain.MatchWorkflowID(*wk.POID, *wk.InvoiceRef)
 		if done[id] {
 			return nil
 		}

@@ -161,6 +161,16 @@ func (s *Sealer) Open(sealed []byte, at Binding) (string, error) {
 	return s.open(sealed, nil)
 }
 
+// Sealed is a value sealed for a place, as the place keeps it: what a
+// holder of the service key opens (OpenSealed).
+type Sealed struct {
+	Value []byte
+	At    Binding
+}
+
+// OpenSealed decrypts a Sealed value (Open).
+func (s *Sealer) OpenSealed(v Sealed) (string, error) { return s.Open(v.Value, v.At) }
+
 // Bound reports whether sealed is in the format bound to a place.
 func Bound(sealed []byte) bool { return bytes.HasPrefix(sealed, boundV1) }
 
