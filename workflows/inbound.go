@@ -287,7 +287,7 @@ const boundedMatchStart = "bounded-match-start"
 // unboundedMatchWorkflowID is the match ID runs recorded before
 // boundedMatchStart used; only their replay needs it.
 func unboundedMatchWorkflowID(poID uuid.UUID, invoiceRef string) string {
-	return "match/" + poID.String() + "/" + invoiceRef
+	return domain.MatchWorkflowPrefix + poID.String() + "/" + invoiceRef
 }
 
 // errMatchNotStarted ends a supplier invoice post whose three-way match

@@ -24,6 +24,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/relay"
+	"github.com/commerce-integration/commerce/internal/retention"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -229,7 +230,7 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	retention, err := rt.Cfg.Retention()
+	keep, err := rt.Cfg.Retention()
 	if err != nil {
 		return err
 	}
@@ -261,7 +262,7 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error {
-		(&relay.Pruner{DB: rt.DB, Log: rt.Log.Named("prune"), Retention: retention}).Run(ctx)
+		(&retention.Pruner{DB: rt.DB, Log: rt.Log.Named("prune"), Retention: keep}).Run(ctx)
 		return nil
 	})
 	return g.Wait()

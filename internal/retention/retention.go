@@ -1,4 +1,7 @@
-package relay
+// Package retention deletes what the service keeps no longer: events past
+// the event feed's window, and receipts and delivery attempts past
+// COMMERCE_RETENTION_DAYS. Its Pruner runs in the worker.
+package retention
 
 import (
 	"context"
