@@ -36,7 +36,7 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// devState is the part of <dir>/dev.json the suite uses (internal/dev's
+// devState is the part of <dir>/dev.json the suite uses (internal/app/dev's
 // devState).
 type devState struct {
 	BaseURL         string            `json:"base_url"`

@@ -23,7 +23,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
-	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
+	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 

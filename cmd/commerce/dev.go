@@ -5,7 +5,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/commerce-integration/commerce/internal/dev"
+	"github.com/commerce-integration/commerce/internal/app/dev"
 )
 
 // devCommand is `commerce dev`, with the embedded Temporal server.

@@ -11,7 +11,7 @@ package main
 import (
 	"os"
 
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 )
 
 func main() {

@@ -28,7 +28,7 @@ func linksPrefix(pkgs []string, prefix string) bool {
 }
 
 func TestTheNodevBuildLeavesOutCommerceDevAndTheEmbeddedServer(t *testing.T) {
-	const server, dev = "go.temporal.io/server", "github.com/commerce-integration/commerce/internal/dev"
+	const server, dev = "go.temporal.io/server", "github.com/commerce-integration/commerce/internal/app/dev"
 	if all := deps(t, ""); !linksPrefix(all, server) || !linksPrefix(all, dev) {
 		t.Fatal("the default build does not link commerce dev and the embedded Temporal server")
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/internal/console"
+	"github.com/commerce-integration/commerce/internal/app/console"
 )
 
 // chromiumPath is the browser the console's tests drive: CHROMIUM, or the

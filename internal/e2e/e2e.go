@@ -27,7 +27,7 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
-	"github.com/commerce-integration/commerce/internal/console"
+	"github.com/commerce-integration/commerce/internal/app/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/relay"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/signature"
 )
 

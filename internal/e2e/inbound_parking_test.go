@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/workflows"
 )
 

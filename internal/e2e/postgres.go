@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
+	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/server/temporaltest"
 
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/testdb"
 	"github.com/commerce-integration/commerce/workflows"
 )

@@ -19,7 +19,7 @@ import (
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/bench/internal/harness"
-	"github.com/commerce-integration/commerce/internal/dev/devtemporal"
+	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/workflows"
 )
 

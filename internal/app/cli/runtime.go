@@ -8,23 +8,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/commerce-integration/commerce/internal/app/worker"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
-	"github.com/commerce-integration/commerce/integrations"
+	"github.com/commerce-integration/commerce/internal/app/console"
 	"github.com/commerce-integration/commerce/internal/config"
-	"github.com/commerce-integration/commerce/internal/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/logging"
-	"github.com/commerce-integration/commerce/internal/outbound"
-	"github.com/commerce-integration/commerce/internal/relay"
-	"github.com/commerce-integration/commerce/internal/retention"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -177,29 +171,6 @@ func ServeHTTP(ctx context.Context, l net.Listener, h http.Handler, log *zap.Log
 	return nil
 }
 
-// activities are the worker's activities, with what the configuration
-// gives them: the key that opens webhook secrets, the nightly run's time and
-// whether webhooks may reach private addresses.
-func (rt *Runtime) activities() (*activities.Activities, error) {
-	_, sealer, err := rt.keys()
-	if err != nil {
-		return nil, err
-	}
-	delivery, err := rt.Cfg.Delivery()
-	if err != nil {
-		return nil, err
-	}
-	wf := workflows.NewClient(rt.Temporal, rt.Cfg.TemporalNamespace).WithDelivery(delivery)
-	return &activities.Activities{DB: rt.DB, Log: rt.Log.Named("activities"), BaseURL: rt.Cfg.BaseURL,
-		Sealer: sealer, Webhooks: outbound.Client(rt.Cfg.AllowPrivateTargets), Delivery: delivery,
-		Replays: &integrations.Posts{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("replays"), Sealer: sealer, BaseURL: rt.Cfg.BaseURL}}, nil
-}
-
-// WorkerStopTimeout is how long a stopping worker lets the activities in
-// flight finish (a webhook attempt takes at most 10 seconds), so a deploy
-// drains deliveries instead of cutting them off to be sent again.
-const WorkerStopTimeout = 30 * time.Second
-
 // CheckSearchAttributes fails when the namespace lacks the service's
 // search attributes, naming them and the commands that create them, or does
 // not exist. While Temporal does not answer it waits and asks again.
@@ -223,14 +194,10 @@ func (rt *Runtime) CheckSearchAttributes(ctx context.Context) error {
 	}
 }
 
-// RunWorker registers the workflows and activities on the task queue and
-// runs them, with the sweeps beside them, until ctx ends.
+// RunWorker runs the worker (package worker) until ctx ends, once the
+// namespace holds the service's search attributes.
 func (rt *Runtime) RunWorker(ctx context.Context) error {
-	acts, err := rt.activities()
-	if err != nil {
-		return err
-	}
-	keep, err := rt.Cfg.Retention()
+	_, sealer, err := rt.keys()
 	if err != nil {
 		return err
 	}
@@ -240,30 +207,5 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 		}
 		return err
 	}
-	w := worker.New(rt.Temporal, workflows.TaskQueue, worker.Options{WorkerStopTimeout: WorkerStopTimeout})
-	workflows.Register(w, acts)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
-	}
-	defer w.Stop()
-	rt.Log.Info("worker started", zap.String("task_queue", workflows.TaskQueue), zap.String("namespace", rt.Cfg.TemporalNamespace))
-	wf := acts.Replays.Workflows
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		(&relay.QuoteExpiry{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("relay")}).Run(ctx)
-		return nil
-	})
-	g.Go(func() error {
-		(&relay.Waiters{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("relay")}).Run(ctx)
-		return nil
-	})
-	g.Go(func() error {
-		(&relay.Outbox{DB: rt.DB, Workflows: wf, Log: rt.Log.Named("outbox")}).Run(ctx)
-		return nil
-	})
-	g.Go(func() error {
-		(&retention.Pruner{DB: rt.DB, Log: rt.Log.Named("prune"), Retention: keep}).Run(ctx)
-		return nil
-	})
-	return g.Wait()
+	return worker.Run(ctx, worker.Deps{Cfg: rt.Cfg, Log: rt.Log, DB: rt.DB, Temporal: rt.Temporal, Sealer: sealer})
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/commerce-integration/commerce/db"
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )

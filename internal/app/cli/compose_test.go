@@ -10,7 +10,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
+	"github.com/commerce-integration/commerce/internal/app/worker"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -40,7 +41,7 @@ type composeFile struct {
 // TestComposeFileMatchesTheBinary holds docker-compose.yml (which cannot be
 // run on the development machines) to the binary's real configuration.
 func TestComposeFileMatchesTheBinary(t *testing.T) {
-	raw, err := os.ReadFile("../../docker-compose.yml")
+	raw, err := os.ReadFile("../../../docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +125,11 @@ func TestComposeFileMatchesTheBinary(t *testing.T) {
 	}
 
 	checkComposeTemporal(t, cf, raw)
-	if grace, err := time.ParseDuration(cf.Services["worker"].StopGracePeriod); err != nil || grace <= cli.WorkerStopTimeout {
-		t.Errorf("worker: stop_grace_period %q does not outlast the worker's drain of %s", cf.Services["worker"].StopGracePeriod, cli.WorkerStopTimeout)
+	if grace, err := time.ParseDuration(cf.Services["worker"].StopGracePeriod); err != nil || grace <= worker.StopTimeout {
+		t.Errorf("worker: stop_grace_period %q does not outlast the worker's drain of %s", cf.Services["worker"].StopGracePeriod, worker.StopTimeout)
 	}
 
-	dockerfile, err := os.ReadFile("../../Dockerfile")
+	dockerfile, err := os.ReadFile("../../../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ var devOnlyDynamicConfig = []string{
 // goModVersion is the version go.mod requires of module, without its "v".
 func goModVersion(t *testing.T, module string) string {
 	t.Helper()
-	gomod, err := os.ReadFile("../../go.mod")
+	gomod, err := os.ReadFile("../../../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

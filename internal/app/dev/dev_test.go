@@ -24,7 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )

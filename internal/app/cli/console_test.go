@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )

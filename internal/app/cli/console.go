@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/internal/app/console"
 	"github.com/commerce-integration/commerce/internal/config"
-	"github.com/commerce-integration/commerce/internal/console"
 )
 
 func consoleCmd() *cobra.Command {

@@ -14,7 +14,7 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/internal/console"
+	"github.com/commerce-integration/commerce/internal/app/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/testdb"

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/commerce-integration/commerce/api"
-	"github.com/commerce-integration/commerce/internal/cli"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )

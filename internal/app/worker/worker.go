@@ -1,0 +1,99 @@
+// Package worker wires the worker process: the Temporal worker on the
+// service's task queue, with every workflow and the activities they call,
+// and beside it the relays that start and wake workflows from what Postgres
+// records (quote expiry timers, parked posts and matches, the events
+// outbox) and the retention sweep. `commerce worker` and `commerce dev` run
+// it.
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/integrations"
+	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/outbound"
+	"github.com/commerce-integration/commerce/internal/relay"
+	"github.com/commerce-integration/commerce/internal/retention"
+	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+// StopTimeout is how long a stopping worker lets the activities in flight
+// finish (a webhook attempt takes at most 10 seconds), so a deploy drains
+// deliveries instead of cutting them off to be sent again.
+const StopTimeout = 30 * time.Second
+
+// Deps are what the worker runs on.
+type Deps struct {
+	Cfg      config.Config
+	Log      *zap.Logger
+	DB       *db.DB
+	Temporal client.Client
+	// Sealer opens webhook and endpoint signing secrets.
+	Sealer *secrets.Sealer
+}
+
+// Activities are the worker's activities, with what the configuration
+// gives them: the key that opens webhook secrets, the delivery policy
+// (COMMERCE_NIGHTLY_AT), and whether webhooks may reach private addresses.
+// Their Temporal client (Replays.Workflows) hands the same policy to the
+// deliveries it starts.
+func Activities(d Deps) (*activities.Activities, error) {
+	delivery, err := d.Cfg.Delivery()
+	if err != nil {
+		return nil, err
+	}
+	wf := workflows.NewClient(d.Temporal, d.Cfg.TemporalNamespace).WithDelivery(delivery)
+	return &activities.Activities{DB: d.DB, Log: d.Log.Named("activities"), BaseURL: d.Cfg.BaseURL,
+		Sealer: d.Sealer, Webhooks: outbound.Client(d.Cfg.AllowPrivateTargets), Delivery: delivery,
+		Replays: &integrations.Posts{DB: d.DB, Workflows: wf, Log: d.Log.Named("replays"), Sealer: d.Sealer, BaseURL: d.Cfg.BaseURL}}, nil
+}
+
+// Run registers the workflows and activities on the task queue and runs
+// them, with the relays and the retention sweep beside them, until ctx
+// ends. The namespace's search attributes are the caller's to check first.
+func Run(ctx context.Context, d Deps) error {
+	acts, err := Activities(d)
+	if err != nil {
+		return err
+	}
+	keep, err := d.Cfg.Retention()
+	if err != nil {
+		return err
+	}
+	w := worker.New(d.Temporal, workflows.TaskQueue, worker.Options{WorkerStopTimeout: StopTimeout})
+	workflows.Register(w, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	d.Log.Info("worker started", zap.String("task_queue", workflows.TaskQueue), zap.String("namespace", d.Cfg.TemporalNamespace))
+	wf := acts.Replays.Workflows
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		(&relay.QuoteExpiry{DB: d.DB, Workflows: wf, Log: d.Log.Named("relay")}).Run(ctx)
+		return nil
+	})
+	g.Go(func() error {
+		(&relay.Waiters{DB: d.DB, Workflows: wf, Log: d.Log.Named("relay")}).Run(ctx)
+		return nil
+	})
+	g.Go(func() error {
+		(&relay.Outbox{DB: d.DB, Workflows: wf, Log: d.Log.Named("outbox")}).Run(ctx)
+		return nil
+	})
+	g.Go(func() error {
+		(&retention.Pruner{DB: d.DB, Log: d.Log.Named("prune"), Retention: keep}).Run(ctx)
+		return nil
+	})
+	return g.Wait()
+}
