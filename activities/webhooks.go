@@ -130,7 +130,7 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.Del
 	req.Header.Set(HeaderEventType, t.Event.Type)
 	req.Header.Set(HeaderDeliveryID, in.DeliveryID.String())
 	req.Header.Set(HeaderAttempt, strconv.Itoa(in.Attempt))
-	// Both schemes (DESIGN.md section 14): X-Service-Signature, and the
+	// Both schemes (docs/design.md#signatures): X-Service-Signature, and the
 	// Standard Webhooks headers with the event id as the message id, which
 	// every attempt of every delivery of the event repeats; each secret
 	// that signs gives one signature of each.

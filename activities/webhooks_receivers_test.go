@@ -68,7 +68,7 @@ func deliverOnce(t *testing.T, secret string) (string, captured) {
 	return secret, <-got
 }
 
-// The acceptance of DESIGN.md section 14: a delivery, as the service sends
+// The promise of docs/design.md#signatures: a delivery, as the service sends
 // it, verifies with the Standard Webhooks Go library given the
 // subscription's secret exactly as issued, and with stripe-go's
 // ValidatePayload given the same secret; both headers are signed at the

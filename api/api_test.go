@@ -147,7 +147,7 @@ func TestListProductsWithSeededCatalogue(t *testing.T) {
 		t.Fatalf("second product = %v", got.Products[1])
 	}
 	if len(first) != 13 || first["updated_at"] == nil {
-		t.Fatalf("product has %d fields, want the spec's 12 and updated_at: %v", len(first), first)
+		t.Fatalf("product has %d fields, want the documented 12 and updated_at: %v", len(first), first)
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 	"github.com/commerce-integration/commerce/internal/logging"
 )
 
-// ErrorBody is the spec's Error object, the body of every error answer.
+// ErrorBody is the API's Error object, the body of every error answer
+// (docs/design.md#conventions-on-the-wire).
 type ErrorBody struct {
 	status  int
 	Message string `json:"error" doc:"What went wrong." example:"Rate limited"`
@@ -44,9 +45,9 @@ func (s *Server) fail(ctx context.Context, err error) huma.StatusError {
 }
 
 // newHumaError replaces huma.NewError so that Huma's own errors (validation,
-// unreadable bodies) use the spec's body, and so that validation failures,
-// which Huma answers 422, answer 400 as the spec says: 422 is kept for the
-// spec's own meanings.
+// unreadable bodies) use the API's error body, and so that validation
+// failures, which Huma answers 422, answer 400: 422 is kept for "understood
+// but not applicable" (docs/design.md#conventions-on-the-wire).
 func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 	if status == http.StatusUnprocessableEntity {
 		status = http.StatusBadRequest
@@ -91,7 +92,7 @@ const (
 	maxDetail  = 200
 )
 
-// writeError writes the spec's error body outside Huma (unknown routes,
+// writeError writes the API's error body outside Huma (unknown routes,
 // wrong methods, panics, inbound posts).
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")

@@ -27,7 +27,7 @@ func newFuzzPoster(tb testing.TB) *fuzzPoster {
 }
 
 // post sends body and fails on a server error: any input must get a 2xx or
-// a 4xx with the spec's error body.
+// a 4xx with the API's error body.
 func (p *fuzzPoster) post(t *testing.T, path string, body []byte) {
 	req, _ := http.NewRequest("POST", p.f.srv.URL+path, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+p.keys[p.n.Add(1)%int64(len(p.keys))])

@@ -136,7 +136,7 @@ func (s *Server) idempotentPosts(ctx huma.Context, next func(huma.Context)) {
 	}
 }
 
-// writeContextError writes the spec's error body with any status (Huma's
+// writeContextError writes the API's error body with any status (Huma's
 // own error writer turns 422 into 400, see newHumaError).
 func writeContextError(ctx huma.Context, status int, msg string) {
 	ctx.SetHeader("Content-Type", "application/json")
@@ -285,7 +285,7 @@ func (w recordingWriter) Write(p []byte) (int, error) {
 	return c.humaContext.BodyWriter().Write(p)
 }
 
-// errorResponse documents an error answer: the spec's Error object.
+// errorResponse documents an error answer: the API's Error object.
 func errorResponse(reg huma.Registry, desc string) *huma.Response {
 	schema := reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
 	return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: schema}}}

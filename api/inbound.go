@@ -33,14 +33,15 @@ const receiptPreview = 64 << 10
 var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header,
 	signature.HeaderWebhookID, signature.HeaderWebhookTimestamp, signature.HeaderWebhookSignature, IdempotencyKeyHeader}
 
-// inbound serves POST /api/in/{token}, in DESIGN.md's order: 404 unknown
-// token, 429 rate limit, 409 paused, 413 body over 1 MB, 401 signature, 400
-// Idempotency-Key, 400 shape, 413 too many items; then the post is stored
-// as a receipt and its action runs as workflow inbound/<receipt_id>, whose
-// first answer is the HTTP answer (202 when it takes longer than 20
-// seconds). A sender's retry of a post (section 11: the same
-// Idempotency-Key, or the same signature) is answered with the first
-// post's answer instead of being stored and run again.
+// inbound serves POST /api/in/{token} in the order of
+// docs/design.md#the-inbound-pipeline: 404 unknown token, 429 rate limit,
+// 409 paused, 413 body over 1 MB, 401 signature, 400 Idempotency-Key, 400
+// shape, 413 too many items; then the post is stored as a receipt and its
+// action runs as workflow inbound/<receipt_id>, whose first answer is the
+// HTTP answer (202 when it takes longer than 20 seconds). A sender's retry
+// of a post (docs/design.md#sender-retries: the same Idempotency-Key, or
+// the same signature) is answered with the first post's answer instead of
+// being stored and run again.
 func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	received := time.Now()

@@ -14,7 +14,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-// managementRoutes are the routes of DESIGN.md section 12 (and stopping a
+// managementRoutes are the routes of docs/design.md#the-management-api (and stopping a
 // bulk replay): method, path, scope, success status and the other statuses
 // each documents.
 var managementRoutes = []struct {

@@ -21,8 +21,9 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-// specRoutes is the spec's route table (Part 4): method, path, scope, and
-// the statuses the spec lists for the operation (Part 7) besides 200, plus
+// specRoutes is the REST API's route table (README.md, "The REST API"):
+// method, path, scope, and the statuses documented for the operation
+// besides 200, plus
 // 404 for add-on routes (Part 1) and 400 where a query or body is read.
 var specRoutes = []struct {
 	method, path, scope string
@@ -119,7 +120,7 @@ func TestOpenAPIDescribesEveryRouteWithItsScopeAndStatuses(t *testing.T) {
 		}
 	}
 	if len(specRoutes) != 23 {
-		t.Fatalf("the spec's table has 23 routes, this test lists %d", len(specRoutes))
+		t.Fatalf("the REST API's table has 23 routes, this test lists %d", len(specRoutes))
 	}
 	bulk := doc.Paths.Find("/api/v1/products/bulk").Post.RequestBody.Value.Content.Get("application/json").Schema.Value
 	if bulk.Properties["products"] == nil || bulk.Properties["schema_id"] == nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/commerce-integration/commerce/examples"
 )
 
-// readRoute is one GET route of the spec's table, with a path that names a
+// readRoute is one GET route of the REST API's table, with a path that names a
 // real record of the example data.
 type readRoute struct {
 	path  string

@@ -154,7 +154,7 @@ const bearerScheme = "bearer"
 
 func (s *Server) humaConfig() huma.Config {
 	cfg := huma.DefaultConfig("Commerce integration API", Version)
-	// No $schema links in bodies: answers carry exactly the spec's fields.
+	// No $schema links in bodies: answers carry exactly their documented fields.
 	cfg.CreateHooks = nil
 	cfg.OpenAPIPath = "/api/v1/openapi"
 	cfg.DocsPath = "/api/v1/docs"
@@ -220,8 +220,8 @@ func markPointersNullable(reg huma.Registry) {
 
 // dropUndeclaredValidationStatus removes the 422 answer Huma documents for
 // every operation with validated input: validation failures answer 400
-// here, and 422 stays only where an operation declares it for one of the
-// spec's own meanings.
+// here, and 422 stays only where an operation declares it for "understood
+// but not applicable" (docs/design.md#conventions-on-the-wire).
 func dropUndeclaredValidationStatus(doc *huma.OpenAPI) {
 	for _, item := range doc.Paths {
 		for _, op := range []*huma.Operation{item.Get, item.Post, item.Put, item.Patch, item.Delete} {

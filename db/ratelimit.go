@@ -15,7 +15,7 @@ type Limit struct {
 // Burst is how many calls the limit lets through at once.
 func (l Limit) Burst() int { return int(l.Window / l.Interval) }
 
-// Limits of the spec: 600 a minute per API key; 120 at once, refilling at
+// The limits of docs/design.md#rate-limits: 600 a minute per API key; 120 at once, refilling at
 // two a second, per inbound endpoint.
 var (
 	APIKeyLimit   = Limit{Interval: 100 * time.Millisecond, Window: 60 * time.Second}

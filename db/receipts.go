@@ -114,7 +114,7 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 // PostKeyKind says what names a post for sender retries.
 type PostKeyKind string
 
-// The kinds of post keys (DESIGN.md section 11).
+// The kinds of post keys (docs/design.md#sender-retries).
 const (
 	// PostKeyIdempotency is the sender's Idempotency-Key header.
 	PostKeyIdempotency PostKeyKind = "idempotency_key"

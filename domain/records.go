@@ -2,8 +2,8 @@ package domain
 
 import "github.com/google/uuid"
 
-// The records below are the wire shapes of the spec's Part 2 and DESIGN.md
-// section 4: money as integer minor units, nullable fields as pointers
+// The records below are the wire shapes of the API (docs/design.md#records):
+// money as integer minor units, nullable fields as pointers
 // (null on the wire), timestamps as Timestamp, dates as Date.
 
 // Product is a catalogue product.

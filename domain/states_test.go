@@ -7,7 +7,7 @@ import (
 )
 
 // moveTable checks every ordered pair of a machine's states against the
-// moves written out by hand from DESIGN.md section 3: the listed ones are
+// moves written out by hand from docs/design.md#state-machines: the listed ones are
 // allowed, every other pair is refused with ECONFLICT, a same-state pair not
 // listed is a no-op, and an unknown target is EUNPROCESSABLE.
 func moveTable[S ~string](t *testing.T, m Machine[S], allowed []string, final []S) {

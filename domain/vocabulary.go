@@ -94,7 +94,7 @@ const (
 	ScopeCustomersWrite     Scope = "customers:write"
 	ScopeRequestsRead       Scope = "requests:read"
 	ScopeRequestsWrite      Scope = "requests:write"
-	// The management API (DESIGN.md section 12).
+	// The management API (docs/design.md#the-management-api).
 	ScopeInboundRead   Scope = "inbound:read"
 	ScopeInboundReplay Scope = "inbound:replay"
 	ScopeWebhooksRead  Scope = "webhooks:read"
@@ -102,8 +102,8 @@ const (
 	ScopeEventsRead    Scope = "events:read"
 )
 
-// AllScopes lists every scope: the spec's, in its order, then the
-// management API's.
+// AllScopes lists every scope: the REST API's, in the order its routes are
+// documented, then the management API's.
 var AllScopes = []Scope{
 	ScopeProductsRead, ScopeProductsWrite, ScopeQuotesRead, ScopeOrdersRead,
 	ScopeStockRead, ScopeStockWrite, ScopeDeliveriesRead, ScopeSuppliersRead,

@@ -132,7 +132,7 @@ type ReplayResult struct {
 }
 
 // ReplayReceipt replays one of the organisation's receipts (the replay
-// rules: docs/decisions.md, "Replay"), or with dryRun works out the changes
+// rules: docs/design.md#replay), or with dryRun works out the changes
 // a replay would make and writes nothing. A receipt the replay rules refuse
 // is ECONFLICT with the reason, told before anything is stored or Temporal
 // is reached.

@@ -20,7 +20,7 @@ type Replayed struct {
 	Outcome   domain.InboundOutcome
 }
 
-// CheckReplay applies the replay rules (docs/decisions.md, "Replay") to a
+// CheckReplay applies the replay rules (docs/design.md#replay) to a
 // receipt without replaying it: nil when it may be replayed, otherwise
 // ENOTFOUND (no such receipt in the organisation) or an ECONFLICT error
 // whose message is the reason. Replay applies the same rules.

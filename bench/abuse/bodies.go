@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 )
 
-// The limits the suite sends at and past (README, DESIGN.md sections 6 and
+// The limits the suite sends at and past (README, docs/design.md#the-inbound-pipeline and
 // 11).
 const (
 	bulkLimit      = 32 << 20

@@ -1,5 +1,5 @@
 // Command abuse sends a running `commerce dev` what an attacker or a careless
-// client would, and checks that every answer is one the specification allows:
+// client would, and checks that every answer is one the design allows:
 // never a 500, never over 64 KB, always {"error": "..."} when refused, and
 // that nothing happens that should not (no order cancelled by a replay, no
 // good row lost beside a bad one, no series added to /metrics per request).

@@ -78,7 +78,7 @@ type Options struct {
 }
 
 // rssBudget is the most resident memory the server may reach
-// (issue 11, acceptance 2).
+// (docs/security.md#what-it-sends).
 const rssBudget = 512 << 20
 
 // memoryGuard is where the harness stops a server that has gone far past

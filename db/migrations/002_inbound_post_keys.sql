@@ -1,4 +1,4 @@
--- Sender retries (DESIGN.md section 11): a post's Idempotency-Key, and on a
+-- Sender retries (docs/design.md#sender-retries): a post's Idempotency-Key, and on a
 -- signed endpoint the v1 signature value that verified it, each name the
 -- first post that carried them on the endpoint for 24 hours. A repeat is
 -- answered with that post's stored answer instead of running again. A row

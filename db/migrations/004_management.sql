@@ -1,4 +1,4 @@
--- The management API (DESIGN.md section 12): its audit log, webhook secret
+-- The management API (docs/design.md#the-management-api): its audit log, webhook secret
 -- rotation, bulk replays, the trace of a receipt and the retention sweeps.
 
 -- Every management write: who (an API key, or an operator at the CLI),

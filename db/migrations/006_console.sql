@@ -1,4 +1,4 @@
--- The support console (DESIGN.md section 13): one-time sign-in links and
+-- The support console (docs/design.md#the-support-console): one-time sign-in links and
 -- the sessions they become. Both are kept as SHA-256 of their tokens only,
 -- and forgotten a day after they end (at each sign-in and sign-out).
 

@@ -63,7 +63,7 @@ var Vars = []Var{
 	{Name: "COMMERCE_LISTEN", Default: ":8080",
 		Usage: "HTTP listen address", flag: "listen", field: func(c *Config) *string { return &c.Listen }},
 	{Name: "COMMERCE_BASE_URL", Default: "http://localhost:8080",
-		Usage: "public base URL ({base_url} of the spec)", flag: "base-url", field: func(c *Config) *string { return &c.BaseURL }},
+		Usage: "public base URL (the base of every link the service writes)", flag: "base-url", field: func(c *Config) *string { return &c.BaseURL }},
 	{Name: "COMMERCE_SECRET_KEY", Default: "",
 		Usage: "32-byte key (64 hex digits or base64) sealing secrets and signing cursors", flag: "secret-key",
 		field: func(c *Config) *string { return &c.SecretKey }},

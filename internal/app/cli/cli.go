@@ -1,5 +1,5 @@
 // Package cli is the `commerce` command: the processes (serve, worker,
-// migrate) and the administration commands of DESIGN.md section 9. Every
+// migrate) and the administration commands (docs/design.md#administration-commands). Every
 // admin command prints a human table by default and JSON with --json;
 // errors go to stderr with a non-zero exit.
 package cli

@@ -205,9 +205,9 @@ func TestOrgTolerancesShowAndChange(t *testing.T) {
 	}
 }
 
-// Every replay refusal of DESIGN.md section 11 through `receipts replay`,
+// Every replay refusal of docs/design.md#replay through `receipts replay`,
 // each with its reason, before Temporal is reached (none answers here) and
-// without storing anything. The first case is issue 11's reproduction: a
+// without storing anything. The first case: a
 // cancellation posted unsigned to a signed endpoint, refused 401, must not
 // cancel the order when replayed.
 func TestReplayRefusalsThroughTheCLI(t *testing.T) {

@@ -1,6 +1,6 @@
-// Package console is the support console at /console (DESIGN.md section
-// 13): server-rendered pages over the same management code as the API
-// (integrations.Service), signed in with a one-time link that becomes a session
+// Package console is the support console at /console
+// (docs/design.md#the-support-console): server-rendered pages over the
+// same application service as the management API (integrations.Service), signed in with a one-time link that becomes a session
 // cookie. Pages work without JavaScript; the only script turns the UTC
 // times into the viewer's time zone. Templates, style and script are
 // embedded in the binary.
