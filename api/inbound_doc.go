@@ -12,10 +12,9 @@ import (
 )
 
 // inboundDescription is the description of POST /api/in/{token}.
-const inboundDescription = "The token in the URL is the credential: treat the URL as a password; no Authorization header is " +
-	"read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers (at most 500), " +
-	"upsert_products (at most 1000), erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or " +
-	"delivery_status; the body is that action's shape. Checks run in this order: 404 unknown token, 429 more than 120 " +
+var inboundDescription = "The token in the URL is the credential: treat the URL as a password; no Authorization header is " +
+	"read. Each endpoint performs one action, chosen when it was created: " + domain.ActionList() + "; the body is that " +
+	"action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 " +
 	"posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the " +
 	"endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks " +
 	"headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a " +

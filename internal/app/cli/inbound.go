@@ -65,8 +65,7 @@ func endpointCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create --org ORG --as ADMIN_EMAIL --name NAME --action ACTION [--require-signature]",
 		Short: "Create an inbound endpoint (its URL and secret are printed once)",
-		Long: "create makes an inbound endpoint that performs one action: create_request, upsert_customers,\n" +
-			"upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice or delivery_status.\n" +
+		Long: "create makes an inbound endpoint that performs one action, one of:\n" + domain.ActionList() + ".\n" +
 			"--as names the person creating it, who must be an owner or admin. The URL carries the token: treat it as a\n" +
 			"password. With --require-signature, posts must carry X-Service-Signature made with the secret.",
 		Args: cobra.NoArgs,
