@@ -40,20 +40,42 @@ type ActionApplier interface {
 	DeliveryStatus(DeliveryStatusBody) (InboundResult, error)
 }
 
-// ApplyTo implements InboundBody for each action's body.
-func (b CreateRequestBody) ApplyTo(a ActionApplier) (InboundResult, error) { return a.CreateRequest(b) }
+// ApplyTo carries out a create_request post (InboundBody).
+func (b CreateRequestBody) ApplyTo(a ActionApplier) (InboundResult, error) {
+	return a.CreateRequest(b)
+}
+
+// ApplyTo carries out a upsert_customers post (InboundBody).
 func (b UpsertCustomersBody) ApplyTo(a ActionApplier) (InboundResult, error) {
 	return a.UpsertCustomers(b)
 }
-func (b ProductsBody) ApplyTo(a ActionApplier) (InboundResult, error) { return a.UpsertProducts(b) }
+
+// ApplyTo carries out a upsert_products post (InboundBody).
+func (b ProductsBody) ApplyTo(a ActionApplier) (InboundResult, error) {
+	return a.UpsertProducts(b)
+}
+
+// ApplyTo carries out a erp_order_status post (InboundBody).
 func (b ERPOrderStatusBody) ApplyTo(a ActionApplier) (InboundResult, error) {
 	return a.ERPOrderStatus(b)
 }
-func (b OrderInvoiceBody) ApplyTo(a ActionApplier) (InboundResult, error) { return a.OrderInvoice(b) }
-func (b POAckBody) ApplyTo(a ActionApplier) (InboundResult, error)        { return a.PurchaseOrderAck(b) }
+
+// ApplyTo carries out a order_invoice post (InboundBody).
+func (b OrderInvoiceBody) ApplyTo(a ActionApplier) (InboundResult, error) {
+	return a.OrderInvoice(b)
+}
+
+// ApplyTo carries out a purchase_order_ack post (InboundBody).
+func (b POAckBody) ApplyTo(a ActionApplier) (InboundResult, error) {
+	return a.PurchaseOrderAck(b)
+}
+
+// ApplyTo carries out a supplier_invoice post (InboundBody).
 func (b SupplierInvoiceBody) ApplyTo(a ActionApplier) (InboundResult, error) {
 	return a.SupplierInvoice(b)
 }
+
+// ApplyTo carries out a delivery_status post (InboundBody).
 func (b DeliveryStatusBody) ApplyTo(a ActionApplier) (InboundResult, error) {
 	return a.DeliveryStatus(b)
 }
