@@ -198,7 +198,10 @@ func (m *Service) CancelReceipt(ctx context.Context, actor Actor, orgID, id uuid
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return m.Receipt(ctx, orgID, id)
+	if err != nil {
+		return ReceiptDetail{}, err
+	}
+	return m.detail(ctx, orgID, r)
 }
 
 // StartBulkReplay records a bulk replay of the receipts the filter selects
