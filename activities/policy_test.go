@@ -31,7 +31,7 @@ func TestAFailedAttemptIsRetriedWhenItsPolicySays(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
 	worker := domain.NewDeliveryPolicy(2 * time.Hour)
 	handed := domain.DeliveryPolicy{Attempts: 3, NightlyAt: 4 * time.Hour, Spread: time.Minute}
-	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(true),
+	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(outbound.AnyTarget),
 		Delivery: worker, Now: func() time.Time { return now }}
 	for _, c := range []struct {
 		name   string

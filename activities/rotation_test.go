@@ -52,7 +52,7 @@ func TestRotatedSecretSignsBesideTheNewOneFor24Hours(t *testing.T) {
 	}
 
 	now := time.Now()
-	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(true),
+	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(outbound.AnyTarget),
 		Delivery: domain.NewDeliveryPolicy(2 * time.Hour), Now: func() time.Time { return now }}
 	attempt := func(n int, at time.Time) http.Header {
 		t.Helper()

@@ -60,7 +60,7 @@ func deliverOnce(t *testing.T, secret string) (string, captured) {
 		}
 	}
 	deliveryID := customerDelivery(t, d, org.ID, "Zoë & Co")
-	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(true), Delivery: domain.NewDeliveryPolicy(2 * time.Hour)}
+	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(outbound.AnyTarget), Delivery: domain.NewDeliveryPolicy(2 * time.Hour)}
 	res, err := a.DeliverWebhook(ctx, domain.DeliverInput{OrgID: org.ID, DeliveryID: deliveryID, Attempt: 1})
 	if err != nil || !res.Succeeded {
 		t.Fatalf("delivery: %+v, %v", res, err)

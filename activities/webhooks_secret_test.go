@@ -34,7 +34,7 @@ func TestDeliveryWhoseSecretCannotBeOpenedFailsForGood(t *testing.T) {
 	}
 	deliveryID := customerDelivery(t, d, org.ID, "A")
 	sent := false
-	client := outbound.Client(true)
+	client := outbound.Client(outbound.AnyTarget)
 	client.Transport = roundTrip(func(*http.Request) (*http.Response, error) { sent = true; return nil, errors.New("no") })
 	a := &activities.Activities{DB: d.DB, Log: zap.NewNop(), Sealer: worker, Webhooks: client, Delivery: domain.NewDeliveryPolicy(2 * time.Hour)}
 

@@ -50,7 +50,7 @@ func TestFailedAttemptNeverRecordsTheSubscriptionURLsPathOrQuery(t *testing.T) {
 	closed.Close()
 	// unreachable dials a closed port whatever the host, as a receiver
 	// that is down would answer.
-	unreachable := outbound.Client(true)
+	unreachable := outbound.Client(outbound.AnyTarget)
 	unreachable.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, closedAddr)
 	}
@@ -67,9 +67,9 @@ func TestFailedAttemptNeverRecordsTheSubscriptionURLsPathOrQuery(t *testing.T) {
 	}{
 		{"receiver down", "https://h.example/hook?token=SECRET", unreachable, `Post "https://h.example": dial tcp`},
 		{"path credentials", "https://h.example/hooks/SECRET?token=SECRET", unreachable, `Post "https://h.example": dial tcp`},
-		{"refused address", "https://127.0.0.1/hook?token=SECRET", outbound.Client(false), "target address refused"},
-		{"not a URL any more", "https://h.example/hook?token=SECRET\x7f", outbound.Client(true), "the subscription URL is not valid"},
-		{"receiver refuses", failing.URL + "/hook?token=SECRET", outbound.Client(true), "the receiver answered 502"},
+		{"refused address", "https://127.0.0.1/hook?token=SECRET", outbound.Client(outbound.PublicTargets), "target address refused"},
+		{"not a URL any more", "https://h.example/hook?token=SECRET\x7f", outbound.Client(outbound.AnyTarget), "the subscription URL is not valid"},
+		{"receiver refuses", failing.URL + "/hook?token=SECRET", outbound.Client(outbound.AnyTarget), "the receiver answered 502"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -24,12 +24,15 @@ import (
 // fixture is a running API server over its own database with one
 // organisation and an all-scopes key; what the server logs is kept in logs.
 type fixture struct {
-	t    testing.TB
-	db   *testdb.DB
-	srv  *httptest.Server
-	org  domain.Organisation
-	key  string
-	logs *observer.ObservedLogs
+	t   testing.TB
+	db  *testdb.DB
+	srv *httptest.Server
+	// metrics serves the server's /metrics, on a listener of its own as
+	// the processes serve it.
+	metrics *httptest.Server
+	org     domain.Organisation
+	key     string
+	logs    *observer.ObservedLogs
 	// sealer seals the signing secrets of the server's inbound endpoints.
 	sealer *secrets.Sealer
 }
@@ -46,11 +49,13 @@ func newFixture(t testing.TB) *fixture {
 		Sealer: sealer, BaseURL: "http://localhost"})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
+	metrics := httptest.NewServer(s.Metrics())
+	t.Cleanup(metrics.Close)
 	org, _, err := d.CreateOrganisation(context.Background(), db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: d, srv: srv, org: org, logs: logs, sealer: sealer}
+	f := &fixture{t: t, db: d, srv: srv, metrics: metrics, org: org, logs: logs, sealer: sealer}
 	f.key = f.newKey(domain.AllScopes...)
 	return f
 }
@@ -73,6 +78,18 @@ func (f *fixture) seed(file string) {
 	if _, err := f.db.Seed(context.Background(), f.org.ID, sf); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// scrape reads the server's series from its metrics listener.
+func (f *fixture) scrape() []byte {
+	f.t.Helper()
+	resp, err := http.Get(f.metrics.URL + "/metrics")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
 }
 
 // do sends a request, with any further header name and value pairs, and
@@ -254,7 +271,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		t.Fatalf("readyz %d %s", status, body)
 	}
 	f.do("GET", "/api/v1/products", f.key, nil)
-	_, _, metrics := f.do("GET", "/metrics", "", nil)
+	metrics := f.scrape()
 	if !strings.Contains(string(metrics), `commerce_http_requests_total{method="GET",route="/api/v1/products",status="200"} 1`) {
 		t.Fatalf("metrics do not count the products request:\n%s", metrics)
 	}

@@ -23,6 +23,7 @@ const (
 	metaScope    = "scope"
 	metaAddon    = "addon"
 	metaDeclared = "declared-errors"
+	metaSecret   = "answers-secret"
 )
 
 // access declares what an operation requires: a scope and, for add-on
@@ -76,6 +77,23 @@ const (
 	defaultMaxBody = 1 << 20
 )
 
+// answersSecret marks an operation whose answer carries a secret shown
+// once: the answer is sent with Cache-Control: no-store, and an
+// Idempotency-Key keeps it without the secret, so a retry with the key gets
+// it with secret null and the secret is kept nowhere in plain text.
+func answersSecret(op huma.Operation) huma.Operation {
+	op.Metadata[metaSecret] = true
+	op.Description += "\n\nThe secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry " +
+		"with the same `Idempotency-Key` gets this answer again with `secret` null."
+	return op
+}
+
+// secretAnswer reports whether op's answer carries a secret (answersSecret).
+func secretAnswer(op *huma.Operation) bool {
+	v, _ := op.Metadata[metaSecret].(bool)
+	return v
+}
+
 // bodyReadTimeout is how long a write with body limit maxBytes (Huma's
 // default when 0) may take to receive its body.
 func bodyReadTimeout(maxBytes int64) time.Duration {
@@ -109,17 +127,21 @@ func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
 	}
 	token, ok := bearerToken(ctx.Header("Authorization"))
 	if !ok {
+		refuseEarly(ctx)
 		_ = huma.WriteErr(s.api, ctx, http.StatusUnauthorized, "API key is missing, unknown or revoked")
 		return
 	}
 	addon, _ := op.Metadata[metaAddon].(domain.Addon)
 	auth, err := s.db.AuthenticateKey(ctx.Context(), secrets.Hash(token), addon)
 	if err != nil {
-		e := s.fail(ctx.Context(), err)
-		_ = huma.WriteErr(s.api, ctx, e.GetStatus(), e.Error())
+		refuseEarly(ctx)
+		s.writeFail(ctx, err)
 		return
 	}
 	rateHeaders(ctx, db.APIKeyLimit, auth.Rate)
+	if !auth.Rate.Allowed || !auth.Principal.Has(scope) {
+		refuseEarly(ctx)
+	}
 	if !auth.Rate.Allowed {
 		ctx.SetHeader("Retry-After", strconv.Itoa(int(math.Ceil(auth.Rate.RetryAfter.Seconds()))))
 		_ = huma.WriteErr(s.api, ctx, http.StatusTooManyRequests, "Rate limited")
@@ -134,6 +156,7 @@ func (s *Server) authenticate(ctx huma.Context, next func(huma.Context)) {
 		open = auth.AddonOn // writes need the add-on switched on
 	}
 	if !open {
+		refuseEarly(ctx)
 		_ = huma.WriteErr(s.api, ctx, http.StatusNotFound, "Not found")
 		return
 	}

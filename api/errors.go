@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"go.uber.org/zap"
 
+	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/logging"
 )
@@ -17,6 +19,7 @@ import (
 // (docs/design.md#conventions-on-the-wire).
 type ErrorBody struct {
 	status  int
+	headers http.Header
 	Message string `json:"error" doc:"What went wrong." example:"Rate limited"`
 }
 
@@ -26,10 +29,26 @@ func (e *ErrorBody) Error() string { return e.Message }
 // GetStatus implements huma.StatusError.
 func (e *ErrorBody) GetStatus() int { return e.status }
 
+// GetHeaders implements huma.HeadersError: a 503 says when to retry.
+func (e *ErrorBody) GetHeaders() http.Header { return e.headers }
+
+// unavailable is the answer to a request the database could not serve
+// (db.Unavailable): 503 with Retry-After, counted.
+func (s *Server) unavailable(ctx context.Context, err error) *ErrorBody {
+	s.metrics.unavailable.Inc()
+	logging.From(ctx, s.log).Warn("database unavailable", zap.Error(err))
+	h := http.Header{}
+	h.Set("Retry-After", strconv.Itoa(domain.UnavailableRetryAfter))
+	return &ErrorBody{status: http.StatusServiceUnavailable, headers: h, Message: domain.UnavailableMessage}
+}
+
 // fail turns any error a handler meets into the answer for it. Errors with a
 // domain kind keep their message; anything else is logged with the request's
 // logger and answered 500 with no internal detail.
 func (s *Server) fail(ctx context.Context, err error) huma.StatusError {
+	if db.Unavailable(err) {
+		return s.unavailable(ctx, err)
+	}
 	code := domain.ErrorCode(err)
 	status := code.Status()
 	if status == http.StatusInternalServerError {
@@ -44,6 +63,20 @@ func (s *Server) fail(ctx context.Context, err error) huma.StatusError {
 	return &ErrorBody{status: status, Message: domain.ErrorMessage(err)}
 }
 
+// writeFail answers, from a middleware, what fail makes of err, with its
+// headers (a 503's Retry-After).
+func (s *Server) writeFail(ctx huma.Context, err error) {
+	e := s.fail(ctx.Context(), err)
+	if he, ok := e.(huma.HeadersError); ok {
+		for k, values := range he.GetHeaders() {
+			for _, v := range values {
+				ctx.AppendHeader(k, v)
+			}
+		}
+	}
+	writeContextError(ctx, e.GetStatus(), e.Error())
+}
+
 // newHumaError replaces huma.NewError so that Huma's own errors (validation,
 // unreadable bodies) use the API's error body, and so that validation
 // failures, which Huma answers 422, answer 400: 422 is kept for "understood
@@ -52,7 +85,10 @@ func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 	if status == http.StatusUnprocessableEntity {
 		status = http.StatusBadRequest
 	}
-	if status >= http.StatusInternalServerError {
+	switch {
+	case status == http.StatusServiceUnavailable:
+		return &ErrorBody{status: status, Message: domain.UnavailableMessage}
+	case status >= http.StatusInternalServerError:
 		return &ErrorBody{status: status, Message: domain.InternalMessage}
 	}
 	details := domain.Problems{Max: maxDetails}
@@ -95,6 +131,17 @@ const (
 // writeError writes the API's error body outside Huma (unknown routes,
 // wrong methods, panics, inbound posts).
 func writeError(w http.ResponseWriter, status int, msg string) {
+	writeErrorBody(w, &ErrorBody{status: status, Message: msg})
+}
+
+// writeErrorBody writes an error body and its headers outside Huma.
+func writeErrorBody(w http.ResponseWriter, e huma.StatusError) {
+	if he, ok := e.(huma.HeadersError); ok {
+		for k, v := range he.GetHeaders() {
+			w.Header()[k] = v
+		}
+	}
+	status, msg := e.GetStatus(), e.Error()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(ErrorBody{Message: msg})

@@ -113,8 +113,7 @@ func (s *Server) idempotentPosts(ctx huma.Context, next func(huma.Context)) {
 	claim, err := s.db.ClaimRequestKey(ctx.Context(), k)
 	switch {
 	case err != nil:
-		e := s.fail(ctx.Context(), err)
-		writeContextError(ctx, e.GetStatus(), e.Error())
+		s.writeFail(ctx, err)
 	case claim.OtherRequest:
 		writeContextError(ctx, http.StatusUnprocessableEntity,
 			"this "+IdempotencyKeyHeader+" was already used with another request (method, path or body): use a new key for a new request")
@@ -168,6 +167,9 @@ func (s *Server) runClaimed(ctx huma.Context, next func(huma.Context), k db.Requ
 		return
 	}
 	a := db.KeptAnswer{Status: status, Headers: rec.headers, Body: rec.body.Bytes()}
+	if secretAnswer(ctx.Operation()) {
+		a.Body = withoutSecret(a.Body)
+	}
 	if rec.dropped {
 		a.Body = nil
 	}
@@ -176,6 +178,24 @@ func (s *Server) runClaimed(ctx huma.Context, next func(huma.Context), k db.Requ
 		return
 	}
 	kept = true
+}
+
+// withoutSecret is an answer body with its secret field null: what an
+// Idempotency-Key keeps of an answer that carries a secret. A body that is
+// not a JSON object keeps nothing.
+func withoutSecret(body []byte) []byte {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return nil
+	}
+	if _, ok := fields["secret"]; ok {
+		fields["secret"] = json.RawMessage("null")
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // readBody reads a write's body up to its route's limit (Huma answers 413
@@ -194,6 +214,11 @@ func readBody(ctx huma.Context, op *huma.Operation) ([]byte, error) {
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	_, err := buf.ReadFrom(io.LimitReader(r, op.MaxBodyBytes))
+	if err != nil {
+		// What is left of the body is not waited for: the connection closes
+		// after the answer.
+		ctx.SetHeader("Connection", "close")
+	}
 	return buf.Bytes(), err
 }
 
@@ -213,6 +238,12 @@ type bodyContext struct {
 }
 
 func (c bodyContext) BodyReader() io.Reader { return c.body }
+
+// SetReadDeadline does nothing: the body is read already, under the one
+// deadline its reading set, which a later reader must not extend (the
+// server would then wait that much longer to drain what the client has not
+// sent).
+func (c bodyContext) SetReadDeadline(time.Time) error { return nil }
 
 // heldBody reads out a body held in memory and lets go of it at its end, so
 // that only Huma's copy of a large body stays alive while it is decoded.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
@@ -47,16 +48,19 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	received := time.Now()
 	token := chi.URLParam(r, "token")
 	if !strings.HasPrefix(token, secrets.InboundTokenPrefix) || len(token) > 128 {
+		closeUnread(w, r)
 		writeError(w, http.StatusNotFound, "Not found")
 		return
 	}
 	post, err := s.db.PostToEndpoint(ctx, secrets.Hash(token))
 	if err != nil {
+		closeUnread(w, r)
 		s.inboundFail(w, r, err)
 		return
 	}
 	ep := post.Endpoint
 	if !post.Rate.Allowed {
+		closeUnread(w, r)
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(post.Rate.RetryAfter.Seconds()))))
 		writeError(w, http.StatusTooManyRequests, "Rate limited")
 		return
@@ -65,12 +69,15 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		Headers: map[string]string{}, BodyComplete: true}
 	for _, h := range keptHeaders {
 		if v := r.Header.Get(h); v != "" {
-			rec.Headers[h] = v
+			rec.Headers[h] = capHeader(v)
 		}
 	}
-	// The body is read through a limit, never whole into memory first.
+	// The body is read through a limit, never whole into memory first, and
+	// within the time its limit allows (one read deadline for the request).
+	_ = http.NewResponseController(w).SetReadDeadline(received.Add(bodyReadTimeout(domain.MaxInboundBody)))
 	body, err := io.ReadAll(io.LimitReader(r.Body, domain.MaxInboundBody+1))
 	if err != nil {
+		closeUnread(w, r)
 		writeError(w, http.StatusBadRequest, "the body could not be read")
 		return
 	}
@@ -84,6 +91,7 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		return
 	case len(body) > domain.MaxInboundBody:
 		rec.Body, rec.BodyComplete = body[:receiptPreview], false
+		closeUnread(w, r) // what follows the first byte over is not read
 		refuse(http.StatusRequestEntityTooLarge, "the body is over 1 MB")
 		return
 	}
@@ -152,6 +160,22 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(answer)
 }
 
+// maxKeptHeader bounds each header value a receipt keeps, in bytes.
+const maxKeptHeader = 1 << 10
+
+// capHeader cuts a header value to maxKeptHeader bytes, at a character
+// boundary: a receipt keeps what a sender sent, not as much as it likes.
+func capHeader(v string) string {
+	if len(v) <= maxKeptHeader {
+		return v
+	}
+	cut := maxKeptHeader
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut]
+}
+
 // answerRepeat answers a sender's retry of a post seen on the endpoint
 // within 24 hours with that first post's answer, marked
 // Idempotent-Replayed; nothing runs again and no receipt is stored.
@@ -190,6 +214,5 @@ func (s *Server) storeRefusal(ctx context.Context, w http.ResponseWriter, rec db
 }
 
 func (s *Server) inboundFail(w http.ResponseWriter, r *http.Request, err error) {
-	e := s.fail(r.Context(), err)
-	writeError(w, e.GetStatus(), e.Error())
+	writeErrorBody(w, s.fail(r.Context(), err))
 }

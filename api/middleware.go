@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -21,6 +23,9 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// unavailable counts the requests answered 503 because the database
+	// refused or could not give a connection.
+	unavailable prometheus.Counter
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -35,7 +40,11 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	m.unavailable = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "commerce_http_database_unavailable_total",
+		Help: "Requests answered 503 because the database refused or could not give a connection.",
+	})
+	reg.MustRegister(m.requests, m.duration, m.unavailable)
 	return m
 }
 
@@ -55,6 +64,62 @@ func methodLabel(m string) string {
 		return m
 	}
 	return otherMethod
+}
+
+// securityHeaders sets what every answer carries: no content-type sniffing,
+// and, when the public base URL is https, Strict-Transport-Security, so a
+// browser that reached the service over https never falls back to http.
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
+	hsts := strings.HasPrefix(strings.ToLower(s.baseURL), "https://")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if hsts {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// noStoreSecrets marks the answers of operations that carry a secret (see
+// answersSecret) not to be stored by any cache.
+func noStoreSecrets(ctx huma.Context, next func(huma.Context)) {
+	if secretAnswer(ctx.Operation()) {
+		ctx.SetHeader("Cache-Control", "no-store")
+	}
+	next(ctx)
+}
+
+// maxRequestID is the longest X-Request-Id kept from a client.
+const maxRequestID = 64
+
+// requestID names every request: the client's X-Request-Id when it is at
+// most maxRequestID characters of [A-Za-z0-9._-], otherwise a new one. The
+// id is answered, logged and kept on a receipt, so a client must not be
+// able to make it long or put other characters in log lines.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(middleware.RequestIDHeader)
+		if !validRequestID(id) {
+			id = uuid.NewString()
+			r.Header.Set(middleware.RequestIDHeader, id)
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), middleware.RequestIDKey, id)))
+	})
+}
+
+// validRequestID reports whether a client's request id may be kept.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestID {
+		return false
+	}
+	for i := range len(id) {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // observe logs every request with its request id, records its metrics, and
@@ -154,6 +219,36 @@ const largeBody = 4 << 20
 // the server's memory stays bounded however many clients send them; the
 // others wait their turn (within their body read time).
 const largeWrites = 1
+
+// refuseOverLimit answers 413 to a write whose Content-Length is over its
+// route's limit, before reading any of it.
+func (s *Server) refuseOverLimit(ctx huma.Context, next func(huma.Context)) {
+	// access() added the byte Huma's own body reading needs; the limit is
+	// one less.
+	if limit := ctx.Operation().MaxBodyBytes - 1; limit > 0 {
+		if n, err := strconv.ParseInt(ctx.Header("Content-Length"), 10, 64); err == nil && n > limit {
+			refuseEarly(ctx)
+			_ = huma.WriteErr(s.api, ctx, http.StatusRequestEntityTooLarge, tooLarge(limit))
+			return
+		}
+	}
+	next(ctx)
+}
+
+// refuseEarly marks an answer given before the request's body was read
+// (401, 403, 404, 413, 429) to close the connection after it: otherwise the
+// server would read and drop what the client still sends, up to 256 KB and
+// as slowly as the client likes, before answering.
+func refuseEarly(ctx huma.Context) {
+	ctx.SetHeader("Connection", "close")
+}
+
+// closeUnread is refuseEarly outside Huma, for a request that has a body.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+}
 
 // boundLargeWrites admits largeWrites large writes at a time; a request
 // whose client gives up while it waits is dropped.

@@ -8,14 +8,12 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +25,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -55,9 +54,8 @@ type Deps struct {
 	// TemporalUIURL is the Temporal Web UI's address, for the links to a
 	// receipt's workflow ("" for none).
 	TemporalUIURL string
-	// AllowPrivateTargets lets webhook subscriptions name private, loopback
-	// and link-local addresses.
-	AllowPrivateTargets bool
+	// Targets says which addresses webhook subscriptions may name.
+	Targets outbound.Targets
 }
 
 // Server routes HTTP requests.
@@ -95,24 +93,27 @@ func New(d Deps) *Server {
 		s.inbounds.Workflows = workflows.NewClient(d.Temporal, d.Namespace)
 	}
 	s.manage = &integrations.Service{Posts: s.inbounds, TemporalUIURL: d.TemporalUIURL, Namespace: d.Namespace,
-		AllowPrivateTargets: d.AllowPrivateTargets}
+		Targets: d.Targets}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newHTTPMetrics(s.registry)
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.observe, s.recoverPanics)
-	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, "Not found") })
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+	r.Use(requestID, s.securityHeaders, s.observe, s.recoverPanics)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		closeUnread(w, r)
+		writeError(w, http.StatusNotFound, "Not found")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		closeUnread(w, r)
 		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Post("/api/in/{token}", s.inbound)
 
 	cfg := s.humaConfig()
 	s.api = huma.NewAPI(cfg, specAdapter{Adapter: humachi.NewAdapter(r), openAPIPath: cfg.OpenAPIPath, server: s})
-	s.api.UseMiddleware(s.authenticate, s.refuseUnreadableQuery, s.boundLargeWrites, s.idempotentPosts)
+	s.api.UseMiddleware(noStoreSecrets, s.authenticate, s.refuseOverLimit, s.refuseUnreadableQuery, s.boundLargeWrites, s.idempotentPosts)
 	s.registerProducts()
 	s.registerQuotes()
 	s.registerOrders()
@@ -136,6 +137,12 @@ func New(d Deps) *Server {
 
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.router }
+
+// Metrics is the Prometheus endpoint of the server's series, served on a
+// listener of its own (COMMERCE_METRICS_LISTEN), never on the public one.
+func (s *Server) Metrics() http.Handler {
+	return promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})
+}
 
 // Service is the application service the management routes call, for
 // other faces of the service (the support console) to call too.
@@ -280,11 +287,9 @@ func registerRawJSON[I, O any](s *Server, op huma.Operation, body reflect.Type, 
 	// one less.
 	limit, timeout := op.MaxBodyBytes-1, op.BodyReadTimeout
 	op.Middlewares = append(op.Middlewares, func(ctx huma.Context, next func(huma.Context)) {
-		if n, err := strconv.ParseInt(ctx.Header("Content-Length"), 10, 64); err == nil && n > limit {
-			huma.WriteErr(s.api, ctx, http.StatusRequestEntityTooLarge, tooLarge(limit))
-			return
-		}
-		ctx.SetReadDeadline(time.Now().Add(timeout))
+		// A Content-Length over the limit was refused already
+		// (refuseOverLimit).
+		_ = ctx.SetReadDeadline(time.Now().Add(timeout))
 		next(huma.WithValue(ctx, bodyKey{}, &streamedBody{r: ctx.BodyReader(), limit: limit}))
 	})
 	huma.Register(s.api, op, handler)

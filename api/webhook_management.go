@@ -36,7 +36,7 @@ type CreateSubscriptionInput struct {
 type SubscriptionSecretOutput struct {
 	Body struct {
 		db.Subscription
-		Secret string `json:"secret" doc:"The signing secret: shown this once, kept sealed."`
+		Secret *string `json:"secret" doc:"The signing secret: shown this once, kept sealed; null in the answer to a retry with the same Idempotency-Key."`
 	}
 }
 
@@ -57,7 +57,7 @@ type UpdateSubscriptionInput struct {
 type RotateSecretOutput struct {
 	Body struct {
 		db.Subscription
-		Secret            string           `json:"secret" doc:"The new signing secret: shown this once."`
+		Secret            *string          `json:"secret" doc:"The new signing secret: shown this once; null in the answer to a retry with the same Idempotency-Key."`
 		PreviousExpiresAt domain.Timestamp `json:"previous_secret_expires_at" doc:"Until then deliveries carry a second v1, made with the secret replaced."`
 	}
 }
@@ -120,11 +120,11 @@ func (s *Server) registerWebhookManagement() {
 	huma.Register(s.api, access(managementOp("list-webhook-subscriptions", http.MethodGet, "/api/v1/webhooks/subscriptions", tagWebhooks,
 		"List webhook subscriptions", "The organisation's subscriptions, newest first; never their secrets."),
 		domain.ScopeWebhooksRead, "", managementRead...), s.listSubscriptions)
-	huma.Register(s.api, access(huma.Operation{OperationID: "create-webhook-subscription", Method: http.MethodPost,
+	huma.Register(s.api, answersSecret(access(huma.Operation{OperationID: "create-webhook-subscription", Method: http.MethodPost,
 		Path: "/api/v1/webhooks/subscriptions", Tags: []string{tagWebhooks}, Summary: "Subscribe to events", DefaultStatus: http.StatusCreated,
 		Description: "Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: " +
 			"every delivery is signed with it (X-Service-Signature, see docs/webhooks.md)."},
-		domain.ScopeWebhooksWrite, "", http.StatusBadRequest), s.createSubscription)
+		domain.ScopeWebhooksWrite, "", http.StatusBadRequest)), s.createSubscription)
 	huma.Register(s.api, access(managementOp("get-webhook-subscription", http.MethodGet, "/api/v1/webhooks/subscriptions/{id}", tagWebhooks,
 		"Read a webhook subscription", "One subscription; never its secret."), domain.ScopeWebhooksRead, "", http.StatusNotFound), s.getSubscription)
 	huma.Register(s.api, access(managementOp("update-webhook-subscription", http.MethodPatch, "/api/v1/webhooks/subscriptions/{id}", tagWebhooks,
@@ -134,11 +134,11 @@ func (s *Server) registerWebhookManagement() {
 		Path: "/api/v1/webhooks/subscriptions/{id}", Tags: []string{tagWebhooks}, Summary: "Delete a webhook subscription",
 		DefaultStatus: http.StatusNoContent, Description: "Removes the subscription with its deliveries and their attempts."},
 		domain.ScopeWebhooksWrite, "", http.StatusNotFound), s.deleteSubscription)
-	huma.Register(s.api, access(managementOp("rotate-webhook-secret", http.MethodPost, "/api/v1/webhooks/subscriptions/{id}/rotate-secret", tagWebhooks,
+	huma.Register(s.api, answersSecret(access(managementOp("rotate-webhook-secret", http.MethodPost, "/api/v1/webhooks/subscriptions/{id}/rotate-secret", tagWebhooks,
 		"Rotate a subscription's secret", "Gives the subscription a new signing secret, answered this once. For 24 hours the "+
 			"secret it replaces signs too: deliveries carry two v1 values in X-Service-Signature, so a receiver can switch "+
 			"secrets without missing one. A second rotation within the 24 hours drops the oldest secret."),
-		domain.ScopeWebhooksWrite, "", http.StatusNotFound), s.rotateSecret)
+		domain.ScopeWebhooksWrite, "", http.StatusNotFound)), s.rotateSecret)
 	huma.Register(s.api, access(huma.Operation{OperationID: "recover-webhook-deliveries", Method: http.MethodPost,
 		Path: "/api/v1/webhooks/subscriptions/{id}/recover", Tags: []string{tagWebhooks}, Summary: "Resend what a receiver missed",
 		DefaultStatus: http.StatusAccepted, Description: "Sends again, now, every delivery of the subscription created since " +
@@ -186,7 +186,7 @@ func (s *Server) createSubscription(ctx context.Context, in *CreateSubscriptionI
 		return nil, s.fail(ctx, err)
 	}
 	out := &SubscriptionSecretOutput{}
-	out.Body.Subscription, out.Body.Secret = created.Subscription, created.Secret
+	out.Body.Subscription, out.Body.Secret = created.Subscription, &created.Secret
 	return out, nil
 }
 
@@ -233,7 +233,7 @@ func (s *Server) rotateSecret(ctx context.Context, in *IDPath) (*RotateSecretOut
 		return nil, err
 	}
 	out := &RotateSecretOutput{}
-	out.Body.Subscription, out.Body.Secret, out.Body.PreviousExpiresAt = r.Subscription, r.Secret, r.PreviousExpiresAt
+	out.Body.Subscription, out.Body.Secret, out.Body.PreviousExpiresAt = r.Subscription, &r.Secret, r.PreviousExpiresAt
 	return out, nil
 }
 

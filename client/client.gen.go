@@ -1971,9 +1971,9 @@ type RotateSecretOutputBody struct {
 	// PreviousSecretExpiresAt Until then deliveries carry a second v1, made with the secret replaced.
 	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
 
-	// Secret The new signing secret: shown this once.
-	Secret string `json:"secret"`
-	Url    string `json:"url"`
+	// Secret The new signing secret: shown this once; null in the answer to a retry with the same Idempotency-Key.
+	Secret *string `json:"secret"`
+	Url    string  `json:"url"`
 }
 
 // RowError defines model for RowError.
@@ -2083,9 +2083,9 @@ type SubscriptionSecretOutputBody struct {
 	Id        openapi_types.UUID `json:"id"`
 	OrgId     openapi_types.UUID `json:"org_id"`
 
-	// Secret The signing secret: shown this once, kept sealed.
-	Secret string `json:"secret"`
-	Url    string `json:"url"`
+	// Secret The signing secret: shown this once, kept sealed; null in the answer to a retry with the same Idempotency-Key.
+	Secret *string `json:"secret"`
+	Url    string  `json:"url"`
 }
 
 // Supplier defines model for Supplier.
@@ -3448,6 +3448,8 @@ type ClientInterface interface {
 	//
 	// Requires scope `webhooks:write`.
 	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
+	//
 	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes any type of body and a specified content type.
@@ -3460,6 +3462,8 @@ type ClientInterface interface {
 	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
 	//
 	// Requires scope `webhooks:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
 	//
 	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
@@ -3539,6 +3543,8 @@ type ClientInterface interface {
 	// Gives the subscription a new signing secret, answered this once. For 24 hours the secret it replaces signs too: deliveries carry two v1 values in X-Service-Signature, so a receiver can switch secrets without missing one. A second rotation within the 24 hours drops the oldest secret.
 	//
 	// Requires scope `webhooks:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
 	//
 	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
@@ -4461,6 +4467,8 @@ func (c *Client) ListWebhookSubscriptions(ctx context.Context, params *ListWebho
 //
 // Requires scope `webhooks:write`.
 //
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
+//
 // Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes any type of body and a specified content type.
@@ -4483,6 +4491,8 @@ func (c *Client) CreateWebhookSubscriptionWithBody(ctx context.Context, params *
 // Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
 //
 // Requires scope `webhooks:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
 //
 // Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
@@ -4632,6 +4642,8 @@ func (c *Client) RecoverWebhookDeliveries(ctx context.Context, id string, params
 // Gives the subscription a new signing secret, answered this once. For 24 hours the secret it replaces signs too: deliveries carry two v1 values in X-Service-Signature, so a receiver can switch secrets without missing one. A second rotation within the 24 hours drops the oldest secret.
 //
 // Requires scope `webhooks:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
 //
 // Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
@@ -7935,6 +7947,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requires scope `webhooks:write`.
 	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
+	//
 	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7947,6 +7961,8 @@ type ClientWithResponsesInterface interface {
 	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
 	//
 	// Requires scope `webhooks:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
 	//
 	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
@@ -8030,6 +8046,8 @@ type ClientWithResponsesInterface interface {
 	// Gives the subscription a new signing secret, answered this once. For 24 hours the secret it replaces signs too: deliveries carry two v1 values in X-Service-Signature, so a receiver can switch secrets without missing one. A second rotation within the 24 hours drops the oldest secret.
 	//
 	// Requires scope `webhooks:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
 	//
 	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 	//
@@ -14423,6 +14441,8 @@ func (c *ClientWithResponses) ListWebhookSubscriptionsWithResponse(ctx context.C
 //
 // Requires scope `webhooks:write`.
 //
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
+//
 // Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -14441,6 +14461,8 @@ func (c *ClientWithResponses) CreateWebhookSubscriptionWithBodyWithResponse(ctx 
 // Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
 //
 // Requires scope `webhooks:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
 //
 // Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //
@@ -14566,6 +14588,8 @@ func (c *ClientWithResponses) RecoverWebhookDeliveriesWithResponse(ctx context.C
 // Gives the subscription a new signing secret, answered this once. For 24 hours the secret it replaces signs too: deliveries carry two v1 values in X-Service-Signature, so a receiver can switch secrets without missing one. A second rotation within the 24 hours drops the oldest secret.
 //
 // Requires scope `webhooks:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry with the same `Idempotency-Key` gets this answer again with `secret` null.
 //
 // Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
 //

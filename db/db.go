@@ -71,6 +71,28 @@ func Connect(ctx context.Context, url string, maxConns int32) (*DB, error) {
 	return &DB{pool: pool, rate: rate}, nil
 }
 
+// Unavailable reports whether err is the database refusing or failing to
+// give a connection: the server is full (too many clients), starting or
+// shutting down, or cannot be reached. A request that meets it may succeed
+// later, so it is answered 503 with Retry-After, not 500.
+func Unavailable(err error) bool {
+	var connect *pgconn.ConnectError
+	if errors.As(err, &connect) {
+		return true
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch pg.Code {
+		case "53300", // too_many_connections
+			"57P03", // cannot_connect_now
+			"57P01", // admin_shutdown
+			"57P02": // crash_shutdown
+			return true
+		}
+	}
+	return false
+}
+
 // Close closes the pools.
 func (d *DB) Close() {
 	d.pool.Close()

@@ -241,7 +241,10 @@ func parseERPOrderStatus(body []byte) (ERPOrderStatusBody, error) {
 	case strings.TrimSpace(b.Status) == "":
 		return b, Errorf(EINVALID, "status is required")
 	}
-	return b, refs(b.OrderRef, b.QuoteRef, b.TrackingURL, &b.Status)
+	if err := CheckTrackingURL(b.TrackingURL); err != nil {
+		return b, err
+	}
+	return b, refs(b.OrderRef, b.QuoteRef, &b.Status)
 }
 
 func parseOrderInvoice(body []byte) (OrderInvoiceBody, error) {
@@ -317,5 +320,8 @@ func parseDeliveryStatus(body []byte) (DeliveryStatusBody, error) {
 	case strings.TrimSpace(b.Status) == "":
 		return b, Errorf(EINVALID, "status is required")
 	}
-	return b, refs(b.DeliveryRef, b.ConsignmentRef, b.OrderRef, b.TrackingURL, &b.Status)
+	if err := CheckTrackingURL(b.TrackingURL); err != nil {
+		return b, err
+	}
+	return b, refs(b.DeliveryRef, b.ConsignmentRef, b.OrderRef, &b.Status)
 }

@@ -22,6 +22,7 @@ const (
 	ETOOLARGE      Code = "too_large"     // too many items or bytes (413)
 	EUNPROCESSABLE Code = "unprocessable" // understood but not applicable (422)
 	ERATELIMITED   Code = "rate_limited"  // too many calls (429)
+	EUNAVAILABLE   Code = "unavailable"   // the service cannot answer now, for a while: retry later (503)
 	EINTERNAL      Code = "internal"      // a fault on the service side (500)
 )
 
@@ -47,6 +48,8 @@ func (c Code) Status() int {
 		return http.StatusUnprocessableEntity
 	case ERATELIMITED:
 		return http.StatusTooManyRequests
+	case EUNAVAILABLE:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
@@ -54,6 +57,14 @@ func (c Code) Status() int {
 // InternalMessage is the only text an answer to a fault of the service
 // carries: the detail goes to the log.
 const InternalMessage = "Internal server error"
+
+// UnavailableMessage is the only text a 503 carries: the service cannot
+// answer now (its database refused or had no connection to give), and a
+// retry after Retry-After may succeed.
+const UnavailableMessage = "Service unavailable"
+
+// UnavailableRetryAfter is the Retry-After, in seconds, of a 503.
+const UnavailableRetryAfter = 5
 
 // Error is an error with a kind and a message that is safe to show to a caller.
 type Error struct {

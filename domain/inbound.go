@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"net/url"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -193,6 +194,29 @@ func strictJSON(body []byte, v any) error {
 	}
 	if dec.More() {
 		return Errorf(EINVALID, "the body must be one JSON object")
+	}
+	return nil
+}
+
+// MaxTrackingURL is the longest tracking address a post may give, in
+// characters.
+const MaxTrackingURL = 2048
+
+// CheckTrackingURL refuses a tracking address (nil: none given) that is not
+// an absolute http or https URL of at most MaxTrackingURL characters: it is
+// stored on the order or delivery, shown to people as a link and sent out
+// in webhooks, where a javascript: or data: address would run in a
+// browser.
+func CheckTrackingURL(raw *string) error {
+	if raw == nil {
+		return nil
+	}
+	if utf8.RuneCountInString(*raw) > MaxTrackingURL {
+		return Errorf(EINVALID, "tracking_url is longer than %d characters", MaxTrackingURL)
+	}
+	u, err := url.Parse(*raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return Errorf(EINVALID, "tracking_url must be an absolute http:// or https:// URL")
 	}
 	return nil
 }

@@ -101,12 +101,15 @@ func (m *Service) workflowURL(workflowID string) string {
 	return strings.TrimSuffix(m.TemporalUIURL, "/") + "/namespaces/" + url.PathEscape(ns) + "/workflows/" + url.PathEscape(workflowID)
 }
 
-// MaskHeaders hides the signature's v1 values: a kept signature is a
-// credential for the body it signs, within its tolerance.
+// MaskHeaders hides the signature values of both schemes: a kept signature
+// is a credential for the body it signs, within its tolerance. Of
+// X-Service-Signature it keeps t and the names of the values
+// (t=...,v1=***), of webhook-signature the versions (v1,*** v1,***).
 func MaskHeaders(h map[string]string) map[string]string {
 	out := make(map[string]string, len(h))
 	for k, v := range h {
-		if strings.EqualFold(k, signature.Header) {
+		switch {
+		case strings.EqualFold(k, signature.Header):
 			parts := strings.Split(v, ",")
 			for i, p := range parts {
 				if name, _, ok := strings.Cut(strings.TrimSpace(p), "="); ok && name != "t" {
@@ -114,6 +117,13 @@ func MaskHeaders(h map[string]string) map[string]string {
 				}
 			}
 			v = strings.Join(parts, ",")
+		case strings.EqualFold(k, signature.HeaderWebhookSignature):
+			values := strings.Fields(v)
+			for i, p := range values {
+				version, _, _ := strings.Cut(p, ",")
+				values[i] = version + ",***"
+			}
+			v = strings.Join(values, " ")
 		}
 		out[k] = v
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -48,9 +49,8 @@ type Service struct {
 	// receipt's workflow ("" for none); Namespace is Temporal's namespace.
 	TemporalUIURL string
 	Namespace     string
-	// AllowPrivateTargets lets subscriptions name private, loopback and
-	// link-local addresses.
-	AllowPrivateTargets bool
+	// Targets says which addresses subscriptions may name.
+	Targets outbound.Targets
 }
 
 // audit records a management write; a failure to record it is logged, as

@@ -14,7 +14,7 @@ import (
 // CreateSubscription subscribes a URL to the organisation's events; the
 // answer carries the secret, which is never readable again.
 func (m *Service) CreateSubscription(ctx context.Context, actor Actor, orgID uuid.UUID, rawURL string, events []string) (db.CreatedSubscription, error) {
-	u, err := outbound.CheckURL(ctx, rawURL, m.AllowPrivateTargets)
+	u, err := outbound.CheckURL(ctx, rawURL, m.Targets)
 	if err != nil {
 		return db.CreatedSubscription{}, domain.Errorf(domain.EINVALID, "url: %v", err)
 	}
@@ -29,7 +29,7 @@ func (m *Service) CreateSubscription(ctx context.Context, actor Actor, orgID uui
 // UpdateSubscription changes a subscription's URL, events or active flag.
 func (m *Service) UpdateSubscription(ctx context.Context, actor Actor, orgID, id uuid.UUID, ch db.SubscriptionChange) (db.Subscription, error) {
 	if ch.URL != nil {
-		u, err := outbound.CheckURL(ctx, *ch.URL, m.AllowPrivateTargets)
+		u, err := outbound.CheckURL(ctx, *ch.URL, m.Targets)
 		if err != nil {
 			return db.Subscription{}, domain.Errorf(domain.EINVALID, "url: %v", err)
 		}

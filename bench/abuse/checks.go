@@ -674,7 +674,7 @@ var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", 
 // metrics counts the series of /metrics (lines that are not comments) and
 // lists the method labels it names.
 func (s *suite) metrics(ctx context.Context) (int, []string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.state.MetricsURL, nil)
 	if err != nil {
 		return 0, nil, err
 	}

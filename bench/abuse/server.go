@@ -45,6 +45,8 @@ type devState struct {
 	TemporalAddress string            `json:"temporal_address"`
 	InboundURLs     map[string]string `json:"inbound_urls"`
 	InboundTokens   map[string]string `json:"inbound_tokens"`
+	// MetricsURL is the server's /metrics, on a listener apart from the API.
+	MetricsURL string `json:"metrics_url"`
 }
 
 // server is a running `commerce dev`.

@@ -24,6 +24,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 
@@ -257,7 +258,7 @@ func (s *setup) start(ctx context.Context) error {
 
 	// The API in this process; the worker in its own.
 	h := api.New(api.Deps{DB: s.d, Temporal: s.tc, Namespace: "default", Logger: zap.NewNop(), Cursors: cursor.New(key),
-		Sealer: sealer, BaseURL: "http://crash.example", AllowPrivateTargets: true}).Handler()
+		Sealer: sealer, BaseURL: "http://crash.example", Targets: outbound.AnyTarget}).Handler()
 	var stopAPI func()
 	if s.apiURL, stopAPI, err = serve(h); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
@@ -33,9 +34,13 @@ type Config struct {
 	TemporalUIURL string
 	// RetentionDays is how long receipts and delivery attempts are kept.
 	RetentionDays string
-	// AllowPrivateTargets lets outbound webhooks reach private, loopback and
-	// link-local addresses (development and tests).
-	AllowPrivateTargets bool
+	// PrivateTargets says which non-public addresses outbound webhooks may
+	// reach: false (none), loopback (commerce dev's default) or true (all).
+	PrivateTargets string
+	// MetricsListen is the address of the /metrics listener ("" for none).
+	MetricsListen string
+	// MaxConnections caps the HTTP connections one process holds at once.
+	MaxConnections string
 	// Console says whether the support console is served at /console.
 	Console string
 }
@@ -81,7 +86,14 @@ var Vars = []Var{
 		Usage: "days inbound receipts and webhook delivery attempts are kept (events: 30)", flag: "retention-days",
 		field: func(c *Config) *string { return &c.RetentionDays }},
 	{Name: "COMMERCE_ALLOW_PRIVATE_TARGETS", Default: "false",
-		Usage: "let webhooks reach private, loopback and link-local addresses", flag: "allow-private-targets"},
+		Usage: "which non-public addresses webhooks may reach: false (none), loopback, or true (private, loopback and link-local alike)",
+		flag:  "allow-private-targets", field: func(c *Config) *string { return &c.PrivateTargets }},
+	{Name: "COMMERCE_METRICS_LISTEN", Default: "127.0.0.1:9090",
+		Usage: "address of the /metrics listener, apart from the public one (empty: no metrics listener)", flag: "metrics-listen",
+		field: func(c *Config) *string { return &c.MetricsListen }},
+	{Name: "COMMERCE_MAX_CONNECTIONS", Default: "1024",
+		Usage: "most HTTP connections the process holds at once; more wait to be accepted", flag: "max-connections",
+		field: func(c *Config) *string { return &c.MaxConnections }},
 	{Name: "COMMERCE_CONSOLE", Default: "true",
 		Usage: "serve the support console at /console (serve and dev): true or false", flag: "console",
 		field: func(c *Config) *string { return &c.Console }},
@@ -108,15 +120,7 @@ func Load() Config {
 			*v.field(&c) = val
 		}
 	}
-	c.AllowPrivateTargets, _ = strconv.ParseBool(envOr("COMMERCE_ALLOW_PRIVATE_TARGETS", "false"))
 	return c
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // Flags registers an override flag for each of the named settings on fs,
@@ -127,12 +131,11 @@ func (c *Config) Flags(fs *pflag.FlagSet, names ...string) {
 			if n != v.Name {
 				continue
 			}
-			if v.field == nil {
-				fs.BoolVar(&c.AllowPrivateTargets, v.flag, c.AllowPrivateTargets, v.Usage+" (env "+v.Name+")")
-				continue
-			}
 			p := v.field(c)
 			fs.StringVar(p, v.flag, *p, v.Usage+" (env "+v.Name+")")
+			if v.Name == "COMMERCE_ALLOW_PRIVATE_TARGETS" {
+				fs.Lookup(v.flag).NoOptDefVal = "true" // --allow-private-targets alone
+			}
 		}
 	}
 	boundMu.Lock()
@@ -150,13 +153,18 @@ var (
 // DevSettings are the settings `commerce dev` keeps in its dev.json for the
 // commands run beside it.
 type DevSettings struct {
-	DatabaseURL         string `json:"database_url"`
-	TemporalAddress     string `json:"temporal_address"`
-	TemporalNamespace   string `json:"temporal_namespace"`
-	TemporalUIURL       string `json:"temporal_ui_url"`
-	BaseURL             string `json:"base_url"`
-	SecretKey           string `json:"secret_key"`
-	AllowPrivateTargets bool   `json:"allow_private_targets"`
+	DatabaseURL       string `json:"database_url"`
+	TemporalAddress   string `json:"temporal_address"`
+	TemporalNamespace string `json:"temporal_namespace"`
+	TemporalUIURL     string `json:"temporal_ui_url"`
+	BaseURL           string `json:"base_url"`
+	SecretKey         string `json:"secret_key"`
+	// PrivateTargets is dev's COMMERCE_ALLOW_PRIVATE_TARGETS (loopback
+	// unless dev was told otherwise).
+	PrivateTargets string `json:"private_targets,omitempty"`
+	// AllowPrivateTargets is what a dev.json written before PrivateTargets
+	// says; it is read as loopback.
+	AllowPrivateTargets bool `json:"allow_private_targets,omitempty"`
 }
 
 // UseDev fills in, in the Config whose flags fs holds, each setting of s
@@ -199,11 +207,27 @@ func UseDev(fs *pflag.FlagSet, s DevSettings) bool {
 			}
 		}
 	}
-	if s.AllowPrivateTargets && !c.AllowPrivateTargets && !given("COMMERCE_ALLOW_PRIVATE_TARGETS") {
-		c.AllowPrivateTargets = true
+	targets := s.PrivateTargets
+	if targets == "" && s.AllowPrivateTargets {
+		targets = outbound.LoopbackTargets.String()
+	}
+	if targets != "" && !given("COMMERCE_ALLOW_PRIVATE_TARGETS") {
+		c.PrivateTargets = targets
 		used = true
 	}
 	return used
+}
+
+// Targets reads PrivateTargets: which addresses outbound webhooks may reach.
+func (c Config) Targets() (outbound.Targets, error) { return outbound.ParseTargets(c.PrivateTargets) }
+
+// Connections parses MaxConnections (1 to 1,000,000).
+func (c Config) Connections() (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(c.MaxConnections))
+	if err != nil || n < 1 || n > 1_000_000 {
+		return 0, fmt.Errorf("COMMERCE_MAX_CONNECTIONS %q is not a number from 1 to 1000000", c.MaxConnections)
+	}
+	return n, nil
 }
 
 // ConsoleOn says whether the support console is served.

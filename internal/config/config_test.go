@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/spf13/pflag"
 )
 
@@ -12,13 +13,13 @@ func TestLoadAppliesDefaultsAndEnvironment(t *testing.T) {
 		t.Setenv(n, "")
 	}
 	c := Load()
-	if c.TemporalNamespace != "default" || c.NightlyAt != "02:00" || c.Listen != ":8080" || c.AllowPrivateTargets {
+	if c.TemporalNamespace != "default" || c.NightlyAt != "02:00" || c.Listen != ":8080" || c.PrivateTargets != "false" {
 		t.Fatalf("defaults not applied: %+v", c)
 	}
 	t.Setenv("TEMPORAL_NAMESPACE", "commerce")
 	t.Setenv("COMMERCE_ALLOW_PRIVATE_TARGETS", "true")
 	c = Load()
-	if c.TemporalNamespace != "commerce" || !c.AllowPrivateTargets {
+	if targets, err := c.Targets(); c.TemporalNamespace != "commerce" || err != nil || targets != outbound.AnyTarget {
 		t.Fatalf("environment not read: %+v", c)
 	}
 }
@@ -79,7 +80,7 @@ func TestUseDevFillsOnlyWhatNeitherEnvironmentNorFlagsSet(t *testing.T) {
 	}
 	t.Setenv("TEMPORAL_ADDRESS", "temporal.env:7233")
 	dev := DevSettings{DatabaseURL: "postgres://dev/db", TemporalAddress: "127.0.0.1:7299", TemporalNamespace: "dev-ns",
-		TemporalUIURL: "http://127.0.0.1:8299", BaseURL: "http://127.0.0.1:8099", SecretKey: "dev-key", AllowPrivateTargets: true}
+		TemporalUIURL: "http://127.0.0.1:8299", BaseURL: "http://127.0.0.1:8099", SecretKey: "dev-key", PrivateTargets: "loopback"}
 
 	c := Load()
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
@@ -91,9 +92,9 @@ func TestUseDevFillsOnlyWhatNeitherEnvironmentNorFlagsSet(t *testing.T) {
 		t.Fatal("UseDev reports nothing used")
 	}
 	want := Config{DatabaseURL: "postgres://dev/db", TemporalAddress: "temporal.env:7233", TemporalNamespace: "flag-ns",
-		TemporalUIURL: "http://127.0.0.1:8299", BaseURL: "http://127.0.0.1:8099", SecretKey: "dev-key", AllowPrivateTargets: true}
+		TemporalUIURL: "http://127.0.0.1:8299", BaseURL: "http://127.0.0.1:8099", SecretKey: "dev-key", PrivateTargets: "loopback"}
 	if c.DatabaseURL != want.DatabaseURL || c.TemporalAddress != want.TemporalAddress || c.TemporalNamespace != want.TemporalNamespace ||
-		c.TemporalUIURL != want.TemporalUIURL || c.BaseURL != want.BaseURL || c.SecretKey != want.SecretKey || !c.AllowPrivateTargets {
+		c.TemporalUIURL != want.TemporalUIURL || c.BaseURL != want.BaseURL || c.SecretKey != want.SecretKey || c.PrivateTargets != want.PrivateTargets {
 		t.Fatalf("after UseDev: %+v, want %+v", c, want)
 	}
 
@@ -103,7 +104,7 @@ func TestUseDevFillsOnlyWhatNeitherEnvironmentNorFlagsSet(t *testing.T) {
 	c.Flags(fs, "COMMERCE_ALLOW_PRIVATE_TARGETS")
 	_ = fs.Parse([]string{"--allow-private-targets=false"})
 	UseDev(fs, dev)
-	if c.AllowPrivateTargets {
+	if c.PrivateTargets != "false" {
 		t.Fatal("--allow-private-targets=false lost to dev.json")
 	}
 	t.Setenv("COMMERCE_ALLOW_PRIVATE_TARGETS", "false")
@@ -111,7 +112,7 @@ func TestUseDevFillsOnlyWhatNeitherEnvironmentNorFlagsSet(t *testing.T) {
 	fs = pflag.NewFlagSet("z", pflag.ContinueOnError)
 	c.Flags(fs, "DATABASE_URL")
 	UseDev(fs, dev)
-	if c.AllowPrivateTargets {
+	if c.PrivateTargets != "false" {
 		t.Fatal("COMMERCE_ALLOW_PRIVATE_TARGETS=false lost to dev.json")
 	}
 

@@ -106,7 +106,7 @@ const NightlyAt = 2 * time.Hour
 // webhooks may reach loopback receivers.
 func (e *Env) Activities() *activities.Activities {
 	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL,
-		Sealer: Sealer(), Webhooks: outbound.Client(true), Delivery: domain.NewDeliveryPolicy(NightlyAt),
+		Sealer: Sealer(), Webhooks: outbound.Client(outbound.AnyTarget), Delivery: domain.NewDeliveryPolicy(NightlyAt),
 		Replays: &integrations.Posts{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sealer: Sealer(), BaseURL: BaseURL}}
 }
 
@@ -145,7 +145,7 @@ func Sealer() *secrets.Sealer {
 // records arrive. Both stop with the test.
 func (e *Env) API(answerWait time.Duration) *httptest.Server {
 	s := api.New(api.Deps{DB: e.DB.DB, Temporal: e.Temporal, Namespace: e.Namespace, Logger: e.Log, Cursors: cursor.New(ServiceKey),
-		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, AllowPrivateTargets: true})
+		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, Targets: outbound.AnyTarget})
 	s.Mount(console.Prefix, console.New(console.Deps{DB: e.DB.DB, Service: s.Service(), Log: e.Log, BaseURL: BaseURL}))
 	srv := httptest.NewServer(s.Handler())
 	e.T.Cleanup(srv.Close)

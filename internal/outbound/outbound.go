@@ -25,18 +25,84 @@ const Timeout = 10 * time.Second
 // ErrRefusedTarget is wrapped by every refusal of an address.
 var ErrRefusedTarget = errors.New("target address refused")
 
+// RefusedError is the refusal of a target. Its message never names the
+// address, the host's resolution or the resolver, which would tell a caller
+// about the service's network; Reason says, for the log, what was refused
+// and why.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return ErrRefusedTarget.Error() + ": " + nonPublic }
+
+// Unwrap makes a refusal ErrRefusedTarget.
+func (e *RefusedError) Unwrap() error { return ErrRefusedTarget }
+
+// refusal is a RefusedError with its reason.
+func refusal(format string, args ...any) error {
+	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Targets says which addresses requests to user-chosen URLs may reach.
+type Targets int
+
+const (
+	// PublicTargets: public unicast addresses only (production).
+	PublicTargets Targets = iota
+	// LoopbackTargets: public addresses and loopback, nothing else private
+	// (commerce dev, whose receivers run on the same machine).
+	LoopbackTargets
+	// AnyTarget: every address (COMMERCE_ALLOW_PRIVATE_TARGETS=true).
+	AnyTarget
+)
+
+// ParseTargets reads COMMERCE_ALLOW_PRIVATE_TARGETS: false (public only),
+// loopback, or true (any address).
+func ParseTargets(s string) (Targets, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "false", "0", "no":
+		return PublicTargets, nil
+	case "loopback":
+		return LoopbackTargets, nil
+	case "true", "1", "yes":
+		return AnyTarget, nil
+	}
+	return PublicTargets, fmt.Errorf("COMMERCE_ALLOW_PRIVATE_TARGETS %q is not false, loopback or true", s)
+}
+
+// String is the setting's value (ParseTargets reads it back).
+func (t Targets) String() string {
+	switch t {
+	case LoopbackTargets:
+		return "loopback"
+	case AnyTarget:
+		return "true"
+	}
+	return "false"
+}
+
+// allows reports whether t lets a request reach a.
+func (t Targets) allows(a netip.Addr) error {
+	switch {
+	case t == AnyTarget:
+		return nil
+	case t == LoopbackTargets && a.Unmap().IsLoopback():
+		return nil
+	}
+	return checkAddr(a)
+}
+
 // Client returns the HTTP client for requests to user-chosen URLs: 10 s in
 // all, no redirects followed (a 3xx is the answer), no proxy from the
-// environment, and, unless allowPrivate, only public addresses.
-func Client(allowPrivate bool) *http.Client {
+// environment, and only the addresses targets allows, checked on every
+// connection after DNS resolution.
+func Client(targets Targets) *http.Client {
 	dialer := &net.Dialer{Timeout: Timeout, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
+	if targets != AnyTarget {
 		dialer.Control = func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("%w: %s", ErrRefusedTarget, address)
+				return refusal("%s is not an address", address)
 			}
-			return checkAddr(ap.Addr())
+			return targets.allows(ap.Addr())
 		}
 	}
 	transport := &http.Transport{
@@ -58,10 +124,23 @@ func Client(allowPrivate bool) *http.Client {
 	}
 }
 
-// CheckURL checks a URL a user gives as a target: http or https, a host,
-// and (unless allowPrivate) a host that is not, and does not resolve to, a
-// refused address. Requests are checked again when they are made.
-func CheckURL(ctx context.Context, raw string, allowPrivate bool) (*url.URL, error) {
+// nonPublic is what a refusal says of the address: never the address or
+// the resolver, which would tell a caller about the service's network.
+const nonPublic = "the host is, or resolves to, a non-public address (COMMERCE_ALLOW_PRIVATE_TARGETS allows it)"
+
+// reservedNames are the suffixes of host names that name no public host:
+// loopback, mDNS, private-use and documentation names.
+var reservedNames = []string{"localhost", "local", "internal", "home.arpa", "localdomain", "invalid"}
+
+// CheckURL checks a URL a user gives as a target, refusing what a request to
+// it would be refused: http or https, a host, no user name or fragment,
+// and, unless targets allows more, a host that is public. An IP address
+// must be written in its usual form (a host of digits, hex, or short or
+// octal IPv4 forms is refused: resolvers read them as addresses); a name
+// must have a dot, must not be a reserved name (localhost, .internal,
+// .local, ...), and must not resolve to a refused address. Requests are
+// checked again on every connection.
+func CheckURL(ctx context.Context, raw string, targets Targets) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
 		return nil, fmt.Errorf("the URL is not an http:// or https:// URL")
@@ -72,15 +151,32 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool) (*url.URL, err
 	if u.Fragment != "" {
 		return nil, fmt.Errorf("the URL may not carry a #fragment")
 	}
-	if allowPrivate {
+	if targets == AnyTarget {
 		return u, nil
 	}
-	host := u.Hostname()
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if addr, err := netip.ParseAddr(host); err == nil {
-		return u, checkAddr(addr)
+		if err := targets.allows(addr); err != nil {
+			return nil, err
+		}
+		return u, nil
 	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return nil, fmt.Errorf("%w: %s is a loopback name (COMMERCE_ALLOW_PRIVATE_TARGETS=true allows it)", ErrRefusedTarget, host)
+	if looksNumeric(host) {
+		return nil, refusal("%s is an address in a form resolvers read as one", host)
+	}
+	if targets == LoopbackTargets && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
+		return u, nil
+	}
+	for _, name := range reservedNames {
+		if host == name || strings.HasSuffix(host, "."+name) {
+			if name == "localhost" {
+				return nil, refusal("%s is a loopback name", host)
+			}
+			return nil, refusal("%s is a reserved name (%s)", host, name)
+		}
+	}
+	if !strings.Contains(host, ".") {
+		return nil, refusal("%s is a name of one label, which only a local resolver answers", host)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -91,11 +187,29 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool) (*url.URL, err
 		return u, nil
 	}
 	for _, a := range addrs {
-		if err := checkAddr(a); err != nil {
-			return nil, fmt.Errorf("%s resolves to %s: %w", host, a, err)
+		if err := targets.allows(a); err != nil {
+			return nil, refusal("%s resolves to %s: %s", host, a, reasonOf(err))
 		}
 	}
 	return u, nil
+}
+
+// looksNumeric reports whether a host that is not a usual IP address is
+// still one to a resolver: every dot-separated label a decimal, octal or
+// hex number (2130706433, 0x7f000001, 127.1, 0177.0.0.1).
+func looksNumeric(host string) bool {
+	for label := range strings.SplitSeq(host, ".") {
+		digits := strings.TrimPrefix(label, "0x")
+		if digits == "" {
+			return false
+		}
+		for _, c := range digits {
+			if !('0' <= c && c <= '9' || digits != label && 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // special are ranges that are neither private nor loopback by the standard
@@ -148,8 +262,24 @@ func checkAddr(a netip.Addr) error {
 	if kind == "" {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is %s (COMMERCE_ALLOW_PRIVATE_TARGETS=true allows it)", ErrRefusedTarget, a, kind)
+	return refusal("%s is %s", a, kind)
 }
+
+// Reason is what a refusal refused and why (for the log, and for an
+// operator at the command line); for another error, its text.
+func Reason(err error) string { return reasonOf(err) }
+
+// reasonOf is the reason of a refusal, for the log.
+func reasonOf(err error) string {
+	var r *RefusedError
+	if errors.As(err, &r) {
+		return r.Reason
+	}
+	return err.Error()
+}
+
+// globalUnicast is where every public IPv6 address is (2000::/3).
+var globalUnicast = netip.MustParsePrefix("2000::/3")
 
 // addrKind names what kind of non-public address a is, or is empty for a
 // public unicast address.
@@ -171,6 +301,12 @@ func addrKind(a netip.Addr) string {
 			return "a reserved address"
 		}
 	}
+	if a.Is6() && !globalUnicast.Contains(a) && !nat64.Contains(a) {
+		// Outside 2000::/3 no IPv6 address is public: the IPv4-compatible
+		// ::/96 (::127.0.0.1) and the unassigned ranges among them. NAT64 is
+		// judged by the IPv4 address it carries.
+		return "an address outside the global unicast range"
+	}
 	return ""
 }
 
@@ -186,15 +322,13 @@ func Origin(raw string) string {
 }
 
 // Describe says why a request to a user-chosen URL failed, without Go's
-// wrapping and naming the target by its Origin only.
+// wrapping, naming the target by its Origin only, and never the address
+// it resolved to or the resolver asked: `Post "https://h.example": dial tcp:
+// connect: connection refused`, `... lookup h.example: no such host`.
 func Describe(err error) string {
 	switch {
 	case errors.Is(err, ErrRefusedTarget):
-		msg := err.Error()
-		if i := strings.Index(msg, ErrRefusedTarget.Error()); i >= 0 {
-			return msg[i:]
-		}
-		return ErrRefusedTarget.Error()
+		return ErrRefusedTarget.Error() + ": " + nonPublic
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return "no answer within 10 s"
 	}
@@ -202,7 +336,16 @@ func Describe(err error) string {
 	if !errors.As(err, &ue) {
 		return "the request could not be sent"
 	}
-	return fmt.Sprintf("%s %q: %s", ue.Op, Origin(ue.URL), withoutURL(ue.Err.Error(), ue.URL))
+	prefix := fmt.Sprintf("%s %q: ", ue.Op, Origin(ue.URL))
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return prefix + "lookup " + dns.Name + ": " + dns.Err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return prefix + "dial " + op.Net + ": " + withoutURL(op.Err.Error(), ue.URL)
+	}
+	return prefix + withoutURL(ue.Err.Error(), ue.URL)
 }
 
 // withoutURL removes from msg the parts of raw past its origin, in case an

@@ -3,9 +3,11 @@ package outbound
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +57,7 @@ func TestCheckAddrJudgesTranslatedAddressesByTheirIPv4AndRefusesTeredo(t *testin
 			t.Errorf("%s: %v, refused should be %v", c.addr, err, c.refused)
 			continue
 		}
-		if err != nil && (!errors.Is(err, ErrRefusedTarget) || !strings.Contains(err.Error(), c.kind)) {
+		if err != nil && (!errors.Is(err, ErrRefusedTarget) || !strings.Contains(reasonOf(err), c.kind)) {
 			t.Errorf("%s: %q, want ErrRefusedTarget naming %q", c.addr, err, c.kind)
 		}
 	}
@@ -70,7 +72,7 @@ func TestDescribeNamesOnlyTheOriginOfTheTarget(t *testing.T) {
 	closed.Close()
 	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(300 * time.Millisecond) }))
 	defer slow.Close()
-	short := Client(true)
+	short := Client(AnyTarget)
 	short.Timeout = 50 * time.Millisecond
 	for _, c := range []struct {
 		name   string
@@ -78,10 +80,10 @@ func TestDescribeNamesOnlyTheOriginOfTheTarget(t *testing.T) {
 		url    string
 		want   string
 	}{
-		{"refused address", Client(false), "https://127.0.0.1/hook?token=SECRET", "target address refused: 127.0.0.1 is a loopback address"},
-		{"connection refused", Client(true), "http://" + closedAddr + "/hooks/SECRET/x?token=SECRET", `Post "http://` + closedAddr + `": dial tcp`},
+		{"refused address", Client(PublicTargets), "https://127.0.0.1/hook?token=SECRET", "target address refused: the host is, or resolves to, a non-public address"},
+		{"connection refused", Client(AnyTarget), "http://" + closedAddr + "/hooks/SECRET/x?token=SECRET", `Post "http://` + closedAddr + `": dial tcp`},
 		{"no answer", short, slow.URL + "/hook?token=SECRET", "no answer within 10 s"},
-		{"unknown host", Client(true), "https://h.invalid/hook?token=SECRET", `Post "https://h.invalid": `},
+		{"unknown host", Client(AnyTarget), "https://h.invalid/hook?token=SECRET", `Post "https://h.invalid": `},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader("{}"))
 		resp, err := c.client.Do(req)
@@ -121,14 +123,15 @@ func TestCheckURL(t *testing.T) {
 		"http://169.254.169.254/latest": "link-local",
 		"https://10.0.0.5/hook":         "private",
 	} {
-		if _, err := CheckURL(ctx, raw, false); err == nil || !strings.Contains(err.Error(), want) {
+		_, err := CheckURL(ctx, raw, PublicTargets)
+		if err == nil || !strings.Contains(err.Error(), want) && !strings.Contains(reasonOf(err), want) {
 			t.Errorf("%s: %v, want an error mentioning %q", raw, err, want)
 		}
 	}
-	if _, err := CheckURL(ctx, "https://8.8.8.8/hook", false); err != nil {
+	if _, err := CheckURL(ctx, "https://8.8.8.8/hook", PublicTargets); err != nil {
 		t.Errorf("a public address: %v", err)
 	}
-	if _, err := CheckURL(ctx, "http://127.0.0.1:9000/hook", true); err != nil {
+	if _, err := CheckURL(ctx, "http://127.0.0.1:9000/hook", AnyTarget); err != nil {
 		t.Errorf("loopback when allowed: %v", err)
 	}
 }
@@ -137,13 +140,13 @@ func TestClientChecksTheDialledAddress(t *testing.T) {
 	hits := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits++ }))
 	defer srv.Close()
-	if _, err := Client(false).Get(srv.URL); err == nil || !errors.Is(err, ErrRefusedTarget) {
+	if _, err := Client(PublicTargets).Get(srv.URL); err == nil || !errors.Is(err, ErrRefusedTarget) {
 		t.Fatalf("loopback receiver reached: %v", err)
 	}
 	if hits != 0 {
 		t.Fatal("the refused request reached the receiver")
 	}
-	resp, err := Client(true).Get(srv.URL)
+	resp, err := Client(AnyTarget).Get(srv.URL)
 	if err != nil {
 		t.Fatalf("allowed: %v", err)
 	}
@@ -158,7 +161,7 @@ func TestClientFollowsNoRedirectAndWaits10Seconds(t *testing.T) {
 		http.Redirect(w, r, "/elsewhere", http.StatusFound)
 	}))
 	defer srv.Close()
-	c := Client(true)
+	c := Client(AnyTarget)
 	resp, err := c.Get(srv.URL + "/moved")
 	if err != nil {
 		t.Fatal(err)
@@ -169,5 +172,84 @@ func TestClientFollowsNoRedirectAndWaits10Seconds(t *testing.T) {
 	}
 	if c.Timeout != 10*time.Second {
 		t.Fatalf("timeout %v", c.Timeout)
+	}
+}
+
+// Creation refuses what a delivery would refuse, whatever form the address
+// takes, and says so without naming the address or how the host resolved:
+// the forms resolvers read as addresses (all digits, hex, short or octal
+// IPv4), a trailing dot, IPv4-compatible IPv6 and every IPv6 outside
+// 2000::/3, names of one label and reserved names.
+func TestCheckURLRefusesEveryFormOfANonPublicAddressWithoutNamingIt(t *testing.T) {
+	ctx := context.Background()
+	for _, raw := range []string{
+		"http://2130706433/", "http://0x7f000001/", "http://0x7F.0.0.1/", "http://127.1/", "http://0177.0.0.1/",
+		"http://localhost./", "http://127.0.0.1./", "http://[::127.0.0.1]/", "http://[::7f00:1]/",
+		"http://[fc00::1]/", "http://[fe80::1]/", "http://[ff02::1]/", "http://[100::1]/", "http://[::]/",
+		"http://metadata.google.internal/computeMetadata/v1/", "http://printer.local/", "http://nas.home.arpa/",
+		"http://vm/", "http://metadata/", "http://a.localhost/",
+	} {
+		_, err := CheckURL(ctx, raw, PublicTargets)
+		var refused *RefusedError
+		if !errors.As(err, &refused) {
+			t.Errorf("%s: %v, want refused", raw, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "127.") || strings.Contains(msg, "::") || strings.Contains(msg, "resolves to ") ||
+			!strings.Contains(msg, "non-public address") {
+			t.Errorf("%s: %q names what it should not, or not what it should", raw, msg)
+		}
+	}
+	for _, raw := range []string{"https://8.8.8.8/h", "https://[2606:4700:4700::1111]/h", "https://[64:ff9b::808:808]/h"} {
+		if _, err := CheckURL(ctx, raw, PublicTargets); err != nil {
+			t.Errorf("%s: %v, want it allowed", raw, err)
+		}
+	}
+}
+
+// Loopback targets (commerce dev) allow loopback addresses and names, and
+// nothing else that is not public; public targets refuse loopback too.
+func TestLoopbackTargetsAllowLoopbackOnly(t *testing.T) {
+	ctx := context.Background()
+	for raw, allowed := range map[string]bool{
+		"http://127.0.0.1:9000/h": true, "http://[::1]/h": true, "http://localhost:9000/h": true,
+		"http://10.0.0.5/h": false, "http://169.254.169.254/latest": false, "http://192.168.1.1/h": false,
+		"http://[fc00::1]/h": false, "https://8.8.8.8/h": true,
+	} {
+		if _, err := CheckURL(ctx, raw, LoopbackTargets); (err == nil) != allowed {
+			t.Errorf("%s with loopback targets: %v, allowed should be %v", raw, err, allowed)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	resp, err := Client(LoopbackTargets).Get(srv.URL)
+	if err != nil {
+		t.Fatalf("a loopback receiver with loopback targets: %v", err)
+	}
+	resp.Body.Close()
+	if _, err := Client(PublicTargets).Get(srv.URL); !errors.Is(err, ErrRefusedTarget) {
+		t.Fatalf("a loopback receiver with public targets: %v", err)
+	}
+	for s, want := range map[string]Targets{"": PublicTargets, "false": PublicTargets, "loopback": LoopbackTargets, "true": AnyTarget} {
+		if got, err := ParseTargets(s); err != nil || got != want {
+			t.Errorf("ParseTargets(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	if _, err := ParseTargets("sometimes"); err == nil {
+		t.Error("ParseTargets took an unknown value")
+	}
+}
+
+// An attempt's error names neither the address a host resolved to nor the
+// resolver it asked.
+func TestDescribeNamesNoResolverOrAddress(t *testing.T) {
+	err := &url.Error{Op: "Post", URL: "https://h.invalid/x", Err: &net.DNSError{Err: "no such host", Name: "h.invalid", Server: "10.255.255.53:53"}}
+	if got := Describe(err); strings.Contains(got, "10.255.255.53") || got != `Post "https://h.invalid": lookup h.invalid: no such host` {
+		t.Fatalf("%q", got)
+	}
+	dial := &url.Error{Op: "Post", URL: "https://h.example/x", Err: &net.OpError{Op: "dial", Net: "tcp",
+		Addr: &net.TCPAddr{IP: net.ParseIP("93.184.216.34"), Port: 443}, Err: errors.New("connect: connection refused")}}
+	if got := Describe(dial); strings.Contains(got, "93.184") || got != `Post "https://h.example": dial tcp: connect: connection refused` {
+		t.Fatalf("%q", got)
 	}
 }

@@ -127,7 +127,7 @@ func run(ctx context.Context, o Options) (Result, error) {
 	}
 	rc.secret = sub.Secret
 
-	acts := &activities.Activities{DB: d, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(true), Delivery: domain.NewDeliveryPolicy(2 * time.Hour)}
+	acts := &activities.Activities{DB: d, Log: zap.NewNop(), Sealer: sealer, Webhooks: outbound.Client(outbound.AnyTarget), Delivery: domain.NewDeliveryPolicy(2 * time.Hour)}
 	tc, stopTemporal, err := embedded.Temporal(ctx, acts, o.Store)
 	if err != nil {
 		return Result{}, err

@@ -23,6 +23,7 @@ type composeFile struct {
 		Command         []string          `yaml:"command"`
 		Environment     map[string]string `yaml:"environment"`
 		Ports           []string          `yaml:"ports"`
+		Networks        []string          `yaml:"networks"`
 		DependsOn       any               `yaml:"depends_on"`
 		StopGracePeriod string            `yaml:"stop_grace_period"`
 		Healthcheck     struct {
@@ -110,6 +111,20 @@ func TestComposeFileMatchesTheBinary(t *testing.T) {
 		for _, p := range svc.Ports {
 			if name != "api" && !strings.HasPrefix(p, "127.0.0.1:") {
 				t.Errorf("%s: publishes %s beyond the host's loopback", name, p)
+			}
+		}
+	}
+	// The API's /metrics is on its own listener, published to no host port
+	// and reachable on the monitoring network.
+	api := cf.Services["api"]
+	metrics := api.Environment["COMMERCE_METRICS_LISTEN"]
+	if _, port, ok := strings.Cut(metrics, ":"); !ok || port == "" || strings.HasPrefix(metrics, "127.0.0.1") ||
+		!slices.Contains(api.Networks, "monitoring") {
+		t.Errorf("api: metrics on %q, networks %v; want a port of its own, on the monitoring network", metrics, api.Networks)
+	} else {
+		for _, p := range api.Ports {
+			if strings.HasSuffix(p, ":"+port) {
+				t.Errorf("api publishes its metrics port: %s", p)
 			}
 		}
 	}

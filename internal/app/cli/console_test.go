@@ -31,7 +31,7 @@ func TestConsoleLoginPrintsALinkTheServerSignsIn(t *testing.T) {
 
 	handler := func(console string) http.Handler {
 		rt := &cli.Runtime{Cfg: config.Config{BaseURL: "http://commerce.test", Console: console}, DB: d.DB, ServiceKey: make([]byte, 32)}
-		h, err := rt.APIHandler()
+		h, _, err := rt.APIHandler()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -461,8 +462,15 @@ func receiptsCancelCmd() *cobra.Command {
 func operatorService(d *db.DB, sealer *secrets.Sealer, wf *workflows.Client, cfg config.Config) *integrations.Service {
 	return &integrations.Service{
 		Posts:         &integrations.Posts{DB: d, Sealer: sealer, Workflows: wf, BaseURL: cfg.BaseURL, Log: zap.NewNop()},
-		TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, AllowPrivateTargets: cfg.AllowPrivateTargets,
+		TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, Targets: targetsOf(cfg),
 	}
+}
+
+// targetsOf is the configuration's outbound targets; a setting that does
+// not parse allows public addresses only.
+func targetsOf(cfg config.Config) outbound.Targets {
+	t, _ := cfg.Targets()
+	return t
 }
 
 // workflowsClient is the Temporal side of a command: the service's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -61,7 +60,7 @@ func serveCmd() *cobra.Command {
 	cfg := config.Load()
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the HTTP server: /api/v1, /api/in/{token}, /console, /healthz, /readyz, /metrics",
+		Short: "Run the HTTP server: /api/v1, /api/in/{token}, /console, /healthz, /readyz (and /metrics on its own listener)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			migrated := func(ctx context.Context, cfg config.Config, log *zap.Logger) (*db.DB, error) {
@@ -76,19 +75,28 @@ func serveCmd() *cobra.Command {
 				return client.NewLazyClient(temporalOptions(cfg, log))
 			}
 			serve := func(rt *Runtime, ctx context.Context) error {
-				h, err := rt.APIHandler()
+				h, metrics, err := rt.APIHandler()
 				if err != nil {
 					return err
 				}
-				l, err := net.Listen("tcp", cfg.Listen)
+				l, err := Listen(cfg, cfg.Listen)
 				if err != nil {
 					return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 				}
-				rt.Log.Info("serving", zap.String("listen", l.Addr().String()), zap.String("base_url", cfg.BaseURL))
+				ml, err := ListenMetrics(cfg)
+				if err != nil {
+					l.Close()
+					return err
+				}
+				rt.Log.Info("serving", zap.String("listen", l.Addr().String()), zap.String("base_url", cfg.BaseURL),
+					zap.String("metrics_listen", cfg.MetricsListen))
 				// Serve while Temporal comes up, but stop when its namespace
 				// lacks the search attributes every workflow start needs.
 				g, gctx := errgroup.WithContext(ctx)
 				g.Go(func() error { return ServeHTTP(gctx, l, h, rt.Log) })
+				if ml != nil {
+					g.Go(func() error { return ServeMetrics(gctx, ml, metrics, rt.Log) })
+				}
 				g.Go(func() error {
 					if err := rt.CheckSearchAttributes(gctx); err != nil && gctx.Err() == nil {
 						return err
@@ -102,7 +110,7 @@ func serveCmd() *cobra.Command {
 	}
 	// Configured by its environment and flags alone, never by a dev directory.
 	cmd.Annotations = map[string]string{OwnSettings: "true"}
-	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN",
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN", "COMMERCE_METRICS_LISTEN", "COMMERCE_MAX_CONNECTIONS",
 		"COMMERCE_BASE_URL", "COMMERCE_TEMPORAL_UI_URL", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_CONSOLE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/commerce-integration/commerce/internal/app/worker"
@@ -123,32 +124,138 @@ func (rt *Runtime) ResealSecrets(ctx context.Context) {
 	}
 }
 
-// APIHandler builds the HTTP handler.
-func (rt *Runtime) APIHandler() (http.Handler, error) {
+// APIHandler builds the HTTP handler, and the handler of its /metrics,
+// served apart (ServeMetrics).
+func (rt *Runtime) APIHandler() (handler, metrics http.Handler, err error) {
 	key, sealer, err := rt.keys()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	consoleOn, err := rt.Cfg.ConsoleOn()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	targets, err := rt.Cfg.Targets()
+	if err != nil {
+		return nil, nil, err
 	}
 	s := api.New(api.Deps{
 		DB: rt.DB, Temporal: rt.Temporal, Namespace: rt.Cfg.TemporalNamespace, Logger: rt.Log, Cursors: cursor.New(key), Sealer: sealer, BaseURL: rt.Cfg.BaseURL,
-		TemporalUIURL: rt.Cfg.TemporalUIURL, AllowPrivateTargets: rt.Cfg.AllowPrivateTargets,
+		TemporalUIURL: rt.Cfg.TemporalUIURL, Targets: targets,
 	})
 	if consoleOn {
 		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: s.Service(), Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
 	}
-	return s.Handler(), nil
+	return s.Handler(), s.Metrics(), nil
 }
+
+// Listen listens on addr for the public HTTP server, holding at most the
+// configured number of connections at once (COMMERCE_MAX_CONNECTIONS): one
+// over it waits in the kernel's queue until another closes.
+func Listen(cfg config.Config, addr string) (net.Listener, error) {
+	max, err := cfg.Connections()
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return limitListener(l, max), nil
+}
+
+// limitListener accepts at most n connections at once; the next Accept
+// waits until one of them closes. Unlike netutil.LimitListener its
+// connections keep CloseWrite, with which the HTTP server half-closes a
+// connection it refuses (a header over the limit), so that the client reads
+// the answer instead of a reset.
+func limitListener(l net.Listener, n int) net.Listener {
+	return &limited{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limited struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limited) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *limited) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// CloseWrite half-closes the connection when the underlying one can.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// ListenMetrics listens for /metrics on cfg.MetricsListen, apart from the
+// public listener; nil when none is configured.
+func ListenMetrics(cfg config.Config) (net.Listener, error) {
+	if cfg.MetricsListen == "" {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", cfg.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics address %s (COMMERCE_METRICS_LISTEN): %w", cfg.MetricsListen, err)
+	}
+	return l, nil
+}
+
+// ServeMetrics answers GET /metrics on l until ctx ends; nothing else is
+// served there.
+func ServeMetrics(ctx context.Context, l net.Listener, metrics http.Handler, log *zap.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	return ServeHTTP(ctx, l, mux, log)
+}
+
+// The HTTP server's read bounds: headers within ReadHeaderTimeout, a
+// request within ReadTimeout unless its route sets a longer body deadline.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 15 * time.Second
+)
 
 // ServeHTTP answers HTTP on l until ctx ends, then drains for up to 10 s.
 func ServeHTTP(ctx context.Context, l net.Listener, h http.Handler, log *zap.Logger) error {
 	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
+		Handler: h,
+		// A request's headers must arrive within 5 s and the whole request
+		// within ReadTimeout, unless its route gives its body longer, in
+		// proportion to its limit (api's body read deadlines).
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),

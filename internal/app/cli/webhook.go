@@ -67,8 +67,13 @@ func webhookAddCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := outbound.CheckURL(cmd.Context(), url, cfg.AllowPrivateTargets); err != nil {
-				return usagef("--url: %v", err)
+			targets, err := cfg.Targets()
+			if err != nil {
+				return err
+			}
+			if _, err := outbound.CheckURL(cmd.Context(), url, targets); err != nil {
+				// An operator, unlike an API caller, is told why.
+				return usagef("--url: %v: %s", err, outbound.Reason(err))
 			}
 			sealer, err := configSealer(cfg)
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -208,6 +209,9 @@ func (c *console) signedIn(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ck, err := r.Cookie(sessionCookie)
 		if err != nil || ck.Value == "" {
+			if r.ContentLength != 0 {
+				w.Header().Set("Connection", "close") // the form is not read
+			}
 			c.render(w, r, http.StatusUnauthorized, "signin", nil)
 			return
 		}
@@ -226,14 +230,21 @@ func (c *console) signedIn(next http.Handler) http.Handler {
 	})
 }
 
-// maxForm bounds a console form's body.
-const maxForm = 64 << 10
+// maxForm bounds a console form's body, and formReadTime how long it may
+// take to arrive: the API's pace for a body of that size (a megabyte a
+// second, and ten seconds more).
+const (
+	maxForm      = 64 << 10
+	formReadTime = 10 * time.Second
+)
 
 // checkCSRF refuses a form whose CSRF token is not the session's.
 func (c *console) checkCSRF(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(formReadTime))
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 		if err := r.ParseForm(); err != nil {
+			w.Header().Set("Connection", "close")
 			c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
 			return
 		}
@@ -332,8 +343,16 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg s
 	c.renderPage(w, r, status, "error", page{Title: http.StatusText(status), Error: msg})
 }
 
-// internal answers a fault of the service: the detail goes to the log.
+// internal answers a fault of the service: the detail goes to the log. A
+// database that refused or could not give a connection is a 503 with
+// Retry-After: the page may load in a moment.
 func (c *console) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if db.Unavailable(err) {
+		logging.From(r.Context(), c.Log).Warn("console: database unavailable", zap.String("path", r.URL.Path), zap.Error(err))
+		w.Header().Set("Retry-After", strconv.Itoa(domain.UnavailableRetryAfter))
+		c.fail(w, r, http.StatusServiceUnavailable, "The service cannot answer just now; try again in a few seconds.")
+		return
+	}
 	logging.From(r.Context(), c.Log).Error("console", zap.String("path", r.URL.Path), zap.Error(err))
 	c.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side; the service log has the details.")
 }

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/devpg"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -45,11 +45,14 @@ type devState struct {
 	TemporalUIURL     string `json:"temporal_ui_url"`
 	TemporalNamespace string `json:"temporal_namespace"`
 	DatabaseURL       string `json:"database_url"`
-	// SecretKey and AllowPrivateTargets are for the commands run beside dev
-	// (config.DevSettings): its service key, and that its webhooks may reach
-	// loopback and private addresses.
-	SecretKey           string `json:"secret_key"`
-	AllowPrivateTargets bool   `json:"allow_private_targets"`
+	// SecretKey and PrivateTargets are for the commands run beside dev
+	// (config.DevSettings): its service key, and which non-public addresses
+	// its webhooks may reach (loopback, unless dev was told otherwise).
+	SecretKey      string `json:"secret_key"`
+	PrivateTargets string `json:"private_targets"`
+	// MetricsURL is where the process's Prometheus series are served, apart
+	// from the API.
+	MetricsURL string `json:"metrics_url"`
 	// InboundTokens are the demo organisation's inbound endpoints, one per
 	// action; InboundURLs the same as URLs under BaseURL.
 	InboundTokens map[domain.Action]string `json:"inbound_tokens"`
@@ -64,6 +67,11 @@ type devOptions struct {
 	// "sqlite" (a file under dir) or "postgres" (two databases beside the
 	// service's).
 	temporalStore string
+	// targetsGiven and metricsGiven say whether COMMERCE_ALLOW_PRIVATE_TARGETS
+	// and COMMERCE_METRICS_LISTEN were given (environment or flag); when not,
+	// dev lets webhooks reach loopback receivers only and serves /metrics on
+	// a free port of this machine.
+	targetsGiven, metricsGiven bool
 }
 
 // Command is `commerce dev`.
@@ -75,6 +83,7 @@ func Command() *cobra.Command {
 	if _, set := os.LookupEnv("COMMERCE_LOG_FORMAT"); !set {
 		cfg.LogFormat = "console"
 	}
+
 	var opts devOptions
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -88,6 +97,9 @@ func Command() *cobra.Command {
 			"--dir/dev.json. Ctrl-C stops everything; a second start reuses the data.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			given := func(name, flag string) bool { return os.Getenv(name) != "" || cmd.Flags().Changed(flag) }
+			opts.targetsGiven = given("COMMERCE_ALLOW_PRIVATE_TARGETS", "allow-private-targets")
+			opts.metricsGiven = given("COMMERCE_METRICS_LISTEN", "metrics-listen")
 			return runDev(cmd.Context(), cfg, opts, cmd.OutOrStdout())
 		},
 	}
@@ -99,8 +111,23 @@ func Command() *cobra.Command {
 	cmd.Flags().StringVar(&opts.temporalStore, "temporal-store", "sqlite",
 		"where the embedded Temporal server keeps its state: sqlite (--dir/temporal.db, and temporal-visibility.db for the visibility records) or postgres "+
 			"(persistence and visibility in the databases <db>_temporal and <db>_temporal_visibility of the service's cluster, created when missing)")
-	cfg.Flags(cmd.Flags(), "COMMERCE_LISTEN", "COMMERCE_BASE_URL", "TEMPORAL_NAMESPACE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+	cfg.Flags(cmd.Flags(), "COMMERCE_LISTEN", "COMMERCE_BASE_URL", "TEMPORAL_NAMESPACE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT",
+		"COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_METRICS_LISTEN")
 	return cmd
+}
+
+// devDefaults is cfg with what dev sets that its environment and flags did
+// not: webhooks may reach receivers on this machine (loopback) and no other
+// non-public address, and /metrics is served on a free port of this
+// machine. An explicit COMMERCE_ALLOW_PRIVATE_TARGETS, false included, wins.
+func devDefaults(cfg config.Config, opts devOptions) config.Config {
+	if !opts.targetsGiven {
+		cfg.PrivateTargets = outbound.LoopbackTargets.String()
+	}
+	if !opts.metricsGiven {
+		cfg.MetricsListen = "127.0.0.1:0"
+	}
+	return cfg
 }
 
 // step prints a progress line for a piece of start-up and its duration.
@@ -131,7 +158,7 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	if err != nil {
 		return err
 	}
-	cfg.AllowPrivateTargets = true
+	cfg = devDefaults(cfg, opts)
 	if opts.temporalStore == "" {
 		opts.temporalStore = "sqlite"
 	}
@@ -139,7 +166,7 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		return fmt.Errorf("--temporal-store %q: want sqlite or postgres", opts.temporalStore)
 	}
 
-	listener, err := net.Listen("tcp", cfg.Listen)
+	listener, err := cli.Listen(cfg, cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("API address %s is taken (is `commerce dev` already running?); choose another with --listen: %w", cfg.Listen, err)
 	}
@@ -237,7 +264,11 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	}
 	defer rt.Temporal.Close()
 	rt.ResealSecrets(ctx)
-	handler, err := rt.APIHandler()
+	handler, metrics, err := rt.APIHandler()
+	if err != nil {
+		return err
+	}
+	metricsListener, err := cli.ListenMetrics(cfg)
 	if err != nil {
 		return err
 	}
@@ -248,7 +279,11 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	state.TemporalNamespace = cfg.TemporalNamespace
 	state.DatabaseURL = cfg.DatabaseURL
 	state.SecretKey = hex.EncodeToString(key)
-	state.AllowPrivateTargets = cfg.AllowPrivateTargets
+	state.PrivateTargets = cfg.PrivateTargets
+	state.MetricsURL = ""
+	if metricsListener != nil {
+		state.MetricsURL = "http://" + metricsListener.Addr().String() + "/metrics"
+	}
 	state.InboundURLs = map[domain.Action]string{}
 	for action, token := range state.InboundTokens {
 		state.InboundURLs[action] = cli.InboundURL(baseURL, token)
@@ -260,6 +295,9 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return rt.RunWorker(gctx) })
 	g.Go(func() error { return cli.ServeHTTP(gctx, listener, handler, log) })
+	if metricsListener != nil {
+		g.Go(func() error { return cli.ServeMetrics(gctx, metricsListener, metrics, log) })
+	}
 	// Not fatal: the demo receipts are a convenience.
 	if err := step(out, "demo inbound posts", func() error { return postDemoReceipts(gctx, d, handler, state) }); err != nil {
 		log.Warn("demo inbound posts", zap.Error(err))

@@ -153,7 +153,7 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"base_url", "api_key", "org_id", "temporal_address", "temporal_ui_url", "secret_key", "allow_private_targets"} {
+	for _, k := range []string{"base_url", "api_key", "org_id", "temporal_address", "temporal_ui_url", "secret_key", "private_targets", "metrics_url"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("dev.json has no %q", k)
 		}
@@ -163,7 +163,7 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	}
 	// What the commands beside dev read is what dev runs with.
 	if s, err := cli.ReadDevSettings(dir); err != nil || s.DatabaseURL != st.DatabaseURL || s.TemporalAddress != st.TemporalAddress ||
-		s.TemporalNamespace != "default" || !s.AllowPrivateTargets || s.BaseURL != st.BaseURL {
+		s.TemporalNamespace != "default" || s.PrivateTargets != "loopback" || s.BaseURL != st.BaseURL {
 		t.Errorf("dev settings %+v (%v) are not dev's %+v", s, err, st)
 	}
 	if key, err := os.ReadFile(filepath.Join(dir, "secret.key")); err != nil || st.SecretKey != strings.TrimSpace(string(key)) {

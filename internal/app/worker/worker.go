@@ -52,9 +52,13 @@ func Activities(d Deps) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
+	targets, err := d.Cfg.Targets()
+	if err != nil {
+		return nil, err
+	}
 	wf := workflows.NewClient(d.Temporal, d.Cfg.TemporalNamespace).WithDelivery(delivery)
 	return &activities.Activities{DB: d.DB, Log: d.Log.Named("activities"), BaseURL: d.Cfg.BaseURL,
-		Sealer: d.Sealer, Webhooks: outbound.Client(d.Cfg.AllowPrivateTargets), Delivery: delivery,
+		Sealer: d.Sealer, Webhooks: outbound.Client(targets), Delivery: delivery,
 		Replays: &integrations.Posts{DB: d.DB, Workflows: wf, Log: d.Log.Named("replays"), Sealer: d.Sealer, BaseURL: d.Cfg.BaseURL}}, nil
 }
 
