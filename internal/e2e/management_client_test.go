@@ -36,11 +36,11 @@ func TestGeneratedClientCallsEveryManagementRoute(t *testing.T) {
 	events := []string{"order.status_changed"}
 	subscriptionKey := "add-hooks-1" // a write through the client with an Idempotency-Key
 	created, err := c.CreateWebhookSubscriptionWithResponse(ctx, &client.CreateWebhookSubscriptionParams{IdempotencyKey: &subscriptionKey}, client.CreateWebhookSubscriptionJSONRequestBody{Url: rc.srv.URL + "/hooks", Events: &events})
-	if err != nil || created.JSON201 == nil {
+	if err != nil || created.JSON201 == nil || created.JSON201.Secret == nil {
 		t.Fatalf("create subscription: %v %s", err, created.Body)
 	}
 	rc.mu.Lock()
-	rc.secret = created.JSON201.Secret
+	rc.secret = *created.JSON201.Secret
 	rc.mu.Unlock()
 	sub := created.JSON201.Id.String()
 
@@ -114,7 +114,7 @@ func TestGeneratedClientCallsEveryManagementRoute(t *testing.T) {
 		t.Fatalf("patch: %v %s", err, patched.Body)
 	}
 	rotated, err := c.RotateWebhookSecretWithResponse(ctx, sub, nil)
-	if err != nil || rotated.JSON200 == nil || rotated.JSON200.Secret == created.JSON201.Secret {
+	if err != nil || rotated.JSON200 == nil || rotated.JSON200.Secret == nil || *rotated.JSON200.Secret == *created.JSON201.Secret {
 		t.Fatalf("rotate: %v %s", err, rotated.Body)
 	}
 	deliveries, err := c.ListWebhookDeliveriesWithResponse(ctx, &client.ListWebhookDeliveriesParams{})
