@@ -231,6 +231,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := step("what a review of the exposed service found", func() error {
+		s.exposureChecks(ctx)
+		return ctx.Err()
+	}); err != nil {
+		return nil, err
+	}
 	s.serverStillUp(ctx)
 	mem.finish(srv.pid())
 	srv.stop()
