@@ -21,10 +21,6 @@ import (
 	"github.com/commerce-integration/commerce/signature"
 )
 
-// answerWait is how long an inbound post waits for its workflow's first
-// answer before it is answered 202 and left to finish.
-const answerWait = 20 * time.Second
-
 // receiptPreview is how much of a body over the limit a receipt keeps.
 const receiptPreview = 64 << 10
 

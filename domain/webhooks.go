@@ -97,7 +97,7 @@ func offsetIn(spread time.Duration, deliveryID uuid.UUID) time.Duration {
 		return 0
 	}
 	h := fnv.New64a()
-	h.Write(deliveryID[:])
+	_, _ = h.Write(deliveryID[:]) // a hash.Hash never fails to write
 	return time.Duration(h.Sum64()%uint64(spread/time.Second)) * time.Second
 }
 

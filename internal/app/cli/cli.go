@@ -254,13 +254,6 @@ func dbFlags(cmd *cobra.Command, cfg *config.Config) {
 	cfg.Flags(cmd.Flags(), "DATABASE_URL")
 }
 
-func orDash(s *string) string {
-	if s == nil || *s == "" {
-		return "-"
-	}
-	return *s
-}
-
 func tsOrDash(t *domain.Timestamp) string {
 	if t == nil {
 		return "-"

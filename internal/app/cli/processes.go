@@ -85,7 +85,7 @@ func serveCmd() *cobra.Command {
 				}
 				ml, err := ListenMetrics(cfg)
 				if err != nil {
-					l.Close()
+					_ = l.Close()
 					return err
 				}
 				rt.Log.Info("serving", zap.String("listen", l.Addr().String()), zap.String("base_url", cfg.BaseURL),
