@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/base32"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,6 +94,10 @@ func noStoreSecrets(ctx huma.Context, next func(huma.Context)) {
 // maxRequestID is the longest X-Request-Id kept from a client.
 const maxRequestID = 64
 
+// requestIDPrefix starts the ids the process makes (then a counter): random
+// per process, so that ids of several replicas do not meet.
+var requestIDPrefix = strings.ToLower(strings.TrimRight(base32.StdEncoding.EncodeToString(uuid.New().NodeID()), "=")) + "-"
+
 // requestID names every request: the client's X-Request-Id when it is at
 // most maxRequestID characters of [A-Za-z0-9._-], otherwise a new one. The
 // id is answered, logged and kept on a receipt, so a client must not be
@@ -101,7 +106,7 @@ func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(middleware.RequestIDHeader)
 		if !validRequestID(id) {
-			id = uuid.NewString()
+			id = requestIDPrefix + strconv.FormatUint(middleware.NextRequestID(), 10)
 			r.Header.Set(middleware.RequestIDHeader, id)
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), middleware.RequestIDKey, id)))
