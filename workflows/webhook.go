@@ -32,6 +32,12 @@ var deliverOptions = workflow.ActivityOptions{
 // activity, with deliverOptions' retries.
 const localFirstAttempt = "local-first-attempt"
 
+// resendWhileClosing marks the change that makes a resend signalled while
+// the run's last attempt ran one attempt more: before it, the run closed
+// and the signal was lost (support had resent a delivery whose status read
+// succeeded or exhausted a moment before its workflow closed).
+const resendWhileClosing = "resend-while-closing"
+
 // firstAttemptOptions: one try, with deliverOptions' 30 s bound; the
 // retries of a fault are the activity's.
 var firstAttemptOptions = workflow.LocalActivityOptions{
@@ -68,6 +74,16 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 			return domain.WebhookOutcome{Attempts: attempts - 1}, err
 		}
 		if res.RetryAt == nil {
+			// A resend support asked for while the attempt ran (the delivery
+			// read as over, or the signal came as the run was closing) is one
+			// attempt more, not a signal lost with the run.
+			if workflow.GetVersion(ctx, resendWhileClosing, workflow.DefaultVersion, 1) != workflow.DefaultVersion &&
+				resend.ReceiveAsync(nil) {
+				for resend.ReceiveAsync(nil) {
+				}
+				manual = true
+				continue
+			}
 			return domain.WebhookOutcome{Status: statusAfter(res), Attempts: attempts}, nil
 		}
 		// Until the nightly run the attempt named, or a resend.

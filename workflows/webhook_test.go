@@ -233,3 +233,37 @@ func TestADeliveryGoesByThePolicyItsInputCarries(t *testing.T) {
 		}
 	}
 }
+
+// A resend signalled while the last attempt runs (support saw the delivery
+// as over a moment before its run closed) makes one attempt more instead of
+// being lost with the run.
+func TestAResendSignalledWhileTheLastAttemptRunsIsOneAttemptMore(t *testing.T) {
+	for name, first := range map[string]domain.DeliverResult{"after a success": receiverOK, "after the last failure": receiverDown} {
+		t.Run(name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			e := s.NewTestWorkflowEnvironment()
+			e.SetStartTime(webhookStart)
+			var a *activityStub
+			var attempts []domain.DeliverInput
+			e.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
+					attempts = append(attempts, in)
+					if len(attempts) == 1 {
+						e.SignalWorkflow(ResendSignal, nil) // while this attempt runs
+						return first, nil
+					}
+					return receiverOK, nil
+				})
+			in := webhookIn
+			in.Attempts = domain.MaxWebhookAttempts - 1 // the next attempt is the last
+			e.ExecuteWorkflow(WebhookDelivery, in)
+			var out domain.WebhookOutcome
+			if err := e.GetWorkflowResult(&out); err != nil {
+				t.Fatal(err)
+			}
+			if len(attempts) != 2 || !attempts[1].Manual || out.Status != domain.WebhookSucceeded || out.Attempts != domain.MaxWebhookAttempts+1 {
+				t.Fatalf("%d attempts (%+v), outcome %+v; want the resend made as a second, manual attempt", len(attempts), attempts, out)
+			}
+		})
+	}
+}

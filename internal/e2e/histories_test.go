@@ -203,10 +203,33 @@ func TestRecordHistories(t *testing.T) {
 	record(matchID, "ThreeWayMatch.continued-then-matched.json")
 	recordRun(matchID, matchFirst, "ThreeWayMatch.awaiting-receipt-continued-as-new.json")
 
-	// Webhooks: one receiver answers, the other fails every attempt.
+	// Webhooks: one receiver answers, another fails every attempt, and a
+	// third fails the first attempt and is resent its delivery while the
+	// second runs (support resent it as the run was closing: one attempt
+	// more).
 	ok := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
 	broken := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	var racingSub db.CreatedSubscription
+	racing := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get(activities.HeaderAttempt) {
+		case "1":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		case "3":
+			return
+		}
+		ref := domain.WebhookDeliveryRef{ID: mustID(t, r.Header.Get(activities.HeaderDeliveryID)), OrgID: f.org.ID,
+			EventID: mustID(t, r.Header.Get(activities.HeaderEventID)), EventType: r.Header.Get(activities.HeaderEventType),
+			SubscriptionID: racingSub.ID}
+		go func() {
+			if err := f.Workflows.ResendWebhook(context.Background(), ref, false); err != nil {
+				t.Errorf("resend while the attempt runs: %v", err)
+			}
+		}()
+		time.Sleep(time.Second) // the attempt is still running when the resend arrives
+	})
 	okSub, brokenSub := ok.subscribe(f, domain.EventCustomerCreated), broken.subscribe(f, domain.EventCustomerCreated)
+	racingSub = racing.subscribe(f, domain.EventCustomerCreated)
 	f.Outbox()
 	if _, err := f.DB.UpsertCustomers(ctx, f.org.ID, []domain.CustomerInput{{Company: "Hooked Ltd"}}); err != nil {
 		t.Fatal(err)
@@ -221,8 +244,10 @@ func TestRecordHistories(t *testing.T) {
 		})
 		return domain.WebhookWorkflowID(mustID(t, got[:36]))
 	}
-	record(delivery(okSub.ID, "succeeded 1"), "WebhookDelivery.delivered.json")
-	record(delivery(brokenSub.ID, fmt.Sprintf("exhausted %d", domain.MaxWebhookAttempts)), "WebhookDelivery.failed-retried-exhausted.json")
+	record(delivery(okSub.ID, "succeeded 1"), "WebhookDelivery.delivered-resend-while-closing.json")
+	record(delivery(brokenSub.ID, fmt.Sprintf("exhausted %d", domain.MaxWebhookAttempts)),
+		"WebhookDelivery.failed-resend-while-closing-retried-exhausted.json")
+	record(delivery(racingSub.ID, "succeeded 3"), "WebhookDelivery.resent-while-closing.json")
 
 	// Quote expiry: a sent quote whose valid_until has passed.
 	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(domain.DateLayout)
