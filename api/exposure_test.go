@@ -319,3 +319,43 @@ func TestARefusedDatabaseConnectionAnswers503(t *testing.T) {
 		t.Errorf("the refusals are not counted:\n%.2000s", b.String())
 	}
 }
+
+// A pool whose every connection stays in use answers 503 with Retry-After
+// after its acquire wait, instead of holding the request; once a
+// connection is free the same request is answered.
+func TestAnExhaustedPoolAnswers503WithRetryAfter(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	small, err := db.ConnectWith(ctx, f.db.URL, db.Options{MaxConns: 1, AcquireWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	s := api.New(api.Deps{DB: small, Logger: zap.NewNop(), Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://localhost"})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	get := func() (int, string, map[string]string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/products", nil)
+		req.Header.Set("Authorization", "Bearer "+f.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]string
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, resp.Header.Get("Retry-After"), body
+	}
+	held, err := small.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, retry, body := get()
+	if status != http.StatusServiceUnavailable || retry != "5" || body["error"] != "Service unavailable" {
+		t.Errorf("with the pool exhausted: %d Retry-After %q %v", status, retry, body)
+	}
+	held.Release()
+	if status, _, body := get(); status != http.StatusOK {
+		t.Errorf("with a connection free again: %d %v", status, body)
+	}
+}

@@ -2,47 +2,57 @@ package api
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"net/http"
-	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.uber.org/zap"
 
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/internal/health"
 	"github.com/commerce-integration/commerce/internal/logging"
 )
 
 // healthz answers 200 while the process is up.
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) { health.Live(w, r) }
+
+// readyz answers 200 while Postgres answers with the schema this binary
+// expects. Temporal is checked only for a verbose answer and never makes
+// the API unready: while it is down a post is stored and answered 202
+// pending, and runs when Temporal returns.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	health.Handler(ReadinessChecks(s.db, s.temporal), logging.From(r.Context(), s.log))(w, r)
 }
 
-// readyz answers 200 when Postgres and Temporal both answer, 503 otherwise,
-// naming which one does not.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
-	log := logging.From(r.Context(), s.log)
-	checks := map[string]string{"postgres": "ok", "temporal": "ok"}
-	ready := true
-	if err := s.db.Ping(ctx); err != nil {
-		log.Warn("readiness: postgres", zap.Error(err))
-		checks["postgres"], ready = "unreachable", false
+// ReadinessChecks are the dependencies of a process on d and tc: Postgres
+// and its schema are required, Temporal is not (the worker requires it;
+// see its own checks).
+func ReadinessChecks(d *db.DB, tc client.Client) []health.Check {
+	return []health.Check{
+		{Name: "postgres", Required: true, Probe: d.Ping},
+		{Name: "schema", Required: true, Reason: fmt.Sprintf("not at version %d: run `commerce migrate`", db.LatestVersion()),
+			Probe: func(ctx context.Context) error {
+				v, err := d.SchemaVersion(ctx)
+				if err == nil && v != db.LatestVersion() {
+					err = fmt.Errorf("schema version %d, want %d", v, db.LatestVersion())
+				}
+				return err
+			}},
+		TemporalCheck(tc, false),
 	}
-	if s.temporal == nil {
-		checks["temporal"], ready = "not configured", false
-	} else if _, err := s.temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-		log.Warn("readiness: temporal", zap.Error(err))
-		checks["temporal"], ready = "unreachable", false
+}
+
+// TemporalCheck checks that the Temporal frontend answers; with no client
+// it is down as "not configured".
+func TemporalCheck(tc client.Client, required bool) health.Check {
+	c := health.Check{Name: "temporal", Required: required}
+	if tc == nil {
+		c.Reason = "not configured"
+		c.Probe = func(context.Context) error { return fmt.Errorf("no Temporal client") }
+		return c
 	}
-	status := http.StatusOK
-	checks["status"] = "ready"
-	if !ready {
-		status = http.StatusServiceUnavailable
-		checks["status"] = "not ready"
+	c.Probe = func(ctx context.Context) error {
+		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(checks)
+	return c
 }

@@ -37,22 +37,33 @@ type DB struct {
 // configured (COMMERCE_DB_MAX_CONNS).
 const DefaultMaxConns = 20
 
-// Connect opens the pools on url and checks that the database answers. The
-// main pool opens at most maxConns connections (DefaultMaxConns when 0): the
-// worker keeps two of them for LISTEN, and the rest serve requests,
-// activities and sweeps (pgx's own default, four on two cores, starved
-// them). The rate-limit pool opens a quarter as many, at least four.
+// Connect opens the pools on url with a main pool of maxConns connections
+// (DefaultMaxConns when 0) and no acquire wait; see ConnectWith.
 func Connect(ctx context.Context, url string, maxConns int32) (*DB, error) {
+	return ConnectWith(ctx, url, Options{MaxConns: maxConns})
+}
+
+// ConnectWith opens the pools on url and checks that the database answers.
+// The main pool opens at most o.MaxConns connections: the worker keeps two
+// of them for LISTEN, and the rest serve requests, activities and sweeps
+// (pgx's own default, four on two cores, starved them). The rate-limit pool
+// opens a quarter as many, at least four. Both open connections only as
+// statements need them.
+func ConnectWith(ctx context.Context, url string, o Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	if maxConns <= 0 {
-		maxConns = DefaultMaxConns
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
 	}
-	cfg.MaxConns = maxConns
+	cfg.MaxConns = o.MaxConns
+	if o.AcquireWait > 0 {
+		// pgxpool takes its AcquireTracer from the connections' tracer.
+		cfg.ConnConfig.Tracer = acquireWait{wait: o.AcquireWait}
+	}
 	rateCfg := cfg.Copy()
-	rateCfg.MaxConns = max(4, maxConns/4)
+	rateCfg.MaxConns = RateMaxConns(o.MaxConns)
 	rateCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	rateCfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -71,11 +82,18 @@ func Connect(ctx context.Context, url string, maxConns int32) (*DB, error) {
 	return &DB{pool: pool, rate: rate}, nil
 }
 
+// RateMaxConns is the size of the rate-limit pool beside a main pool of
+// maxConns: a quarter as many, at least four.
+func RateMaxConns(maxConns int32) int32 { return max(4, maxConns/4) }
+
 // Unavailable reports whether err is the database refusing or failing to
 // give a connection: the server is full (too many clients), starting or
 // shutting down, or cannot be reached. A request that meets it may succeed
 // later, so it is answered 503 with Retry-After, not 500.
 func Unavailable(err error) bool {
+	if errors.Is(err, ErrPoolBusy) {
+		return true
+	}
 	var connect *pgconn.ConnectError
 	if errors.As(err, &connect) {
 		return true
@@ -101,6 +119,11 @@ func (d *DB) Close() {
 
 // Pool exposes the pool for the few callers (tests, benchmarks) that need it.
 func (d *DB) Pool() *pgxpool.Pool { return d.pool }
+
+// PoolSizes are the most connections the main and the rate-limit pool open.
+func (d *DB) PoolSizes() (main, rate int32) {
+	return d.pool.Config().MaxConns, d.rate.Config().MaxConns
+}
 
 // Ping checks that the database answers.
 func (d *DB) Ping(ctx context.Context) error { return d.pool.Ping(ctx) }

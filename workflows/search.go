@@ -2,12 +2,15 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
@@ -41,6 +44,10 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 // namespace lacks, with the commands that create them.
 func CheckSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
 	existing, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	var noNamespace *serviceerror.NamespaceNotFound
+	if errors.As(err, &noNamespace) {
+		return &MissingNamespaceError{Namespace: namespace, err: err}
+	}
 	if err != nil {
 		return fmt.Errorf("list search attributes of namespace %q: %w", namespace, err)
 	}
@@ -51,7 +58,7 @@ func CheckSearchAttributes(ctx context.Context, c client.Client, namespace strin
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return checkUsable(ctx, c, namespace)
 	}
 	sort.Strings(missing)
 	var b strings.Builder
@@ -60,6 +67,32 @@ func CheckSearchAttributes(ctx context.Context, c client.Client, namespace strin
 		fmt.Fprintf(&b, "\n  temporal operator search-attribute create --namespace %s --name %s --type Keyword", namespace, name)
 	}
 	return &MissingSearchAttributesError{Namespace: namespace, Names: missing, msg: b.String()}
+}
+
+// checkUsable asks for a count of the namespace's workflows by every
+// search attribute. A server reads a namespace's attributes from a cache
+// that takes up to several seconds to learn new ones: until then it refuses
+// a start that sets them ("no mapping defined for search attribute"), and
+// this query too, so a process that waits for it starts no workflow the
+// server would refuse.
+func checkUsable(ctx context.Context, c client.Client, namespace string) error {
+	_, err := c.WorkflowService().CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Namespace: namespace, Query: UsableQuery()})
+	if err != nil {
+		return fmt.Errorf("namespace %q lists the search attributes but does not take them yet: %w", namespace, err)
+	}
+	return nil
+}
+
+// UsableQuery is the query checkUsable counts with, for the setup steps
+// that wait for the same thing (docker-compose.yml's temporal-setup job).
+func UsableQuery() string {
+	names := make([]string, 0, len(searchAttributes))
+	for _, k := range searchAttributes {
+		names = append(names, k.GetName()+" = 'check'")
+	}
+	sort.Strings(names)
+	return strings.Join(names, " OR ")
 }
 
 // MissingSearchAttributesError names the search attributes a namespace
@@ -71,3 +104,27 @@ type MissingSearchAttributesError struct {
 }
 
 func (e *MissingSearchAttributesError) Error() string { return e.msg }
+
+// MissingNamespaceError is a namespace that does not exist; its message
+// carries the commands that create it with the service's search attributes.
+type MissingNamespaceError struct {
+	Namespace string
+	err       error
+}
+
+func (e *MissingNamespaceError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Temporal namespace %q does not exist (TEMPORAL_NAMESPACE); create it, with the search attributes every workflow carries, with:", e.Namespace)
+	fmt.Fprintf(&b, "\n  temporal operator namespace create --namespace %s --retention 168h", e.Namespace)
+	names := make([]string, 0, len(searchAttributes))
+	for name := range SearchAttributes() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(&b, "\n  temporal operator search-attribute create --namespace %s --name %s --type Keyword", e.Namespace, name)
+	}
+	return b.String()
+}
+
+func (e *MissingNamespaceError) Unwrap() error { return e.err }

@@ -21,6 +21,8 @@ import (
 type Config struct {
 	DatabaseURL       string
 	DBMaxConns        string
+	// DBAcquireWait bounds an API request's wait for a free connection.
+	DBAcquireWait string
 	TemporalAddress   string
 	TemporalNamespace string
 	Listen            string
@@ -61,6 +63,9 @@ var Vars = []Var{
 	{Name: "COMMERCE_DB_MAX_CONNS", Default: "20",
 		Usage: "most connections a process's main Postgres pool opens (rate limiting adds a quarter, at least 4)", flag: "db-max-conns",
 		field: func(c *Config) *string { return &c.DBMaxConns }},
+	{Name: "COMMERCE_DB_ACQUIRE_WAIT", Default: "2s",
+		Usage: "how long an API request waits for a free database connection before it is answered 503 (0: as long as the request)", flag: "db-acquire-wait",
+		field: func(c *Config) *string { return &c.DBAcquireWait }},
 	{Name: "TEMPORAL_ADDRESS", Default: "127.0.0.1:7233",
 		Usage: "Temporal frontend host:port", flag: "temporal-address", field: func(c *Config) *string { return &c.TemporalAddress }},
 	{Name: "TEMPORAL_NAMESPACE", Default: "default",
@@ -263,6 +268,18 @@ func (c Config) MaxConns() (int32, error) {
 		return 0, fmt.Errorf("COMMERCE_DB_MAX_CONNS %q is not a number from 1 to 1000", c.DBMaxConns)
 	}
 	return int32(n), nil
+}
+
+// AcquireWait parses DBAcquireWait: a duration from 0 to 1 minute.
+func (c Config) AcquireWait() (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(c.DBAcquireWait))
+	if strings.TrimSpace(c.DBAcquireWait) == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 || d > time.Minute {
+		return 0, fmt.Errorf("COMMERCE_DB_ACQUIRE_WAIT %q is not a duration from 0 to 1m (such as 2s)", c.DBAcquireWait)
+	}
+	return d, nil
 }
 
 // Retention parses RetentionDays: how long receipts and delivery attempts

@@ -74,6 +74,23 @@ func TestMaxConnsDefaultsTo20AndIsChecked(t *testing.T) {
 	}
 }
 
+func TestAcquireWaitDefaultsTo2sAndIsChecked(t *testing.T) {
+	t.Setenv("COMMERCE_DB_ACQUIRE_WAIT", "")
+	if d, err := Load().AcquireWait(); err != nil || d != 2*time.Second {
+		t.Fatalf("default AcquireWait = %v, %v", d, err)
+	}
+	for in, want := range map[string]time.Duration{"0": 0, "500ms": 500 * time.Millisecond, "1m": time.Minute} {
+		if d, err := (Config{DBAcquireWait: in}).AcquireWait(); err != nil || d != want {
+			t.Errorf("AcquireWait(%q) = %v, %v; want %v", in, d, err, want)
+		}
+	}
+	for _, bad := range []string{"-1s", "61s", "2", "soon", ""} {
+		if _, err := (Config{DBAcquireWait: bad}).AcquireWait(); err == nil {
+			t.Errorf("AcquireWait(%q) accepted", bad)
+		}
+	}
+}
+
 func TestUseDevFillsOnlyWhatNeitherEnvironmentNorFlagsSet(t *testing.T) {
 	for _, n := range Names() {
 		t.Setenv(n, "")

@@ -126,6 +126,21 @@ func ConnectDB(ctx context.Context, cfg config.Config) (*db.DB, error) {
 	return db.Connect(ctx, cfg.DatabaseURL, n)
 }
 
+// connectAPI opens the pools of `commerce serve`: sized like ConnectDB's,
+// and a statement waits COMMERCE_DB_ACQUIRE_WAIT at most for a connection,
+// so that a full pool answers 503 at once instead of holding requests.
+func connectAPI(ctx context.Context, cfg config.Config) (*db.DB, error) {
+	n, err := cfg.MaxConns()
+	if err != nil {
+		return nil, err
+	}
+	wait, err := cfg.AcquireWait()
+	if err != nil {
+		return nil, err
+	}
+	return db.ConnectWith(ctx, cfg.DatabaseURL, db.Options{MaxConns: n, AcquireWait: wait})
+}
+
 // openDB connects to the configured database and checks that its schema is
 // the one this binary expects.
 func openDB(ctx context.Context, cfg config.Config) (*db.DB, error) {

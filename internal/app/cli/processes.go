@@ -45,6 +45,9 @@ func runProcess(ctx context.Context, cfg config.Config, check func() error,
 	if err != nil {
 		return err
 	}
+	main, rate := d.PoolSizes()
+	log.Info("database pools", zap.Int32("max_conns", main), zap.Int32("rate_limit_max_conns", rate),
+		zap.Int32("most_connections", main+rate))
 	tc, err := dial(ctx, cfg, log)
 	if err != nil {
 		d.Close()
@@ -67,7 +70,7 @@ func serveCmd() *cobra.Command {
 				if err := Migrate(ctx, cfg, log); err != nil {
 					return nil, err
 				}
-				return ConnectDB(ctx, cfg)
+				return connectAPI(ctx, cfg)
 			}
 			// A lazy client: the API starts while Temporal is still coming up,
 			// and /readyz says so until it answers.
@@ -89,7 +92,7 @@ func serveCmd() *cobra.Command {
 					return err
 				}
 				rt.Log.Info("serving", zap.String("listen", l.Addr().String()), zap.String("base_url", cfg.BaseURL),
-					zap.String("metrics_listen", cfg.MetricsListen))
+					zap.String("metrics_listen", cfg.MetricsListen), zap.String("db_acquire_wait", cfg.DBAcquireWait))
 				// Serve while Temporal comes up, but stop when its namespace
 				// lacks the search attributes every workflow start needs.
 				g, gctx := errgroup.WithContext(ctx)
@@ -110,7 +113,7 @@ func serveCmd() *cobra.Command {
 	}
 	// Configured by its environment and flags alone, never by a dev directory.
 	cmd.Annotations = map[string]string{OwnSettings: "true"}
-	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN", "COMMERCE_METRICS_LISTEN", "COMMERCE_MAX_CONNECTIONS",
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "COMMERCE_DB_ACQUIRE_WAIT", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN", "COMMERCE_METRICS_LISTEN", "COMMERCE_MAX_CONNECTIONS",
 		"COMMERCE_BASE_URL", "COMMERCE_TEMPORAL_UI_URL", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_CONSOLE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
@@ -127,12 +130,12 @@ func workerCmd() *cobra.Command {
 				return err
 			}
 			open := func(ctx context.Context, cfg config.Config, _ *zap.Logger) (*db.DB, error) { return openDB(ctx, cfg) }
-			return runProcess(cmd.Context(), cfg, nightly, open, DialTemporal, (*Runtime).RunWorker)
+			return runProcess(cmd.Context(), cfg, nightly, open, DialTemporal, (*Runtime).RunWorkerProcess)
 		},
 	}
 	// Configured by its environment and flags alone, never by a dev directory.
 	cmd.Annotations = map[string]string{OwnSettings: "true"}
-	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE",
+	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_METRICS_LISTEN",
 		"COMMERCE_NIGHTLY_AT", "COMMERCE_RETENTION_DAYS", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }

@@ -7,12 +7,18 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/commerce-integration/commerce/internal/app/worker"
+	"github.com/commerce-integration/commerce/internal/health"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
@@ -302,8 +308,9 @@ func (rt *Runtime) CheckSearchAttributes(ctx context.Context) error {
 }
 
 // RunWorker runs the worker (package worker) until ctx ends, once the
-// namespace holds the service's search attributes.
-func (rt *Runtime) RunWorker(ctx context.Context) error {
+// namespace holds the service's search attributes; polling, when given, is
+// set while it polls its task queue.
+func (rt *Runtime) RunWorker(ctx context.Context, polling *atomic.Bool) error {
 	_, sealer, err := rt.keys()
 	if err != nil {
 		return err
@@ -314,5 +321,51 @@ func (rt *Runtime) RunWorker(ctx context.Context) error {
 		}
 		return err
 	}
-	return worker.Run(ctx, worker.Deps{Cfg: rt.Cfg, Log: rt.Log, DB: rt.DB, Temporal: rt.Temporal, Sealer: sealer})
+	return worker.Run(ctx, worker.Deps{Cfg: rt.Cfg, Log: rt.Log, DB: rt.DB, Temporal: rt.Temporal, Sealer: sealer, Polling: polling})
+}
+
+// RunWorkerProcess is `commerce worker`: RunWorker, with the worker's
+// probes and series served on COMMERCE_METRICS_LISTEN (WorkerProbes).
+func (rt *Runtime) RunWorkerProcess(ctx context.Context) error {
+	ml, err := ListenMetrics(rt.Cfg)
+	if err != nil {
+		return err
+	}
+	if ml == nil {
+		return rt.RunWorker(ctx, nil)
+	}
+	rt.Log.Info("worker probes and metrics", zap.String("metrics_listen", ml.Addr().String()))
+	var polling atomic.Bool
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ServeHTTP(gctx, ml, rt.WorkerProbes(&polling), rt.Log) })
+	g.Go(func() error {
+		err := rt.RunWorker(gctx, &polling)
+		if err == nil && ctx.Err() == nil {
+			return errors.New("the worker stopped") // stops the probes too
+		}
+		return err
+	})
+	return g.Wait()
+}
+
+// WorkerProbes serves the worker's /healthz, /readyz and /metrics. It is
+// ready while Postgres answers with the current schema, Temporal answers and
+// the worker polls its task queue: unlike the API, a worker cut off from
+// Temporal does no work.
+func (rt *Runtime) WorkerProbes(polling *atomic.Bool) http.Handler {
+	checks := append(api.ReadinessChecks(rt.DB, rt.Temporal)[:2], api.TemporalCheck(rt.Temporal, true),
+		health.Check{Name: "worker", Required: true, Reason: "not polling its task queue",
+			Probe: func(context.Context) error {
+				if !polling.Load() {
+					return errors.New("not polling")
+				}
+				return nil
+			}})
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", health.Live)
+	mux.Handle("GET /readyz", health.Handler(checks, rt.Log))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	return mux
 }

@@ -293,7 +293,7 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return rt.RunWorker(gctx) })
+	g.Go(func() error { return rt.RunWorker(gctx, nil) })
 	g.Go(func() error { return cli.ServeHTTP(gctx, listener, handler, log) })
 	if metricsListener != nil {
 		g.Go(func() error { return cli.ServeMetrics(gctx, metricsListener, metrics, log) })

@@ -9,6 +9,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -40,6 +41,9 @@ type Deps struct {
 	Temporal client.Client
 	// Sealer opens webhook and endpoint signing secrets.
 	Sealer *secrets.Sealer
+	// Polling, when set, is set once the worker polls its task queue and
+	// cleared when it stops (the worker's readiness).
+	Polling *atomic.Bool
 }
 
 // Activities are the worker's activities, with what the configuration
@@ -80,6 +84,10 @@ func Run(ctx context.Context, d Deps) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
+	if d.Polling != nil {
+		d.Polling.Store(true)
+		defer d.Polling.Store(false)
+	}
 	d.Log.Info("worker started", zap.String("task_queue", workflows.TaskQueue), zap.String("namespace", d.Cfg.TemporalNamespace))
 	wf := acts.Replays.Workflows
 	g, ctx := errgroup.WithContext(ctx)
