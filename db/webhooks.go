@@ -182,9 +182,12 @@ func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]domai
 }
 
 // ClaimLease is how long a relay's claim on deliveries to start, or wakes
-// to send, holds them from other relays: longer than a round takes, short
-// enough that a relay that stopped holding one delays them little.
-const ClaimLease = time.Minute
+// to send, holds them from other relays: longer than a round takes (a
+// batch of starts takes milliseconds), short enough that a relay that
+// stopped holding one (its worker killed) delays them little. A relay still
+// starting when its lease runs out may meet another that claimed the same
+// deliveries: starts and wakes are idempotent, so nothing doubles.
+const ClaimLease = 10 * time.Second
 
 // ClaimWebhookDeliveries claims up to limit deliveries whose workflow has
 // not been started (oldest first) for ClaimLease, in a transaction that

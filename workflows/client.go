@@ -180,11 +180,19 @@ func inboundMemo(in domain.InboundInput) map[string]any {
 		"receipt_id": in.ReceiptID, "source_receipt_id": in.Source}
 }
 
+// InboundTaskTimeout is an inbound post's workflow task timeout: when the
+// worker that took a task dies, the task goes to another after this long
+// (Temporal's default is 10 s, which the post's sender would wait). A task
+// that runs its local activities longer than this is kept alive by the SDK,
+// which heartbeats it at 80% of the timeout.
+const InboundTaskTimeout = 4 * time.Second
+
 // inboundOptions: a second start for the same receipt joins the first.
 func inboundOptions(in domain.InboundInput) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                       domain.InboundWorkflowID(in.ReceiptID),
 		TaskQueue:                TaskQueue,
+		WorkflowTaskTimeout:      InboundTaskTimeout,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    inboundSearch(in),
 		Memo:                     inboundMemo(in),

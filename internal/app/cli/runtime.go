@@ -19,6 +19,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
@@ -62,12 +64,19 @@ func Migrate(ctx context.Context, cfg config.Config, log *zap.Logger) error {
 	return nil
 }
 
+// ReconnectBackoff bounds the wait between the client's attempts to
+// reconnect to a Temporal frontend that went away: the SDK lets it grow to
+// 10 s, which a server restarted in a few seconds would add to the outage.
+var ReconnectBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}
+
 // temporalOptions are the client options of every process.
 func temporalOptions(cfg config.Config, log *zap.Logger) client.Options {
 	return client.Options{
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    logging.Temporal(log.Named("temporal").WithOptions(zap.IncreaseLevel(zap.WarnLevel))),
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{
+			grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: 5 * time.Second})}},
 	}
 }
 

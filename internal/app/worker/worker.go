@@ -33,6 +33,12 @@ import (
 // deliveries instead of cutting them off to be sent again.
 const StopTimeout = 30 * time.Second
 
+// StickyTimeout is how long a workflow's next task waits for the worker
+// that ran its last one (which has its history cached) before any worker
+// may take it: when that worker has died, its workflows wait this long
+// (Temporal's default is 5 s).
+const StickyTimeout = 2 * time.Second
+
 // Deps are what the worker runs on.
 type Deps struct {
 	Cfg      config.Config
@@ -78,7 +84,8 @@ func Run(ctx context.Context, d Deps) error {
 	if err != nil {
 		return err
 	}
-	w := worker.New(d.Temporal, workflows.TaskQueue, worker.Options{WorkerStopTimeout: StopTimeout})
+	w := worker.New(d.Temporal, workflows.TaskQueue, worker.Options{WorkerStopTimeout: StopTimeout,
+		StickyScheduleToStartTimeout: StickyTimeout})
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
