@@ -426,3 +426,34 @@ func (d *DB) storeReplay(ctx context.Context, r NewReceipt, then func(pgx.Tx, uu
 	})
 	return id, inFlight, err
 }
+
+// UnstartedReceipts lists, oldest first and across organisations (the
+// worker's sweep), up to limit receipts received more than olderThan ago
+// (and within the park period) that are still pending with no run
+// recorded, after the receipt after (uuid.Nil for the first page):
+// either their workflow runs and has not recorded its outcome yet, or it
+// never started because the process that stored the receipt died first.
+// Starting them again by workflow ID tells the two apart.
+func (d *DB) UnstartedReceipts(ctx context.Context, olderThan time.Duration, after uuid.UUID, limit int) ([]domain.InboundInput, error) {
+	rows, err := d.pool.Query(ctx, `
+		SELECT org_id, endpoint_id, id, coalesce(replay_of, id), action FROM inbound_receipts
+		WHERE outcome = 'pending' AND run_id IS NULL
+		  AND received_at < now() - make_interval(secs => $1) AND received_at > now() - make_interval(days => 8)
+		  AND ($2::uuid IS NULL OR (received_at, id) > (SELECT received_at, id FROM inbound_receipts WHERE id = $2))
+		ORDER BY received_at, id LIMIT $3`, olderThan.Seconds(), nullUUID(after), limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.InboundInput, error) {
+		var in domain.InboundInput
+		err := r.Scan(&in.OrgID, &in.EndpointID, &in.ReceiptID, &in.Source, &in.Action)
+		return in, err
+	})
+}
+
+func nullUUID(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
+}

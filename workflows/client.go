@@ -149,6 +149,16 @@ func (c *Client) StartReplayBatch(ctx context.Context, in domain.ReplayBatchInpu
 	return ignoreAlreadyStarted(err)
 }
 
+// StartInbound starts the workflow of a stored receipt without waiting for
+// its answer (the worker's sweep of receipts whose workflow never started):
+// a run that exists joins, and a run that has closed is not started again.
+func (c *Client) StartInbound(ctx context.Context, in domain.InboundInput) error {
+	opts := inboundOptions(in)
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	_, err := c.temporal.ExecuteWorkflow(ctx, opts, InboundAction, in)
+	return ignoreAlreadyStarted(err)
+}
+
 // StartQuoteExpiry starts a quote's expiry timer; a timer that exists
 // already is left as it is.
 func (c *Client) StartQuoteExpiry(ctx context.Context, q domain.QuoteExpiryInput) error {

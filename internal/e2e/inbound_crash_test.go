@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -12,8 +13,11 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/relay"
 	"github.com/commerce-integration/commerce/workflows"
+	"github.com/google/uuid"
 )
 
 // crashAfterCommit behaves like a worker process that dies after the
@@ -60,7 +64,8 @@ func TestCrashedWorkerLosesAndDoublesNothing(t *testing.T) {
 	wg.Wait()
 
 	// Workflow tasks the stopped worker held (with the local activities
-	// inside them) are retried by the new one once their 10 s timeout passes.
+	// inside them) are retried by the new one once their timeout
+	// (workflows.InboundTaskTimeout) passes.
 	f.eventuallyWithin(90*time.Second, "every receipt reaching a final outcome", func() bool {
 		return f.count(`SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND endpoint_id = $2 AND outcome = 'applied'`, epID) == posts
 	})
@@ -72,5 +77,44 @@ func TestCrashedWorkerLosesAndDoublesNothing(t *testing.T) {
 	}
 	if n := f.count(`SELECT count(*) FROM inbound_effects WHERE org_id = $1`); n != posts {
 		t.Fatalf("%d effects for %d posts", n, posts)
+	}
+}
+
+// An API process killed after it stored a post's receipt but before
+// Temporal took the workflow's start leaves the receipt pending with no
+// run, and the sender's retries answered 409. The worker's sweep starts
+// it: the post is applied once, the retry gets its answer, and a second
+// sweep runs nothing again.
+func TestAReceiptWhoseWorkflowNeverStartedIsStartedByTheSweep(t *testing.T) {
+	f := newInbound(t)
+	url, epID, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	ctx := context.Background()
+	body := `{"order_ref": "SO-1", "invoice_ref": "INV-ORPHAN", "amount_minor": 10}`
+	endpoint := uuid.MustParse(epID)
+	// What the API process did before it died: the receipt and its key.
+	id, first, err := f.DB.StorePost(ctx, db.NewReceipt{OrgID: f.org.ID, EndpointID: endpoint, Action: domain.ActionOrderInvoice,
+		ReceivedAt: time.Now(), Body: []byte(body), Size: len(body), BodyComplete: true},
+		[]db.PostKey{{Kind: db.PostKeyIdempotency, Value: "orphan-1"}})
+	if err != nil || first != nil {
+		t.Fatalf("store the post: %v %v", err, first)
+	}
+	if a := f.post(url, body, "Idempotency-Key", "orphan-1"); a.status != http.StatusConflict {
+		t.Fatalf("a retry before the sweep: %d %s, want 409 (no answer yet)", a.status, a.raw)
+	}
+	sweep := &relay.Receipts{DB: f.DB.DB, Workflows: f.Workflows, Log: f.Log, Grace: time.Millisecond}
+	if n, err := sweep.Drain(ctx); err != nil || n != 1 {
+		t.Fatalf("the sweep started %d receipts (%v), want 1", n, err)
+	}
+	f.eventually("the orphaned receipt applied", func() bool {
+		return f.receipt(id.String()).Outcome == domain.OutcomeApplied
+	})
+	if a := f.post(url, body, "Idempotency-Key", "orphan-1"); a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a retry after the sweep: %d %s, want the first post's answer", a.status, a.raw)
+	}
+	if n, err := sweep.Drain(ctx); err != nil || n != 0 {
+		t.Fatalf("a second sweep found %d receipts (%v), want none", n, err)
+	}
+	if n := f.count(`SELECT count(*) FROM order_invoices WHERE org_id = $1 AND invoice_ref = 'INV-ORPHAN'`); n != 1 {
+		t.Fatalf("%d invoices for the post", n)
 	}
 }

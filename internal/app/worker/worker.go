@@ -111,6 +111,10 @@ func Run(ctx context.Context, d Deps) error {
 		return nil
 	})
 	g.Go(func() error {
+		(&relay.Receipts{DB: d.DB, Workflows: wf, Log: d.Log.Named("relay")}).Run(ctx)
+		return nil
+	})
+	g.Go(func() error {
 		(&retention.Pruner{DB: d.DB, Log: d.Log.Named("prune"), Retention: keep}).Run(ctx)
 		return nil
 	})
