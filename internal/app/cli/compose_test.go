@@ -4,12 +4,14 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/app/worker"
 	"github.com/commerce-integration/commerce/internal/config"
@@ -140,6 +142,7 @@ func TestComposeFileMatchesTheBinary(t *testing.T) {
 	}
 
 	checkComposeTemporal(t, cf, raw)
+	checkComposeConnections(t, cf)
 	if grace, err := time.ParseDuration(cf.Services["worker"].StopGracePeriod); err != nil || grace <= worker.StopTimeout {
 		t.Errorf("worker: stop_grace_period %q does not outlast the worker's drain of %s", cf.Services["worker"].StopGracePeriod, worker.StopTimeout)
 	}
@@ -198,6 +201,16 @@ func checkComposeTemporal(t *testing.T, cf composeFile, raw []byte) {
 			t.Errorf("temporal-setup does not create the search attribute %s (%s)", name, kind)
 		}
 	}
+	// Done only once the server takes the attributes: until then it
+	// refuses starts that set them.
+	if want := `temporal workflow count --namespace "$$NAMESPACE" --query "` + workflows.UsableQuery() + `"`; !strings.Contains(setup, want) {
+		t.Errorf("temporal-setup does not wait until the server takes the attributes (%s)", want)
+	}
+	// Said explicitly: the server will require it to start without an
+	// authorizer.
+	if cf.Services["temporal"].Environment["TEMPORAL_ALLOW_NO_AUTH"] != "true" {
+		t.Error("temporal: TEMPORAL_ALLOW_NO_AUTH is not \"true\"")
+	}
 	// The server reads a production dynamic config: none of the switches of
 	// the development and test servers.
 	dc := cf.Services["temporal"].Environment["DYNAMIC_CONFIG_FILE_PATH"]
@@ -254,4 +267,42 @@ func goModVersion(t *testing.T, module string) string {
 func toString(v any) string {
 	b, _ := yaml.Marshal(v)
 	return string(b)
+}
+
+// checkComposeConnections holds the compose file's pools to Postgres's
+// max_connections: with two api and two worker replicas, and the Temporal
+// server's two persistence and two visibility clients (measured by
+// bench/prodshape), the most connections stay under 80% of it.
+func checkComposeConnections(t *testing.T, cf composeFile) {
+	t.Helper()
+	num := func(service, key string) int {
+		v, err := strconv.Atoi(cf.Services[service].Environment[key])
+		if err != nil {
+			t.Errorf("%s: %s is %q, not a number", service, key, cf.Services[service].Environment[key])
+		}
+		return v
+	}
+	pg := cf.Services["postgres"].Command
+	i := slices.Index(pg, "-c")
+	if i < 0 || i+1 >= len(pg) || !strings.HasPrefix(pg[i+1], "max_connections=") {
+		t.Fatalf("postgres: command %v does not set max_connections", pg)
+	}
+	maxConns, err := strconv.Atoi(strings.TrimPrefix(pg[i+1], "max_connections="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiConns := num("api", "COMMERCE_DB_MAX_CONNS")
+	apiConns += int(db.RateMaxConns(int32(apiConns)))
+	workerConns := num("worker", "COMMERCE_DB_MAX_CONNS")
+	temporal := 2 * (num("temporal", "SQL_MAX_CONNS") + num("temporal", "SQL_VIS_MAX_CONNS"))
+	if idle := num("temporal", "SQL_MAX_IDLE_CONNS"); idle > num("temporal", "SQL_MAX_CONNS") {
+		t.Errorf("temporal: SQL_MAX_IDLE_CONNS %d over SQL_MAX_CONNS", idle)
+	}
+	if total := temporal + 2*apiConns + 2*workerConns; total*100 >= 80*maxConns {
+		t.Errorf("with two api and two worker replicas the pools open up to %d connections (Temporal %d, api %d each, worker %d each): not under 80%% of max_connections %d",
+			total, temporal, apiConns, workerConns, maxConns)
+	}
+	if wait := cf.Services["api"].Environment["COMMERCE_DB_ACQUIRE_WAIT"]; wait == "" {
+		t.Error("api: COMMERCE_DB_ACQUIRE_WAIT is not set")
+	}
 }
