@@ -1,7 +1,8 @@
 # The two commands the README starts with:
 #   make run    runs the whole service locally (go run ./cmd/commerce dev)
-#   make test   runs vet, every test (the abuse suite of bench/abuse and the
-#               crash test of bench/crash at their small sizes among them),
+#   make test   runs vet, every test (the abuse suite of bench/abuse, the
+#               crash test of bench/crash and the production-shape harness of
+#               bench/prodshape at their small sizes among them),
 #               and a short fuzz run of the write and inbound bodies, the
 #               list queries and the cursors (needs Postgres on 127.0.0.1:5432)
 
@@ -39,9 +40,12 @@ build:
 # Every performance harness at a size that finishes in a few minutes, and
 # one table of each hot path against its baseline measured in the same run
 # (docs/benchmarks.md). BENCHFLAGS passes flags, e.g.
-# BENCHFLAGS='-profiles prof -temporal-store sqlite'.
+# BENCHFLAGS='-profiles prof -temporal-store sqlite'. Then the production
+# shape without faults: the CPU each process (API, worker, Temporal server,
+# Postgres for each) spends per post and its delivery.
 bench:
 	$(GO) run ./bench $(BENCHFLAGS)
+	$(GO) run ./bench/prodshape -runs 1 -faults none -posts 300 -deliveries 300
 
 # The race detector rebuilds the Temporal server: slow on small machines.
 race:

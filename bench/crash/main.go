@@ -19,37 +19,12 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"github.com/commerce-integration/commerce/bench/internal/crash"
 )
 
 func main() {
-	var o Options
-	flag.IntVar(&o.Runs, "runs", 3, "runs, each on a fresh database and Temporal server")
-	flag.IntVar(&o.Posts, "posts", 500, "inbound posts per run")
-	flag.IntVar(&o.Deliveries, "deliveries", 500, "webhook deliveries per run (at least -posts: each post's invoice is delivered; the rest are customers created through the REST API)")
-	flag.IntVar(&o.Clients, "clients", 50, "posts in flight at once")
-	flag.Float64Var(&o.KillAt, "kill-at", 0.3, "share of the work (posts applied + deliveries made) done when the worker is killed")
-	flag.DurationVar(&o.Settle, "settle", 5*time.Minute, "how long a run waits, after the kill, for everything to settle")
-	flag.StringVar(&o.TemporalStore, "temporal-store", "sqlite", "the embedded Temporal server's persistence: sqlite, or postgres (two databases beside the run's own)")
-	flag.StringVar(&o.Bin, "bin", "", "a commerce binary to run as the worker (built from the module when empty)")
-	flag.Parse()
-	o.Out = os.Stdout
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	results, err := Run(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "crash:", err)
-		os.Exit(2)
-	}
-	for _, r := range results {
-		if r.Failed() {
-			os.Exit(1)
-		}
-	}
+	crash.Main("crash", crash.Options{Runs: 3, Posts: 500, Deliveries: 500, Clients: 50, KillAt: 0.3,
+		Settle: 5 * time.Minute, TemporalStore: "sqlite", Shape: crash.ShapeEmbedded, Faults: []crash.Fault{crash.FaultWorker}})
 }

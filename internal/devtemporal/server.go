@@ -270,6 +270,11 @@ var handedOut = struct {
 	ports map[int]bool
 }{ports: map[int]bool{}}
 
+// FreePorts is freePorts, for a Temporal server run as a process of its
+// own (bench/internal/crash): its membership ports must fit the Postgres
+// schema's smallint too.
+func FreePorts(ip string, n int) ([]int, error) { return freePorts(ip, n) }
+
 // freePorts finds n ports free on ip, between 20000 and 32767, that this
 // process has not handed out before: the Postgres schema keeps the services'
 // membership ports in a smallint (a port from the kernel's ephemeral range,

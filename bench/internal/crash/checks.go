@@ -1,4 +1,4 @@
-package main
+package crash
 
 import (
 	"context"
@@ -31,9 +31,17 @@ type Result struct {
 	Unexpected        int // events or requests nobody asked for, and requests whose signatures did not verify
 	ExtraRuns         int // workflow executions beyond one per receipt and one per delivery
 
-	Kill     kill
+	Faults   []FaultResult
 	Settled  time.Duration // from the first post until everything was quiet
 	TimedOut bool
+	// PeakConnections is the most connections to the run's databases seen
+	// at once (pg_stat_activity, every 100 ms); MaxConnections is the
+	// server's max_connections.
+	PeakConnections, MaxConnections int
+	// PeakService and PeakTemporal are the peaks of each side apart.
+	PeakService, PeakTemporal int
+	// CPU is what each kind of process used over the burst (prod shape).
+	CPU CPU
 
 	Problems []string
 }
@@ -285,9 +293,19 @@ func (s *setup) check(ctx context.Context, answers []answer) (Result, error) {
 		typ  string
 		want int64
 	}{{"InboundAction", nReceipts}, {"WebhookDelivery", nDeliveries}} {
-		n, err := s.countWorkflows(ctx, fmt.Sprintf("WorkflowType = '%s'", c.typ))
-		if err != nil {
-			return res, err
+		// Visibility lags the workflows (more so after a server restart,
+		// which replays its visibility tasks): a count short of the records
+		// is asked again for up to 30 s.
+		var n int64
+		for wait := time.Now().Add(30 * time.Second); ; {
+			var err error
+			if n, err = s.countWorkflows(ctx, fmt.Sprintf("WorkflowType = '%s'", c.typ)); err != nil {
+				return res, err
+			}
+			if n >= c.want || time.Now().After(wait) {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
 		if n != c.want {
 			res.problem("%d %s workflow executions for %d records", n, c.typ, c.want)
@@ -322,22 +340,42 @@ func countBy(ctx context.Context, q interface {
 	return out, rows.Err()
 }
 
-// printTable prints one row per run.
+// printTable prints one row per run, and one per fault struck.
 func printTable(w io.Writer, results []Result) {
-	fmt.Fprintf(w, "\n%-4s | %6s %7s %4s %7s %8s | %10s %9s %4s %7s %7s | %-42s %8s\n",
+	fmt.Fprintf(w, "\n%-4s | %6s %7s %4s %7s %8s | %10s %9s %4s %7s %7s | %8s %11s\n",
 		"run", "posts", "applied", "lost", "doubled", "202 then", "deliveries", "delivered", "lost", "doubled", "repeats",
-		"worker killed at (+ until a new one polls)", "settled")
+		"settled", "peak conns (service + Temporal)")
 	for _, r := range results {
-		at := fmt.Sprintf("%.1fs (%d applied, %d deliv.) +%.1fs", r.Kill.after.Seconds(), r.Kill.applied, r.Kill.delivered, r.Kill.down.Seconds())
 		settled := fmt.Sprintf("%.1fs", r.Settled.Seconds())
 		if r.TimedOut {
 			settled = "timeout"
 		}
-		fmt.Fprintf(w, "%-4d | %6d %7d %4d %7d %8d | %10d %9d %4d %7d %7d | %-42s %8s\n",
+		fmt.Fprintf(w, "%-4d | %6d %7d %4d %7d %8d | %10d %9d %4d %7d %7d | %8s %6d/%d (%d + %d)\n",
 			r.Run, r.Posts, r.Applied, r.PostsLost, r.PostsDoubled, r.Accepted,
-			r.Deliveries, r.Delivered, r.DeliveriesLost, r.DeliveriesDoubled, r.Repeats, at, settled)
+			r.Deliveries, r.Delivered, r.DeliveriesLost, r.DeliveriesDoubled, r.Repeats, settled, r.PeakConnections, r.MaxConnections,
+			r.PeakService, r.PeakTemporal)
 		if r.Unexpected > 0 || r.ExtraRuns > 0 {
 			fmt.Fprintf(w, "     | %d unexpected events, receipts or requests; %d extra workflow executions\n", r.Unexpected, r.ExtraRuns)
+		}
+	}
+	if len(results) > 0 && results[0].CPU != nil {
+		fmt.Fprintf(w, "\n%-4s | %-11s | %8s | %18s | %6s\n", "run", "process", "CPU s", "ms per post+deliv.", "share")
+		for _, r := range results {
+			r.CPU.print(w, r.Run, r.Posts, r.Deliveries)
+		}
+	}
+	if len(results) == 0 || len(results[0].Faults) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%-4s | %-8s | %8s %18s | %9s %9s %9s %s\n", "run", "fault", "at", "applied/delivered", "back", "stall", "slowest", "(requests cut)")
+	for _, r := range results {
+		for _, f := range r.Faults {
+			cut := ""
+			if f.Fault == FaultAPI {
+				cut = fmt.Sprintf("(%d cut, sent again)", f.Cut)
+			}
+			fmt.Fprintf(w, "%-4d | %-8s | %7.1fs %8d/%-9d | %8.1fs %8.1fs %8.1fs %s\n", r.Run, f.Fault, f.After.Seconds(),
+				f.Applied, f.Delivered, f.Back.Seconds(), f.Stall.Seconds(), f.Slowest.Seconds(), cut)
 		}
 	}
 }

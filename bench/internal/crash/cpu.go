@@ -1,0 +1,140 @@
+package crash
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// clockTick is the unit of /proc/<pid>/stat's CPU times on Linux.
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU (user and system) process pid has used, read from
+// /proc; false when it cannot be read (gone, or not Linux).
+func cpuTime(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis. utime and stime are fields 14 and 15.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * clockTick, true
+}
+
+// cpuBook adds up the CPU each kind of process used during the burst: the
+// processes the run started (from the burst's start, or their own, to
+// their kill or the burst's end), and Postgres's backends of the run's
+// databases (sampled while they live).
+type cpuBook struct {
+	mu    sync.Mutex
+	used  map[string]time.Duration // by kind: api, worker, temporal
+	procs map[*proc]time.Duration  // a started process's CPU at the burst's start
+	pg    map[int]backendCPU       // a backend's CPU when first and last seen
+}
+
+// backendCPU is one Postgres backend: whose it is, and its CPU when first
+// and last seen.
+type backendCPU struct {
+	kind        string
+	first, last time.Duration
+}
+
+func newCPUBook() *cpuBook {
+	return &cpuBook{used: map[string]time.Duration{}, procs: map[*proc]time.Duration{}, pg: map[int]backendCPU{}}
+}
+
+// begin notes p's CPU now: the burst starts, or p was started during it.
+func (c *cpuBook) begin(p *proc) {
+	if c == nil || p == nil {
+		return
+	}
+	t, _ := cpuTime(p.pid())
+	c.mu.Lock()
+	c.procs[p] = t
+	c.mu.Unlock()
+}
+
+// end adds what p used since begin, before it is killed or as the burst
+// ends.
+func (c *cpuBook) end(p *proc) {
+	if c == nil || p == nil {
+		return
+	}
+	t, ok := cpuTime(p.pid())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if from, began := c.procs[p]; began && ok {
+		c.used[p.kind] += t - from
+		delete(c.procs, p)
+	}
+}
+
+// backend notes the CPU of a Postgres backend of kind (postgres/service or
+// postgres/temporal) at one sample.
+func (c *cpuBook) backend(pid int, kind string) {
+	t, ok := cpuTime(pid)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen, known := c.pg[pid]
+	if !known || seen.kind != kind {
+		seen = backendCPU{kind: kind, first: t}
+	}
+	seen.last = t
+	c.pg[pid] = seen
+}
+
+// CPU is what each kind of process used during a run's burst.
+type CPU map[string]time.Duration
+
+// close adds up the backends and returns the book.
+func (c *cpuBook) close() CPU {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := CPU{}
+	for k, v := range c.used {
+		out[k] = v
+	}
+	for _, seen := range c.pg {
+		out[seen.kind] += seen.last - seen.first
+	}
+	return out
+}
+
+// print writes one line per kind: CPU seconds, and milliseconds per post
+// (each post's invoice is one delivery too) and per unit of work.
+func (c CPU) print(w io.Writer, run, posts, deliveries int) {
+	var total time.Duration
+	for _, kind := range cpuKinds {
+		total += c[kind]
+	}
+	for _, kind := range append(cpuKinds, "all") {
+		v := c[kind]
+		if kind == "all" {
+			v = total
+		}
+		fmt.Fprintf(w, "%-4d | %-11s | %8.2f | %18.2f | %5.0f%%\n", run, kind, v.Seconds(),
+			float64(v.Microseconds())/1000/float64(posts+deliveries), 100*v.Seconds()/max(total.Seconds(), 1e-9))
+	}
+}
+
+var cpuKinds = []string{"api", "worker", "temporal", "pg/service", "pg/temporal"}
