@@ -19,10 +19,10 @@ import (
 
 // Config is everything the processes need to know about their surroundings.
 type Config struct {
-	DatabaseURL       string
-	DBMaxConns        string
+	DatabaseURL string
+	DBMaxConns  string
 	// DBAcquireWait bounds an API request's wait for a free connection.
-	DBAcquireWait string
+	DBAcquireWait     string
 	TemporalAddress   string
 	TemporalNamespace string
 	Listen            string
