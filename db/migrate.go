@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -39,7 +40,7 @@ func Migrate(ctx context.Context, url string) (MigrateResult, error) {
 	defer conn.Close(context.Background())
 	// Hold a lock for the whole run (tern also locks while it applies), so
 	// the version read before applying is the one this run started from.
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrateLock); err != nil {
+	if err := takeMigrateLock(ctx, conn); err != nil {
 		return MigrateResult{}, fmt.Errorf("take the migration lock: %w", err)
 	}
 	defer func() { _, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, migrateLock) }()
@@ -64,6 +65,28 @@ func Migrate(ctx context.Context, url string) (MigrateResult, error) {
 	}
 	to, err := m.GetCurrentVersion(ctx)
 	return MigrateResult{From: from, To: to}, err
+}
+
+// takeMigrateLock takes the migration lock, asking again every 100 ms
+// while another run holds it. A run waiting inside pg_advisory_lock would
+// hold a snapshot for as long as it waits, and a migration that builds an
+// index CONCURRENTLY waits for every older snapshot of the database to
+// end: the two would deadlock. Between its tries a waiting run holds none.
+func takeMigrateLock(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, migrateLock).Scan(&got); err != nil {
+			return err
+		}
+		if got {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // LatestVersion is the version the embedded migrations bring a database to.

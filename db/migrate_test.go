@@ -28,6 +28,9 @@ func TestMigrateTwiceSucceedsAndChangesNothing(t *testing.T) {
 	}
 }
 
+// Runs that wait for the migration lock while another builds an index
+// CONCURRENTLY (migration 008) finish too: a run waiting inside
+// pg_advisory_lock held a snapshot the index build waits for, a deadlock.
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 	ctx := context.Background()
 	u, schema := testdb.Empty(t)
