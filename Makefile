@@ -42,10 +42,10 @@ build:
 # (docs/benchmarks.md). BENCHFLAGS passes flags, e.g.
 # BENCHFLAGS='-profiles prof -temporal-store sqlite'. Then the production
 # shape without faults: the CPU each process (API, worker, Temporal server,
-# Postgres for each) spends per post and its delivery.
+# Postgres for each) spends per inbound post and per delivery.
 bench:
 	$(GO) run ./bench $(BENCHFLAGS)
-	$(GO) run ./bench/prodshape -runs 1 -faults none -posts 300 -deliveries 300
+	$(GO) run ./bench/prodshape -cpu-split 300
 
 # The race detector rebuilds the Temporal server: slow on small machines.
 race:

@@ -11,7 +11,9 @@ import (
 // harness at a small size: 60 posts and 80 deliveries over two API and two
 // worker processes and a Temporal server built from the pinned module, a
 // worker, an API replica and the Temporal server killed in turn, and every
-// post and delivery checked for exactly one outcome. The Postgres
+// post and delivery checked for exactly one outcome: the posts made while
+// Temporal is down too, during which every API replica stays ready and
+// says Temporal is down. The Postgres
 // connections of the run stay under 80% of the server's max_connections
 // with the compose file's pool sizes.
 func TestTheProductionShapeLosesAndDoublesNothingThroughItsFaults(t *testing.T) {
@@ -31,6 +33,9 @@ func TestTheProductionShapeLosesAndDoublesNothingThroughItsFaults(t *testing.T) 
 		for _, f := range r.Faults {
 			if f.Applied >= r.Posts && f.Delivered >= r.Deliveries {
 				t.Errorf("run %d: the %s fault struck after the burst: %+v", r.Run, f.Fault, f)
+			}
+			if f.Fault == crash.FaultTemporal && !f.ReadyWhileDown {
+				t.Errorf("run %d: with the Temporal server down, an API replica was not ready, or did not say Temporal was down", r.Run)
 			}
 		}
 		if r.Failed() {

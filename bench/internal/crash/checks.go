@@ -46,8 +46,14 @@ type Result struct {
 	Problems []string
 }
 
-// Failed reports a loss, a double or anything unexpected.
+// Failed reports a loss, a double or anything unexpected, or an API
+// replica that was not ready while the Temporal server was down.
 func (r Result) Failed() bool {
+	for _, f := range r.Faults {
+		if f.Fault == FaultTemporal && !f.ReadyWhileDown {
+			return true
+		}
+	}
 	return r.PostsLost > 0 || r.PostsDoubled > 0 || r.DeliveriesLost > 0 || r.DeliveriesDoubled > 0 ||
 		r.Unexpected > 0 || r.ExtraRuns > 0 || r.Applied != r.Posts || r.Delivered != r.Deliveries
 }

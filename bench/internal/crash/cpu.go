@@ -1,6 +1,7 @@
 package crash
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -138,3 +139,39 @@ func (c CPU) print(w io.Writer, run, posts, deliveries int) {
 }
 
 var cpuKinds = []string{"api", "worker", "temporal", "pg/service", "pg/temporal"}
+
+// SplitCPU runs the production shape twice without faults: posts with one
+// delivery each (posts = deliveries = n), then deliveries alone (one post,
+// n more deliveries from customers created through the REST API, ten a
+// call), and solves the two for each process's CPU per post and per
+// delivery. A delivery's share counts the REST call that made its event; a
+// post's counts the relaying of its event.
+func SplitCPU(ctx context.Context, o Options, n int) error {
+	o.Runs, o.Faults = 1, []Fault{}
+	mixed, only := o, o
+	mixed.Posts, mixed.Deliveries = n, n
+	only.Posts, only.Deliveries = 1, n+1
+	var cpu [2]CPU
+	for i, opts := range []Options{mixed, only} {
+		res, err := Run(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if len(res) != 1 || res[0].Failed() || res[0].CPU == nil {
+			return fmt.Errorf("the run of %d posts and %d deliveries did not complete cleanly", opts.Posts, opts.Deliveries)
+		}
+		cpu[i] = res[0].CPU
+	}
+	// mixed = n*post + n*delivery; only = post + (n+1)*delivery.
+	fmt.Fprintf(o.Out, "\nCPU per post and per delivery, by process (ms; from the two runs above)\n\n%-11s | %8s | %12s\n", "process", "per post", "per delivery")
+	var post, delivery float64
+	for _, kind := range cpuKinds {
+		m, d1 := cpu[0][kind].Seconds()*1000, cpu[1][kind].Seconds()*1000
+		perDelivery := (d1 - m/float64(n)) / float64(n)
+		perPost := m/float64(n) - perDelivery
+		post, delivery = post+perPost, delivery+perDelivery
+		fmt.Fprintf(o.Out, "%-11s | %8.2f | %12.2f\n", kind, perPost, perDelivery)
+	}
+	fmt.Fprintf(o.Out, "%-11s | %8.2f | %12.2f\n", "all", post, delivery)
+	return nil
+}

@@ -31,6 +31,7 @@ func Main(name string, o Options) {
 	flag.IntVar(&o.APIs, "apis", o.APIs, "prod shape: `commerce serve` processes")
 	flag.IntVar(&o.Workers, "workers", o.Workers, "prod shape: `commerce worker` processes")
 	flag.StringVar(&o.TemporalStore, "temporal-store", o.TemporalStore, "embedded shape: the Temporal server's persistence, sqlite or postgres")
+	split := flag.Int("cpu-split", 0, "prod shape: instead of the runs, two runs without faults (N posts with N deliveries, then N deliveries alone) and each process's CPU per post and per delivery")
 	flag.StringVar(&o.Bin, "bin", o.Bin, "a commerce binary to run (built from the module when empty): the worker, and in the prod shape the APIs too")
 	flag.Parse()
 	o.Faults = []Fault{} // none: a run without faults
@@ -42,6 +43,13 @@ func Main(name string, o Options) {
 	o.Out = os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *split > 0 {
+		if err := SplitCPU(ctx, o, *split); err != nil {
+			fmt.Fprintln(os.Stderr, name+":", err)
+			os.Exit(2)
+		}
+		return
+	}
 	results, err := Run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, name+":", err)

@@ -27,6 +27,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
+	"github.com/commerce-integration/commerce/internal/health"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
@@ -509,6 +510,39 @@ type FaultResult struct {
 	Stall, Slowest time.Duration
 	// Cut is how many requests the killed API replica left unanswered.
 	Cut int
+	// ReadyWhileDown: with the Temporal server down, every API replica's
+	// /readyz answered 200 and its verbose answer named Temporal down.
+	ReadyWhileDown bool
+}
+
+// readyWithTemporalDown asks every API replica's /readyz and
+// /readyz?verbose=1.
+func (s *setup) readyWithTemporalDown() bool {
+	s.mu.Lock()
+	urls := slices.Clone(s.apiURLs)
+	s.mu.Unlock()
+	c := &http.Client{Timeout: 5 * time.Second}
+	for _, base := range urls {
+		resp, err := c.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+		resp, err = c.Get(base + "/readyz?verbose=1")
+		if err != nil {
+			return false
+		}
+		var a health.Answer
+		err = json.NewDecoder(resp.Body).Decode(&a)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || a.Checks["temporal"].Status != "down" || a.Checks["postgres"].Status != "up" {
+			return false
+		}
+	}
+	return true
 }
 
 // burst sends the posts and the customers, strikes the faults part-way,
@@ -712,10 +746,16 @@ func (s *setup) strike(ctx context.Context, f *FaultResult, start time.Time) err
 		old.kill()
 		fmt.Fprintf(out, "  %5.1fs  SIGKILL Temporal server pid %d: %d/%d posts applied, %d answered, %d/%d delivered; down for %s\n",
 			f.After.Seconds(), old.pid(), f.Applied, s.opts.Posts, f.Answered, f.Delivered, s.opts.Deliveries, s.opts.TemporalDown)
+		// While the server is down, every API replica stays ready and says
+		// why it is degraded.
+		time.Sleep(min(time.Second, s.opts.TemporalDown/2))
+		f.ReadyWhileDown = s.readyWithTemporalDown()
+		fmt.Fprintf(out, "  %5.1fs  with Temporal down, every API replica's /readyz: %s\n", time.Since(start).Seconds(),
+			map[bool]string{true: "200, and ?verbose=1 names Temporal down", false: "NOT 200, or Temporal not named down"}[f.ReadyWhileDown])
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(s.opts.TemporalDown):
+		case <-time.After(s.opts.TemporalDown - min(time.Second, s.opts.TemporalDown/2)):
 		}
 		if err := s.temporal.start(ctx); err != nil {
 			return err
