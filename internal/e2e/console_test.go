@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,10 @@ func (f *inboundFixture) signIn(b *tab, email string) {
 	}
 	if status := b.open(strings.TrimPrefix(console.LoginURL(f.srv.URL, token), f.srv.URL)); status != 200 {
 		f.T.Fatalf("sign-in link answered %d", status)
+	}
+	// Opening the link shows a button; pressing it signs in.
+	if status := b.click("#signin button"); status != 200 {
+		f.T.Fatalf("signing in answered %d", status)
 	}
 	if got := b.text("#flash"); !strings.Contains(got, "Signed in as "+email) {
 		f.T.Fatalf("after the sign-in link: %q", got)
@@ -418,6 +423,93 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	for _, want := range []string{"console:owner@acme.example", "receipt.replay", "receipt.cancel", "replay_batch.start", "subscription.create", "delivery.resend"} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("the audit log lacks %q: %s", want, got)
+		}
+	}
+}
+
+// Findings of the console's second review, in a real browser: the bulk
+// replay link keeps every filter of the list; a filter holding a NUL or
+// invalid UTF-8, or naming a status that does not exist, is a 400 page
+// naming the filter, with the request id (never a 500); a sign-in link
+// opened by a mail scanner is not used up; pages carry a favicon and the
+// static files are cacheable.
+func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
+	f := newInbound(t)
+	_, epID, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	b := newBrowser(t, f.srv.URL)()
+
+	// A link fetched as a scanner would (GET, twice) is still good after.
+	token, err := f.DB.CreateConsoleLink(context.Background(), f.org.ID, "owner@acme.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := console.LoginURL(f.srv.URL, token)
+	for range 2 {
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("a scanner's GET of the link: %d", resp.StatusCode)
+		}
+	}
+	if status := b.open(strings.TrimPrefix(link, f.srv.URL)); status != 200 {
+		t.Fatalf("opening the link: %d", status)
+	}
+	if status := b.click("#signin button"); status != 200 || !strings.Contains(b.text("#flash"), "Signed in as owner@acme.example") {
+		t.Fatalf("signing in after a scanner fetched the link: %d %q", status, b.text("#flash"))
+	}
+
+	// The bulk replay link opens the form with the list's filters.
+	list := "/console/receipts?outcome=parked&outcome=cancelled&endpoint=" + epID + "&after=2026-11-26T06:00"
+	if status := b.open(list); status != 200 {
+		t.Fatalf("the filtered list: %d", status)
+	}
+	if status := b.click("#bulk-link"); status != 200 {
+		t.Fatalf("the bulk replay link: %d", status)
+	}
+	var checked []string
+	var endpoint, after string
+	b.run("read the bulk form", chromedp.Evaluate(`[...document.querySelectorAll('input[name=outcome]:checked')].map(e => e.value)`, &checked),
+		chromedp.Evaluate(`document.querySelector('select[name=endpoint]').value`, &endpoint),
+		chromedp.Evaluate(`document.querySelector('input[name=after]').value`, &after))
+	slices.Sort(checked)
+	if !slices.Equal(checked, []string{"cancelled", "parked"}) || endpoint != epID || after != "2026-11-26T06:00" {
+		t.Fatalf("the bulk form opened with outcomes %v, endpoint %q, from %q; want the list's filters", checked, endpoint, after)
+	}
+
+	// Bad filter values: 400 pages that name the filter and the request id.
+	for _, c := range []struct{ path, want string }{
+		{"/console/receipts?ref=%00", `The filter "ref" holds a control character`},
+		{"/console/receipts?ref=%ff%fe", `The filter "ref" holds bytes that are not UTF-8 text`},
+		{"/console/deliveries?event_type=%00", `The filter "event_type" holds a control character`},
+		{"/console/deliveries?status=bogus", `The status filter names a status that does not exist: "bogus"`},
+	} {
+		if status := b.open(c.path); status != http.StatusBadRequest {
+			t.Errorf("%s answered %d, want 400", c.path, status)
+			continue
+		}
+		if got := b.text("#error"); !strings.Contains(got, c.want) {
+			t.Errorf("%s says %q, want %q", c.path, got, c.want)
+		}
+		if id := b.text("#request-id code"); id == "" {
+			t.Errorf("%s shows no request id", c.path)
+		}
+	}
+
+	// A favicon, and static files a browser may keep.
+	var icon string
+	b.open("/console/")
+	b.run("read the icon link", chromedp.Evaluate(`document.querySelector('link[rel=icon]').href`, &icon))
+	for _, u := range []string{icon, f.srv.URL + "/console/static/console.css"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age=") {
+			t.Errorf("%s: %d, Cache-Control %q", u, resp.StatusCode, resp.Header.Get("Cache-Control"))
 		}
 	}
 }

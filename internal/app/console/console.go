@@ -20,8 +20,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
@@ -78,9 +81,11 @@ func New(d Deps) http.Handler {
 	c := &console{Deps: d, pages: parsePages()}
 	r := chi.NewRouter()
 	r.Use(c.headers)
+	r.Use(c.checkQuery)
 	static, _ := fs.Sub(staticFiles, "static")
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", http.FileServer(http.FS(static))))
-	r.Get("/login/{token}", c.login)
+	r.Get("/login/{token}", c.loginPage)
+	r.Post("/login/{token}", c.login)
 	r.Group(func(r chi.Router) {
 		r.Use(c.signedIn)
 		r.Get("/", c.endpoints)
@@ -132,11 +137,51 @@ func (c *console) headers(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
-		if !strings.HasPrefix(r.URL.Path, Prefix+"/static/") {
+		if strings.HasPrefix(r.URL.Path, Prefix+"/static/") {
+			// The files change only with the binary.
+			h.Set("Cache-Control", "public, max-age=86400")
+		} else {
 			h.Set("Cache-Control", "no-store")
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// maxQueryValue bounds a filter value a page reads.
+const maxQueryValue = 200
+
+// checkQuery answers 400, naming the filter, a query value no page can use:
+// invalid UTF-8, a NUL or another control character, or one longer than
+// maxQueryValue. Nothing behind it meets such a value (Postgres refuses a
+// NUL or invalid UTF-8 in text).
+func (c *console) checkQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for key, values := range r.URL.Query() {
+			for _, v := range values {
+				if problem := badQueryValue(key, v); problem != "" {
+					c.fail(w, r, http.StatusBadRequest, problem)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func badQueryValue(key, v string) string {
+	name := strconv.QuoteToASCII(key)
+	switch {
+	case !utf8.ValidString(key) || !utf8.ValidString(v):
+		return "The filter " + name + " holds bytes that are not UTF-8 text."
+	case len(v) > maxQueryValue:
+		return "The filter " + name + " is longer than " + strconv.Itoa(maxQueryValue) + " characters."
+	}
+	for _, ch := range key + v {
+		if unicode.IsControl(ch) {
+			return "The filter " + name + " holds a control character (such as NUL), which no value contains."
+		}
+	}
+	return ""
 }
 
 // ---- sessions
@@ -175,6 +220,12 @@ func (c *console) secure(r *http.Request) bool {
 func (c *console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: Prefix, MaxAge: maxAge, HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: c.secure(r)})
+}
+
+// loginPage is what opening a sign-in link shows: a button whose POST
+// spends the link. A mail scanner that fetches the link does not press it.
+func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, "signin", map[string]any{"Action": Prefix + "/login/" + url.PathEscape(chi.URLParam(r, "token"))})
 }
 
 // login spends a one-time link and starts a session.
@@ -298,13 +349,15 @@ func (c *console) done(w http.ResponseWriter, r *http.Request, to, msg string) {
 
 // page is what every template gets.
 type page struct {
-	Title   string
-	Nav     string
-	Viewer  viewer
-	Flash   string
-	Error   string
-	Refresh int
-	Data    any
+	// RequestID names the request on an error page, for the service log.
+	RequestID string
+	Title     string
+	Nav       string
+	Viewer    viewer
+	Flash     string
+	Error     string
+	Refresh   int
+	Data      any
 }
 
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
@@ -340,7 +393,7 @@ func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 
 // fail answers with a page saying what went wrong.
 func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	c.renderPage(w, r, status, "error", page{Title: http.StatusText(status), Error: msg})
+	c.renderPage(w, r, status, "error", page{Title: http.StatusText(status), Error: msg, RequestID: middleware.GetReqID(r.Context())})
 }
 
 // internal answers a fault of the service: the detail goes to the log. A

@@ -1,8 +1,10 @@
 package console
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,8 +150,8 @@ type receiptsData struct {
 	Filter       url.Values
 	Outcomes     []domain.Outcome
 	Chosen       map[string]bool
-	// BulkQuery is the filter as the bulk replay form takes it.
-	BulkQuery string
+	// BulkURL is the bulk replay form with the list's filters.
+	BulkURL template.URL
 }
 
 // allEndpoints lists every endpoint of the organisation (for names and the
@@ -243,7 +245,10 @@ func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
 	if len(names) > 0 {
 		bulk.Set("outcome", strings.Join(names, ","))
 	}
-	d.BulkQuery = bulk.Encode()
+	// Built here and passed as a URL: the template would escape a query
+	// string put in its href as one value (the form then opened with none
+	// of the filters).
+	d.BulkURL = template.URL(Prefix + "/replays/new?" + bulk.Encode()) // #nosec G203 -- url.Values.Encode escapes every value
 	d.EndpointList = eps
 	c.render(w, r, http.StatusOK, "receipts", d)
 }
@@ -565,6 +570,12 @@ func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r.Context())
 	q := r.URL.Query()
 	f := db.DeliveryListFilter{Status: domain.WebhookStatus(q.Get("status")), EventType: strings.TrimSpace(q.Get("event_type"))}
+	statuses := []domain.WebhookStatus{domain.WebhookPending, domain.WebhookSucceeded, domain.WebhookFailed, domain.WebhookExhausted}
+	if f.Status != "" && !slices.Contains(statuses, f.Status) {
+		c.fail(w, r, http.StatusBadRequest, "The status filter names a status that does not exist: "+strconv.QuoteToASCII(string(f.Status))+
+			" (one of pending, succeeded, failed, exhausted).")
+		return
+	}
 	if raw := q.Get("subscription"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
@@ -583,7 +594,7 @@ func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	d := deliveriesData{Filter: q, Statuses: []domain.WebhookStatus{domain.WebhookPending, domain.WebhookSucceeded, domain.WebhookFailed, domain.WebhookExhausted}}
+	d := deliveriesData{Filter: q, Statuses: statuses}
 	d.Deliveries, d.Next = nextPage(r, list, func(x db.WebhookDelivery) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
 	c.render(w, r, http.StatusOK, "deliveries", d)
 }
