@@ -425,6 +425,28 @@ func TestConsoleInTheBrowser(t *testing.T) {
 			t.Fatalf("the audit log lacks %q: %s", want, got)
 		}
 	}
+
+	// On a 390 px phone no page scrolls sideways: wide tables scroll in
+	// their own box.
+	phone := newTab()
+	f.signIn(phone, "owner@acme.example")
+	phone.run("a phone's screen", emulation.SetDeviceMetricsOverride(390, 844, 3, true))
+	batch := f.one(`SELECT id::text FROM replay_batches WHERE org_id = $1 LIMIT 1`)
+	delivery := f.one(`SELECT id::text FROM webhook_deliveries WHERE org_id = $1 LIMIT 1`)
+	for _, path := range []string{"/console/", "/console/receipts", "/console/receipts/" + failed, "/console/receipts/" + parked.receipt,
+		"/console/replays/new", "/console/replays/" + batch, "/console/webhooks", "/console/deliveries", "/console/deliveries/" + delivery,
+		"/console/audit", "/console/no-such-page", "/console/login/cs_unknown"} {
+		phone.open(path)
+		// A mobile browser widens its layout viewport to content that
+		// overflows, so the page is held to the screen's 390 px.
+		var width int
+		phone.run("measure "+path, chromedp.Evaluate(`Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)`, &width))
+		if width > 390 {
+			var wide []string
+			phone.run("find what is wide", chromedp.Evaluate(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 4).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, &wide))
+			t.Errorf("%s is %d px wide on a 390 px phone: %v", path, width, wide)
+		}
+	}
 }
 
 // Findings of the console's second review, in a real browser: the bulk
