@@ -147,3 +147,20 @@ func FuzzParseInbound(f *testing.F) {
 		}
 	})
 }
+
+// A body that is not JSON is refused in plain words, naming where, never
+// with the decoder's own wording.
+func TestABodyThatIsNotJSONIsRefusedInPlainWords(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"order_ref": nul}`: "the body is not valid JSON: a character at byte 18 cannot be read there",
+		`{"order_ref": "SO`:  "the body is not valid JSON: it ends before its value does",
+	} {
+		_, err := ParseInbound(ActionERPOrderStatus, []byte(body))
+		if ErrorCode(err) != EINVALID || ErrorMessage(err) != want {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+		if strings.Contains(ErrorMessage(err), "invalid character") || strings.Contains(ErrorMessage(err), "literal") {
+			t.Errorf("%s: the decoder's wording leaks: %q", body, ErrorMessage(err))
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 
@@ -28,9 +29,14 @@ func jsonProblem(err error) string {
 		}
 		return fmt.Sprintf("%s: expected %s, got %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), jsonValueName(typeErr.Value))
 	}
+	// The decoder's own wording ("invalid character 'o' in literal null
+	// (expecting 'u')") is not for senders: say where, in plain words.
 	var syntaxErr *json.SyntaxError
 	if errors.As(err, &syntaxErr) {
-		return fmt.Sprintf("invalid JSON at byte %d: %s", syntaxErr.Offset, syntaxErr.Error())
+		return fmt.Sprintf("the body is not valid JSON: a character at byte %d cannot be read there", syntaxErr.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "the body is not valid JSON: it ends before its value does"
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }

@@ -333,3 +333,12 @@ func TestMoneyIsFormattedFromMinorUnits(t *testing.T) {
 		}
 	}
 }
+
+// Durations read as a person says them, not as "115434 ms".
+func TestDurationsReadAsAPersonSaysThem(t *testing.T) {
+	for ms, want := range map[int]string{0: "0 ms", 340: "340 ms", 2400: "2.4 s", 42000: "42 s", 115434: "1 min 55 s", 7_500_000: "2 h 5 min"} {
+		if got := console.Duration(ms); got != want {
+			t.Errorf("Duration(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}

@@ -64,6 +64,7 @@ var funcs = template.FuncMap{
 		return ""
 	},
 	"str":       func(v any) string { return fmt.Sprint(v) },
+	"ms":        duration,
 	"hasPrefix": strings.HasPrefix,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
@@ -72,6 +73,38 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
+}
+
+// duration shows a count of milliseconds as a person reads a duration:
+// "340 ms", "2.4 s", "1 min 55 s", "2 h 5 min".
+func duration(v any) string {
+	var ms int64
+	switch x := v.(type) {
+	case int:
+		ms = int64(x)
+	case *int:
+		if x == nil {
+			return ""
+		}
+		ms = int64(*x)
+	case int64:
+		ms = x
+	default:
+		return fmt.Sprint(v)
+	}
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", ms)
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+	}
 }
 
 // timeElement shows an instant as a <time> element: its text is UTC, and
