@@ -520,6 +520,33 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		}
 	}
 
+	// A parked post: its dry run warns that a replay would park again and
+	// does not make replaying the first action; replaying anyway is shown
+	// as a warning, not a success. An applied post offers no replay.
+	invoices, _, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	parked := f.post(invoices, `{"order_ref": "SO-NOT-YET", "invoice_ref": "INV-W", "amount_minor": 100}`)
+	if parked.str("outcome") != "parked" {
+		t.Fatalf("post for an order not there yet: %d %s", parked.status, parked.raw)
+	}
+	b.open("/console/receipts/" + parked.receipt)
+	b.click("#dry-run")
+	if !b.present("#dry-warning") || !b.present("#confirm-replay.secondary") || !b.present("#back-to-receipt") {
+		t.Fatal("the dry run of a replay that would park again neither warns nor puts going back first")
+	}
+	b.click("#confirm-replay")
+	if got := b.text("#flash"); !strings.HasPrefix(got, "Warning: the replay did not go through") || !b.present("#flash.warn") {
+		t.Fatalf("a replay that parked again is shown as %q", got)
+	}
+	applied := f.post(invoices, `{"order_ref": "SO-1", "invoice_ref": "INV-A", "amount_minor": 100}`)
+	if applied.str("outcome") != "applied" {
+		t.Fatalf("a post that applies: %d %s", applied.status, applied.raw)
+	}
+	b.open("/console/receipts/" + applied.receipt)
+	b.click("#dry-run")
+	if b.present("#confirm-replay") || !b.present("#applied-note") {
+		t.Fatal("an applied receipt's dry run offers a replay")
+	}
+
 	// A favicon, and static files a browser may keep.
 	var icon string
 	b.open("/console/")

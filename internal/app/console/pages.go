@@ -306,6 +306,15 @@ type dryRunData struct {
 	Currency string
 }
 
+// WouldNotApply says the replay would end anything but applied or
+// unchanged: the page warns, and replaying is not its first action.
+func (d dryRunData) WouldNotApply() bool { return !wentThrough(d.Result.Outcome) }
+
+// wentThrough says whether a replay's outcome is the post going through.
+func wentThrough(o domain.Outcome) bool {
+	return o == domain.OutcomeApplied || o == domain.OutcomeUnchanged
+}
+
 // dryRun shows what a replay would change, with the button that makes it.
 func (c *console) dryRun(w http.ResponseWriter, r *http.Request) {
 	d, ok := c.loadReceipt(w, r)
@@ -340,6 +349,10 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := "Replayed: the new receipt's outcome is " + string(res.Outcome) + " with " + strconv.Itoa(len(res.Changes)) + " change(s)."
+	if !wentThrough(res.Outcome) {
+		// Never shown as a success.
+		msg = "Warning: the replay did not go through: the new receipt's outcome is " + string(res.Outcome) + "."
+	}
 	if res.Error != nil {
 		msg += " " + *res.Error
 	}
