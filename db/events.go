@@ -23,6 +23,19 @@ const (
 // when the transaction commits. The event is made by its domain.EventKind,
 // so its data is its type's.
 func emit(ctx context.Context, q querier, orgID uuid.UUID, e domain.Event) error {
+	return emitFor(ctx, q, orgID, nil, e)
+}
+
+// emitFor is emit of an event about a receipt (its failure), which the
+// receipt's trace lists: receiptID, when given, is the event's receipt_id
+// (otherwise the column's default, the receipt an inbound apply step set).
+func emitFor(ctx context.Context, q querier, orgID uuid.UUID, receiptID *uuid.UUID, e domain.Event) error {
+	if receiptID != nil {
+		_, err := q.Exec(ctx, `
+			WITH e AS (INSERT INTO events (id, org_id, type, data, receipt_id) VALUES ($1, $2, $3, $4, $5))
+			SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data, *receiptID)
+		return err
+	}
 	_, err := q.Exec(ctx, `
 		WITH e AS (INSERT INTO events (id, org_id, type, data) VALUES ($1, $2, $3, $4))
 		SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data)

@@ -138,7 +138,7 @@ func (d *DB) ReceiptTrace(ctx context.Context, orgID uuid.UUID, r Receipt) (Trac
 		                     'updated_at', to_char(w.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
 		                   ORDER BY w.created_at, w.id)
 		                 FROM webhook_deliveries w WHERE w.org_id = e.org_id AND w.event_id = e.id), '[]')
-		FROM events e WHERE e.org_id = $1 AND e.receipt_id = $2 ORDER BY e.created_at, e.id`, orgID, t.EffectOf)
+		FROM events e WHERE e.org_id = $1 AND e.receipt_id IN ($2, $3) ORDER BY e.created_at, e.id`, orgID, t.EffectOf, r.ID)
 	if err != nil {
 		return t, nil, err
 	}

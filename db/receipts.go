@@ -107,7 +107,7 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 	if err != nil {
 		return id, err
 	}
-	return id, emit(ctx, q, r.OrgID, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
+	return id, emitFor(ctx, q, r.OrgID, &id, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
 		ReceiptID: id, EndpointID: r.EndpointID, Action: r.Action, Outcome: domain.OutcomeFailed, Error: &msg}))
 }
 
@@ -273,7 +273,7 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 		if !u.Outcome.Failed() || previous == u.Outcome {
 			return nil
 		}
-		return emit(ctx, tx, orgID, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
+		return emitFor(ctx, tx, orgID, &id, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
 			ReceiptID: id, EndpointID: endpoint, Action: action, Outcome: u.Outcome, Error: u.Error}))
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/app/console"
 )
@@ -545,6 +546,27 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	b.click("#dry-run")
 	if b.present("#confirm-replay") || !b.present("#applied-note") {
 		t.Fatal("an applied receipt's dry run offers a replay")
+	}
+
+	// A failed post's trace lists its inbound.receipt.failed event and
+	// that event's delivery.
+	f.Outbox()
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	if _, err := f.DB.CreateSubscription(context.Background(), Sealer(), db.NewSubscription{OrgID: f.org.ID, URL: rc.srv.URL + "/hooks",
+		EventTypes: []string{domain.EventInboundReceiptFailed}}); err != nil {
+		t.Fatal(err)
+	}
+	failedPost := f.post(invoices, `{"order_ref": "SO-1", "invoice_ref": "INV-TOO-BIG", "amount_minor": 999999999}`)
+	if failedPost.status != http.StatusUnprocessableEntity || failedPost.receipt == "" {
+		t.Fatalf("a post that fails: %d %s", failedPost.status, failedPost.raw)
+	}
+	f.eventually("the failure event delivered", func() bool {
+		return f.count(`SELECT count(*) FROM webhook_deliveries d JOIN events e ON e.org_id = d.org_id AND e.id = d.event_id
+			WHERE d.org_id = $1 AND e.type = 'inbound.receipt.failed' AND d.status = 'succeeded'`) > 0
+	})
+	b.open("/console/receipts/" + failedPost.receipt)
+	if got := b.text("#trace-events"); !strings.Contains(got, "inbound.receipt.failed") || !strings.Contains(got, "succeeded") {
+		t.Fatalf("the failed receipt's trace: %q", got)
 	}
 
 	// A favicon, and static files a browser may keep.
