@@ -74,6 +74,19 @@ func (d *DB) CreateReplayBatch(ctx context.Context, in NewReplayBatch) (uuid.UUI
 	return id, n, err
 }
 
+// CountReplaySelection counts the receipts a bulk replay of in would
+// cover (up to MaxReplayBatch+1: more is refused), for the confirmation
+// that names how many.
+func (d *DB) CountReplaySelection(ctx context.Context, in NewReplayBatch) (int, error) {
+	c := OrgReceiptFilter{EndpointID: in.EndpointID, Outcomes: in.Outcomes, ReceivedAfter: in.ReceivedAfter,
+		ReceivedBefore: in.ReceivedBefore}.conds(in.OrgID)
+	c.parts = append(c.parts, "r.replay_of IS NULL")
+	var n int
+	err := d.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM inbound_receipts r WHERE `+c.where()+`
+		LIMIT `+c.param(MaxReplayBatch+1)+`) s`, c.args...).Scan(&n)
+	return n, err
+}
+
 // GetReplayBatch returns one of the organisation's bulk replays with its
 // progress, counted from its receipts.
 func (d *DB) GetReplayBatch(ctx context.Context, orgID, id uuid.UUID) (ReplayBatch, error) {

@@ -320,6 +320,10 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	// Cancel the parked post.
 	owner.open("/console/receipts/" + parked.receipt)
 	owner.click("#cancel")
+	if got := owner.text("#confirm-question"); !strings.Contains(got, "Cancel the parked receipt "+parked.receipt) {
+		t.Fatalf("cancelling asks %q", got)
+	}
+	owner.click("#confirm")
 	if got := owner.text("#flash"); !strings.HasPrefix(got, "Cancelled") || owner.text("#outcome") != "cancelled" {
 		t.Fatalf("after cancelling: %q, outcome %q", got, owner.text("#outcome"))
 	}
@@ -367,6 +371,11 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	owner.click(`a[href^="/console/replays/new?"]`)
 	owner.screenshot("bulk-replay-form")
 	owner.click("#start-bulk")
+	// Asked first, with how many receipts it covers.
+	if got := owner.text("#confirm-question"); !strings.Contains(got, "Replay the 3 receipt(s) these filters select") {
+		t.Fatalf("starting the bulk replay asks %q", got)
+	}
+	owner.click("#confirm")
 	if got := owner.text("#flash"); !strings.Contains(got, "started over 3 receipt(s)") {
 		t.Fatalf("after starting the bulk replay: %q", got)
 	}
@@ -567,6 +576,23 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	b.open("/console/receipts/" + failedPost.receipt)
 	if got := b.text("#trace-events"); !strings.Contains(got, "inbound.receipt.failed") || !strings.Contains(got, "succeeded") {
 		t.Fatalf("the failed receipt's trace: %q", got)
+	}
+
+	// Switching a subscription off and recovering its deliveries ask
+	// first, naming the URL and how many deliveries; going back changes
+	// nothing.
+	b.open("/console/webhooks")
+	b.click(`form[action$="/active"] button`)
+	if got := b.text("#confirm-question"); !strings.Contains(got, "Switch off the subscription to "+rc.srv.URL+"/hooks") {
+		t.Fatalf("switching off asks %q", got)
+	}
+	b.click("#confirm-cancel")
+	if n := f.count(`SELECT count(*) FROM webhook_subscriptions WHERE org_id = $1 AND active`); n != 1 {
+		t.Fatal("going back from the confirmation switched the subscription off")
+	}
+	b.click(`form[action$="/recover"] button`)
+	if got := b.text("#confirm-question"); !strings.Contains(got, "Send again the 0 failed or exhausted deliveries to "+rc.srv.URL+"/hooks") {
+		t.Fatalf("recovering asks %q", got)
 	}
 
 	// A favicon, and static files a browser may keep.

@@ -391,6 +391,32 @@ func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 	_, _ = w.Write([]byte(b.String()))
 }
 
+// confirmData is a confirmation page: the question, and the form that
+// posts the action again with confirm=yes.
+type confirmData struct {
+	Question, Action, Button, Back string
+	Fields                         url.Values
+}
+
+// confirmed says whether an action's POST carries its confirmation. When
+// it does not, it answers a page that asks the question (naming what the
+// action acts on, and how many records) with a button that posts the same
+// form confirmed, and a way back.
+func (c *console) confirmed(w http.ResponseWriter, r *http.Request, question, button, back string) bool {
+	if r.PostForm.Get("confirm") == "yes" {
+		return true
+	}
+	fields := url.Values{}
+	for k, vs := range r.PostForm {
+		if k != "confirm" {
+			fields[k] = vs
+		}
+	}
+	c.renderPage(w, r, http.StatusOK, "confirm", page{Nav: "confirm", Data: confirmData{Question: question, Action: r.URL.Path,
+		Button: button, Back: back, Fields: fields}})
+	return false
+}
+
 // fail answers with a page saying what went wrong.
 func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	c.renderPage(w, r, status, "error", page{Title: http.StatusText(status), Error: msg, RequestID: middleware.GetReqID(r.Context())})

@@ -275,7 +275,16 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 	owner, _ := f.signIn("owner@acme.example")
 	_, page := owner.get("/console/")
 	token := csrf(t, page)
+	// Pausing asks first, naming the endpoint, and pauses nothing until
+	// confirmed.
 	if status, page := owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}}); status != 200 ||
+		!strings.Contains(page, `Pause the endpoint &#34;ERP invoices&#34;?`) || !strings.Contains(page, `name="confirm" value="yes"`) {
+		t.Fatalf("pause, unconfirmed: %d %s", status, page)
+	}
+	if status, page := owner.get("/console/"); status != 200 || strings.Contains(page, `<strong class="badge paused">paused</strong>`) {
+		t.Fatalf("an unconfirmed pause paused the endpoint: %s", page)
+	}
+	if status, page := owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}, "confirm": {"yes"}}); status != 200 ||
 		!strings.Contains(page, "paused: posts answer 409") || !strings.Contains(page, `<strong class="badge paused">paused</strong>`) {
 		t.Fatalf("pause: %d %s", status, page)
 	}
@@ -302,7 +311,7 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 		t.Fatalf("dry run: %d %s", status, page)
 	}
 	// A receipt the replay rules refuse says why, on its page.
-	owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}})
+	owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}, "confirm": {"yes"}})
 	status, page = owner.post("/console/receipts/"+f.receipt+"/dry-run", url.Values{"csrf": {token}})
 	if status != 200 || !strings.Contains(page, `<p class="flash bad" role="status" id="flash">Refused: `) || !strings.Contains(page, "paused") ||
 		!strings.Contains(page, "order SO-9 not found") {

@@ -25,13 +25,14 @@ var titles = map[string]string{
 	"deliveries":           "Webhook deliveries",
 	"audit":                "Audit log",
 	"error":                "Error",
+	"confirm":              "Confirm",
 }
 
 // parsePages parses each page's template with the layout.
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"signin", "endpoints", "endpoint_created", "receipts", "receipt", "dryrun", "bulk_new", "bulk",
-		"webhooks", "subscription_created", "deliveries", "delivery", "audit", "error"} {
+		"webhooks", "subscription_created", "deliveries", "delivery", "audit", "error", "confirm"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
 	}
 	return pages

@@ -128,6 +128,20 @@ func (c *console) setEndpointState(to domain.EndpointState) http.HandlerFunc {
 			return
 		}
 		v := viewerOf(r.Context())
+		if to == domain.EndpointPaused {
+			name := id.String()
+			if eps, err := c.allEndpoints(r, v.OrgID); err == nil {
+				for _, e := range eps {
+					if e.ID == id {
+						name = e.Name
+					}
+				}
+			}
+			if !c.confirmed(w, r, "Pause the endpoint "+strconv.Quote(name)+"? Every post to it will be answered 409 until it is resumed.",
+				"Pause "+name, Prefix+"/") {
+				return
+			}
+		}
 		e, err := c.Service.SetEndpointState(r.Context(), v.actor(), v.OrgID, id, to)
 		if err != nil {
 			c.refused(w, r, Prefix+"/", err)
@@ -367,6 +381,10 @@ func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/receipts/" + id.String()
+	if !c.confirmed(w, r, "Cancel the parked receipt "+id.String()+"? It stops waiting for its record; it can be replayed later.",
+		"Cancel this 1 receipt", back) {
+		return
+	}
 	d, err := c.Service.CancelReceipt(r.Context(), v.actor(), v.OrgID, id)
 	if err != nil {
 		c.refused(w, r, back, err)
@@ -429,6 +447,19 @@ func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 		c.refused(w, r, back, err)
 		return
 	}
+	n, err := c.DB.CountReplaySelection(r.Context(), in)
+	if err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	what := "Replay"
+	if in.DryRun {
+		what = "Dry-run the replay of"
+	}
+	if !c.confirmed(w, r, what+" the "+strconv.Itoa(n)+" receipt(s) these filters select ("+describeSelection(in)+")?",
+		what+" "+strconv.Itoa(n)+" receipt(s)", back) {
+		return
+	}
 	b, err := c.Service.StartBulkReplay(r.Context(), v.actor(), in)
 	if err != nil {
 		c.refused(w, r, back, err)
@@ -439,6 +470,25 @@ func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 		kind = "Bulk dry run"
 	}
 	c.done(w, r, Prefix+"/replays/"+b.ID.String(), kind+" started over "+strconv.Itoa(b.Total)+" receipt(s).")
+}
+
+// describeSelection names a bulk replay's filters in words.
+func describeSelection(in db.NewReplayBatch) string {
+	outcomes := make([]string, len(in.Outcomes))
+	for i, o := range in.Outcomes {
+		outcomes[i] = string(o)
+	}
+	parts := []string{"outcome " + strings.Join(outcomes, " or ")}
+	if in.EndpointID != nil {
+		parts = append(parts, "endpoint "+in.EndpointID.String())
+	}
+	if in.ReceivedAfter != nil {
+		parts = append(parts, "received from "+in.ReceivedAfter.UTC().Format("2006-01-02 15:04")+" UTC")
+	}
+	if in.ReceivedBefore != nil {
+		parts = append(parts, "received until "+in.ReceivedBefore.UTC().Format("2006-01-02 15:04")+" UTC")
+	}
+	return strings.Join(parts, ", ")
 }
 
 type bulkData struct {
@@ -537,6 +587,16 @@ func (c *console) setSubscriptionActive(w http.ResponseWriter, r *http.Request) 
 	}
 	v := viewerOf(r.Context())
 	active := r.PostForm.Get("active") == "true"
+	if !active {
+		target := id.String()
+		if sub, err := c.DB.GetSubscription(r.Context(), v.OrgID, id); err == nil {
+			target = sub.URL
+		}
+		if !c.confirmed(w, r, "Switch off the subscription to "+target+"? No new deliveries will be made to it until it is switched on.",
+			"Switch off", Prefix+"/webhooks") {
+			return
+		}
+	}
 	s, err := c.Service.UpdateSubscription(r.Context(), v.actor(), v.OrgID, id, db.SubscriptionChange{Active: &active})
 	if err != nil {
 		c.refused(w, r, Prefix+"/webhooks", err)
@@ -562,6 +622,19 @@ func (c *console) recover(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	due, err := c.DB.RecoverableDeliveries(r.Context(), v.OrgID, id, *since)
+	if err != nil {
+		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	target := id.String()
+	if sub, err := c.DB.GetSubscription(r.Context(), v.OrgID, id); err == nil {
+		target = sub.URL
+	}
+	if !c.confirmed(w, r, "Send again the "+strconv.Itoa(len(due))+" failed or exhausted deliveries to "+target+" made since "+
+		since.UTC().Format("2006-01-02 15:04")+" UTC?", "Send "+strconv.Itoa(len(due))+" again", Prefix+"/webhooks") {
 		return
 	}
 	n, err := c.Service.Recover(r.Context(), v.actor(), v.OrgID, id, *since)
