@@ -52,8 +52,14 @@ func TestConsoleLoginPrintsALinkTheServerSignsIn(t *testing.T) {
 		t.Fatalf("console login printed %s", out)
 	}
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// Opening the link shows the sign-in button; its POST signs in, once.
+	if resp, err := noRedirect.Get(link.URL); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("opening the link: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} { // once only
-		resp, err := noRedirect.Get(link.URL)
+		resp, err := noRedirect.PostForm(link.URL, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
