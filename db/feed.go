@@ -47,3 +47,11 @@ func (d *DB) GetEvent(ctx context.Context, orgID, id uuid.UUID) (Event, error) {
 	e, err := scanEvent(d.pool.QueryRow(ctx, `SELECT `+eventColumns+` FROM events e WHERE e.org_id = $1 AND e.id = $2`, orgID, id))
 	return e, notFound(err, "event")
 }
+
+// EventReceipt is the receipt whose effect emitted one of the
+// organisation's events (nil when no inbound post did).
+func (d *DB) EventReceipt(ctx context.Context, orgID, id uuid.UUID) (*uuid.UUID, error) {
+	var receipt *uuid.UUID
+	err := d.pool.QueryRow(ctx, `SELECT receipt_id FROM events WHERE org_id = $1 AND id = $2`, orgID, id).Scan(&receipt)
+	return receipt, notFound(err, "event")
+}

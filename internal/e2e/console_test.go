@@ -558,9 +558,13 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	}
 
 	// A failed post's trace lists its inbound.receipt.failed event and
-	// that event's delivery.
+	// that event's delivery, whose page says why it failed (the receiver's
+	// answer), what was sent, and where it came from.
 	f.Outbox()
-	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"error": "ERP down for maintenance"}`)
+	})
 	if _, err := f.DB.CreateSubscription(context.Background(), Sealer(), db.NewSubscription{OrgID: f.org.ID, URL: rc.srv.URL + "/hooks",
 		EventTypes: []string{domain.EventInboundReceiptFailed}}); err != nil {
 		t.Fatal(err)
@@ -569,13 +573,26 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	if failedPost.status != http.StatusUnprocessableEntity || failedPost.receipt == "" {
 		t.Fatalf("a post that fails: %d %s", failedPost.status, failedPost.raw)
 	}
-	f.eventually("the failure event delivered", func() bool {
+	f.eventually("the failure event's delivery attempted", func() bool {
 		return f.count(`SELECT count(*) FROM webhook_deliveries d JOIN events e ON e.org_id = d.org_id AND e.id = d.event_id
-			WHERE d.org_id = $1 AND e.type = 'inbound.receipt.failed' AND d.status = 'succeeded'`) > 0
+			WHERE d.org_id = $1 AND e.type = 'inbound.receipt.failed' AND d.status = 'failed'`) > 0
 	})
 	b.open("/console/receipts/" + failedPost.receipt)
-	if got := b.text("#trace-events"); !strings.Contains(got, "inbound.receipt.failed") || !strings.Contains(got, "succeeded") {
+	if got := b.text("#trace-events"); !strings.Contains(got, "inbound.receipt.failed") || !strings.Contains(got, "failed") {
 		t.Fatalf("the failed receipt's trace: %q", got)
+	}
+	b.click(`#trace-events a[href^="/console/deliveries/"]`)
+	if got := b.text("#attempts"); !strings.Contains(got, `{"error": "ERP down for maintenance"}`) {
+		t.Fatalf("the delivery's attempts do not show the receiver's answer: %q", got)
+	}
+	if got := b.text("#sent-body"); !strings.Contains(got, `"type": "inbound.receipt.failed"`) || !strings.Contains(got, failedPost.receipt) {
+		t.Fatalf("what the delivery sends: %q", got)
+	}
+	if got := b.text("#sent-headers"); !strings.Contains(got, "v1,***") || strings.Contains(got, "whsec_") {
+		t.Fatalf("the headers sent, signatures masked: %q", got)
+	}
+	if got := b.text("#delivery-receipt"); got != failedPost.receipt || !b.present("#delivery-subscription") {
+		t.Fatalf("the delivery links to receipt %q", got)
 	}
 
 	// Switching a subscription off and recovering its deliveries ask
@@ -591,7 +608,7 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		t.Fatal("going back from the confirmation switched the subscription off")
 	}
 	b.click(`form[action$="/recover"] button`)
-	if got := b.text("#confirm-question"); !strings.Contains(got, "Send again the 0 failed or exhausted deliveries to "+rc.srv.URL+"/hooks") {
+	if got := b.text("#confirm-question"); !strings.Contains(got, "Send again the 1 failed or exhausted deliveries to "+rc.srv.URL+"/hooks") {
 		t.Fatalf("recovering asks %q", got)
 	}
 

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -12,9 +13,11 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
+	"github.com/commerce-integration/commerce/signature"
 )
 
 // perPage is how many rows a list page shows.
@@ -697,7 +700,45 @@ func (c *console) delivery(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	c.renderPage(w, r, http.StatusOK, "delivery", page{Nav: "deliveries", Title: "Delivery " + x.ID.String(), Data: x})
+	d := deliveryData{WebhookDelivery: x}
+	e, err := c.DB.GetEvent(r.Context(), v.OrgID, x.EventID)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	// What every attempt sends: the event's envelope, and these headers
+	// (the per-attempt ones named, the signatures masked).
+	body, err := json.MarshalIndent(db.Envelope{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt, Data: json.RawMessage(e.Data)}, "", "  ")
+	if err != nil {
+		c.internal(w, r, err)
+		return
+	}
+	d.Body = string(body)
+	d.Headers = [][2]string{
+		{"Content-Type", "application/json"},
+		{activities.HeaderEventID, e.ID.String()},
+		{activities.HeaderEventType, e.Type},
+		{activities.HeaderDeliveryID, x.ID.String()},
+		{activities.HeaderAttempt, "the attempt's number"},
+		{signature.HeaderWebhookID, e.ID.String()},
+		{signature.HeaderWebhookTimestamp, "the attempt's time, in seconds"},
+		{signature.HeaderWebhookSignature, "v1,*** (one per signing secret)"},
+		{signature.Header, "t=<the attempt's time>,v1=*** (one per signing secret)"},
+	}
+	if d.Receipt, err = c.DB.EventReceipt(r.Context(), v.OrgID, x.EventID); err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	c.renderPage(w, r, http.StatusOK, "delivery", page{Nav: "deliveries", Title: "Delivery " + x.ID.String(), Data: d})
+}
+
+// deliveryData is a delivery's page: the delivery with its attempts, what
+// each attempt sends, and the receipt whose effect emitted its event.
+type deliveryData struct {
+	db.WebhookDelivery
+	Body    string
+	Headers [][2]string
+	Receipt *uuid.UUID
 }
 
 func (c *console) resend(w http.ResponseWriter, r *http.Request) {
