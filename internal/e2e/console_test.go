@@ -264,7 +264,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	owner.click(`form.filters button[type="submit"]`)
 	owner.screenshot("receipts")
 	var links []string
-	owner.run("list receipts", chromedp.Evaluate(`[...document.querySelectorAll("a.receipt-link")].map(a => a.textContent)`, &links))
+	owner.run("list receipts", chromedp.Evaluate(`[...document.querySelectorAll("a.receipt-link")].map(a => a.dataset.id)`, &links))
 	if len(links) != 1 {
 		t.Fatalf("search for INV-2 lists %v", links)
 	}
@@ -538,6 +538,11 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	if parked.str("outcome") != "parked" {
 		t.Fatalf("post for an order not there yet: %d %s", parked.status, parked.raw)
 	}
+	// Its row says what it waits for, and links by its time.
+	b.open("/console/receipts?outcome=parked")
+	if got := b.text("main table tbody"); !strings.Contains(got, "waits for") || !strings.Contains(got, "SO-NOT-YET") {
+		t.Fatalf("the parked row does not say what it waits for: %q", got)
+	}
 	b.open("/console/receipts/" + parked.receipt)
 	b.click("#dry-run")
 	if !b.present("#dry-warning") || !b.present("#confirm-replay.secondary") || !b.present("#back-to-receipt") {
@@ -593,6 +598,13 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	}
 	if got := b.text("#delivery-receipt"); got != failedPost.receipt || !b.present("#delivery-subscription") {
 		t.Fatalf("the delivery links to receipt %q", got)
+	}
+	// The subscription filter is a choice a person reads, by URL.
+	b.click("#delivery-subscription")
+	var chosen string
+	b.run("read the subscription filter", chromedp.Evaluate(`document.querySelector('#subscription-filter').selectedOptions[0].textContent`, &chosen))
+	if chosen != rc.srv.URL+"/hooks" {
+		t.Fatalf("the deliveries list's subscription filter shows %q", chosen)
 	}
 
 	// Switching a subscription off and recovering its deliveries ask

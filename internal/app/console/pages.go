@@ -653,6 +653,8 @@ type deliveriesData struct {
 	Next       string
 	Filter     url.Values
 	Statuses   []domain.WebhookStatus
+	// Subscriptions are the filter's choices, named by URL.
+	Subscriptions []db.Subscription
 }
 
 func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
@@ -683,7 +685,12 @@ func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	d := deliveriesData{Filter: q, Statuses: statuses}
+	subs, err := c.DB.ListSubscriptions(r.Context(), v.OrgID)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	d := deliveriesData{Filter: q, Statuses: statuses, Subscriptions: subs}
 	d.Deliveries, d.Next = nextPage(r, list, func(x db.WebhookDelivery) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
 	c.render(w, r, http.StatusOK, "deliveries", d)
 }
