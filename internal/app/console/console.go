@@ -83,7 +83,7 @@ func New(d Deps) http.Handler {
 	r.Use(c.headers)
 	r.Use(c.checkQuery)
 	static, _ := fs.Sub(staticFiles, "static")
-	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", http.FileServer(http.FS(static))))
+	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", staticHandler(static)))
 	r.Get("/login/{token}", c.loginPage)
 	r.Post("/login/{token}", c.login)
 	r.Group(func(r chi.Router) {

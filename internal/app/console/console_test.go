@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -349,5 +351,44 @@ func TestDurationsReadAsAPersonSaysThem(t *testing.T) {
 		if got := console.Duration(ms); got != want {
 			t.Errorf("Duration(%d) = %q, want %q", ms, got, want)
 		}
+	}
+}
+
+// Static files go gzipped to a browser that takes gzip, as they are to
+// one that does not, with an ETag that answers 304, cacheable for a day.
+func TestStaticFilesAreCompressedAndCacheable(t *testing.T) {
+	f := newFixture(t)
+	get := func(header ...string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/console/static/console.css", nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		// Go's transport would ask for gzip and undo it itself.
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp, raw
+	}
+	plain, css := get()
+	if plain.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || !strings.Contains(string(css), "box-sizing") ||
+		!strings.HasPrefix(plain.Header.Get("Content-Type"), "text/css") || !strings.Contains(plain.Header.Get("Cache-Control"), "max-age=86400") {
+		t.Fatalf("plain: %d %v", plain.StatusCode, plain.Header)
+	}
+	zipped, gz := get("Accept-Encoding", "gzip, br")
+	if zipped.Header.Get("Content-Encoding") != "gzip" || len(gz) >= len(css) {
+		t.Fatalf("gzip: %v, %d bytes for %d", zipped.Header, len(gz), len(css))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, _ := io.ReadAll(zr); !bytes.Equal(back, css) {
+		t.Fatal("the gzipped file is not the file")
+	}
+	if again, _ := get("Accept-Encoding", "gzip", "If-None-Match", zipped.Header.Get("ETag")); again.StatusCode != http.StatusNotModified {
+		t.Fatalf("a repeat with its ETag: %d", again.StatusCode)
 	}
 }
