@@ -23,10 +23,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	health.Handler(ReadinessChecks(s.db, s.temporal), logging.From(r.Context(), s.log))(w, r)
 }
 
-// ReadinessChecks are the dependencies of a process on d and tc: Postgres
-// and its schema are required, Temporal is not (the worker requires it;
-// see its own checks).
+// ReadinessChecks are the API's dependencies: Postgres and its schema are
+// required, Temporal is not (the worker requires it; see its own checks).
 func ReadinessChecks(d *db.DB, tc client.Client) []health.Check {
+	return append(DatabaseChecks(d), TemporalCheck(tc, false))
+}
+
+// DatabaseChecks are the checks every process requires: Postgres answers,
+// and its schema is the one this binary expects.
+func DatabaseChecks(d *db.DB) []health.Check {
 	return []health.Check{
 		{Name: "postgres", Required: true, Probe: d.Ping},
 		{Name: "schema", Required: true, Reason: fmt.Sprintf("not at version %d: run `commerce migrate`", db.LatestVersion()),
@@ -37,7 +42,6 @@ func ReadinessChecks(d *db.DB, tc client.Client) []health.Check {
 				}
 				return err
 			}},
-		TemporalCheck(tc, false),
 	}
 }
 

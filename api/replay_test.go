@@ -52,7 +52,7 @@ func TestReplayRefusesAPostRefusedForItsSignature(t *testing.T) {
 	}
 }
 
-// Each replay rule of DESIGN.md section 11, with its reason; the receipts
+// Each replay rule of docs/design.md#replay, with its reason; the receipts
 // the rules let through pass CheckReplay, and a refused replay stores
 // nothing.
 func TestReplayRulesRefuseWithAReason(t *testing.T) {

@@ -100,7 +100,7 @@ func TestGeneratedClientListsProductsAndReadsAQuote(t *testing.T) {
 		q.JSON200.SubtotalMinor != 1080 || q.JSON200.VatMinor != 216 || q.JSON200.TotalMinor != 1296 {
 		t.Fatalf("quote: %s", q.Body)
 	}
-	// The generated client sees the spec's errors too.
+	// The generated client sees the OpenAPI document's errors too.
 	missing, err := c.GetQuoteWithResponse(ctx, "01a20000-0000-7000-8000-000000000000")
 	if err != nil || missing.JSON404 == nil || missing.JSON404.Error == "" {
 		t.Fatalf("unknown quote: %v %s", err, missing.Body)

@@ -55,9 +55,6 @@ func (a acquireWait) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, _ pgx
 	}
 }
 
-// acquireCtx is the acquire context: once the wait is over its Err is
-// ErrPoolBusy, which the pool returns as the statement's error. Whatever
-// else ended it (the caller's cancel or deadline) keeps its own error.
 // TraceQueryStart and TraceQueryEnd make acquireWait a pgx.QueryTracer,
 // which is where pgxpool looks for its AcquireTracer; they do nothing.
 func (acquireWait) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -66,6 +63,9 @@ func (acquireWait) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 
 func (acquireWait) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// acquireCtx is the acquire context: once the wait is over its Err is
+// ErrPoolBusy, which the pool returns as the statement's error. Whatever
+// else ended it (the caller's cancel or deadline) keeps its own error.
 type acquireCtx struct{ context.Context }
 
 func (c acquireCtx) Err() error {

@@ -362,7 +362,7 @@ func (rt *Runtime) RunWorkerProcess(ctx context.Context) error {
 // the worker polls its task queue: unlike the API, a worker cut off from
 // Temporal does no work.
 func (rt *Runtime) WorkerProbes(polling *atomic.Bool) http.Handler {
-	checks := append(api.ReadinessChecks(rt.DB, rt.Temporal)[:2], api.TemporalCheck(rt.Temporal, true),
+	checks := append(api.DatabaseChecks(rt.DB), api.TemporalCheck(rt.Temporal, true),
 		health.Check{Name: "worker", Required: true, Reason: "not polling its task queue",
 			Probe: func(context.Context) error {
 				if !polling.Load() {
