@@ -6,7 +6,10 @@ import (
 	"errors"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
@@ -40,9 +43,12 @@ type Posts struct {
 
 // Run starts (or joins) the workflow of a stored receipt and waits for its
 // first answer. A workflow that has not answered when the wait ends goes on
-// by itself: the answer is then pending (202). A post whose workflow cannot
-// be started ends in error (and can be replayed): its answer is a fault of
-// the service (500), recorded on the receipt here.
+// by itself: the answer is then pending (202). So is a post whose start
+// Temporal did not take because it is down or not answering: its receipt
+// stays pending and the worker's receipts relay starts it later. A post
+// whose workflow Temporal refuses to start ends in error (and can be
+// replayed): its answer is a fault of the service (500), recorded on the
+// receipt here.
 func (p *Posts) Run(ctx context.Context, in domain.InboundInput) domain.InboundOutcome {
 	if p.Workflows == nil {
 		return p.notStarted(ctx, in, "the workflow service is not configured", nil)
@@ -52,11 +58,39 @@ func (p *Posts) Run(ctx context.Context, in domain.InboundInput) domain.InboundO
 	out, err := p.Workflows.RunInbound(wctx, in)
 	switch {
 	case errors.Is(err, workflows.ErrStillRunning):
-		return domain.InboundOutcome{Result: &domain.InboundResult{Outcome: domain.OutcomePending, Status: 202, Changes: []domain.Change{}}}
+		return pendingOutcome()
+	case err != nil && temporalAway(err) && ctx.Err() == nil:
+		// Temporal is down or not answering: the receipt stays pending, and
+		// the worker's receipts relay starts its workflow once Temporal is
+		// back (a start that did reach the server is joined, not doubled).
+		logging.From(ctx, p.Log).Warn("Temporal did not take the workflow's start; the post waits for the receipts relay",
+			zap.Stringer("receipt_id", in.ReceiptID), zap.Error(err))
+		return pendingOutcome()
 	case err != nil:
 		return p.notStarted(ctx, in, "the workflow could not be started", err)
 	}
 	return out
+}
+
+func pendingOutcome() domain.InboundOutcome {
+	return domain.InboundOutcome{Result: &domain.InboundResult{Outcome: domain.OutcomePending, Status: 202, Changes: []domain.Change{}}}
+}
+
+// temporalAway says whether err is Temporal being unreachable or not
+// answering in time, which passes, as opposed to a start it refuses.
+func temporalAway(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	var exhausted *serviceerror.ResourceExhausted
+	if errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &exhausted) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
+		return true
+	}
+	return false
 }
 
 // notStarted records a post whose workflow could not be started as an
