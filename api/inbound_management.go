@@ -32,7 +32,7 @@ type ListReceiptsInput struct {
 	Outcome        string `query:"outcome" doc:"Only receipts with these outcomes, comma-separated: pending, applied, unchanged, parked, unmatched, cancelled, failed, error." example:"failed,parked"`
 	ReceivedAfter  string `query:"received_after" format:"date-time" doc:"Only receipts received after this instant (RFC 3339)."`
 	ReceivedBefore string `query:"received_before" format:"date-time" doc:"Only receipts received before this instant (RFC 3339)."`
-	Ref            string `query:"ref" maxLength:"200" doc:"Only receipts whose body contains this text: an order number, a delivery, invoice or PO reference."`
+	Ref            string `query:"ref" maxLength:"200" doc:"A receipt id (as X-Receipt-Id gave it), or a reference its body names (order_ref, quote_ref, invoice_ref, po_number, supplier_ref, delivery_ref, consignment_ref, a customer's external_id): whole, or the start of one (3 characters or more), in any case." example:"SO-2026-0202"`
 	SmallPage
 }
 
@@ -65,6 +65,7 @@ type BulkReplayInput struct {
 		Outcome        string     `json:"outcome" minLength:"1" doc:"The outcomes of the receipts to replay, comma-separated (failed, error, parked, unmatched, cancelled, ...)." example:"failed,unmatched"`
 		ReceivedAfter  *time.Time `json:"received_after,omitempty" doc:"Only receipts received after this instant."`
 		ReceivedBefore *time.Time `json:"received_before,omitempty" doc:"Only receipts received before this instant."`
+		Ref            string     `json:"ref,omitempty" maxLength:"200" doc:"Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case."`
 		DryRun         bool       `json:"dry_run,omitempty" doc:"Count what each replay would do, and write nothing but the batch's progress."`
 	}
 }
@@ -182,7 +183,8 @@ func (s *Server) startBulkReplay(ctx context.Context, in *BulkReplayInput) (*Rep
 		return nil, s.fail(ctx, err)
 	}
 	b, err := s.manage.StartBulkReplay(ctx, actor(ctx), db.NewReplayBatch{OrgID: orgID(ctx), EndpointID: in.Body.EndpointID,
-		Outcomes: outcomes, ReceivedAfter: in.Body.ReceivedAfter, ReceivedBefore: in.Body.ReceivedBefore, DryRun: in.Body.DryRun})
+		Outcomes: outcomes, ReceivedAfter: in.Body.ReceivedAfter, ReceivedBefore: in.Body.ReceivedBefore, Ref: strings.TrimSpace(in.Body.Ref),
+		DryRun: in.Body.DryRun})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -233,6 +234,21 @@ func TestManagementReadsAndWritesWithoutWorkflows(t *testing.T) {
 	}
 	if status, _, body = f.do("GET", "/api/v1/inbound/receipts?ref=SO-404", f.key, nil); status != 200 || strings.Contains(string(body), ours.receipt.String()) {
 		t.Fatalf("receipts by another ref: %d %s", status, body)
+	}
+	// References are searched in any case, and a receipt by its id; the
+	// list items carry them.
+	for _, ref := range []string{"so-9", ours.receipt.String()} {
+		status, _, body = f.do("GET", "/api/v1/inbound/receipts?ref="+ref, f.key, nil)
+		var page struct {
+			Receipts []struct {
+				ID   uuid.UUID `json:"id"`
+				Refs []string  `json:"refs"`
+			} `json:"receipts"`
+		}
+		if err := json.Unmarshal(body, &page); status != 200 || err != nil || len(page.Receipts) != 1 ||
+			page.Receipts[0].ID != ours.receipt || !slices.Contains(page.Receipts[0].Refs, "SO-9") {
+			t.Fatalf("receipts by ref %q: %d %s", ref, status, body)
+		}
 	}
 	if status, _, body = f.do("GET", "/api/v1/inbound/receipts?outcome=nope", f.key, nil); status != 400 {
 		t.Fatalf("an unknown outcome: %d %s", status, body)

@@ -582,6 +582,24 @@ func (e ReplayBatchStatus) Valid() bool {
 	}
 }
 
+// Defines values for ReplayBatchProblemOutcome.
+const (
+	ReplayBatchProblemOutcomeFailed  ReplayBatchProblemOutcome = "failed"
+	ReplayBatchProblemOutcomeSkipped ReplayBatchProblemOutcome = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the ReplayBatchProblemOutcome enum.
+func (e ReplayBatchProblemOutcome) Valid() bool {
+	switch e {
+	case ReplayBatchProblemOutcomeFailed:
+		return true
+	case ReplayBatchProblemOutcomeSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReplayResultOutcome.
 const (
 	ReplayResultOutcomeApplied   ReplayResultOutcome = "applied"
@@ -987,6 +1005,9 @@ type BulkReplayInputBody struct {
 
 	// ReceivedBefore Only receipts received before this instant.
 	ReceivedBefore *time.Time `json:"received_before,omitempty"`
+
+	// Ref Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case.
+	Ref *string `json:"ref,omitempty"`
 }
 
 // Change defines model for Change.
@@ -1801,6 +1822,9 @@ type ReceiptDetail struct {
 	Outcome    ReceiptDetailOutcome `json:"outcome"`
 	ReceivedAt time.Time            `json:"received_at"`
 
+	// Refs The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50.
+	Refs []string `json:"refs"`
+
 	// ReplayOf The original post, for a replay.
 	ReplayOf *openapi_types.UUID `json:"replay_of"`
 
@@ -1818,9 +1842,12 @@ type ReceiptDetail struct {
 	TemporalUiUrl *string `json:"temporal_ui_url"`
 	Trace         Trace   `json:"trace"`
 
-	// WaitingFor The record a parked post waits for.
-	WaitingFor *string `json:"waiting_for"`
-	WorkflowId *string `json:"workflow_id"`
+	// WaitingDescription For a parked post, what it waits for, in words.
+	WaitingDescription *string `json:"waiting_description"`
+
+	// WaitingFor For a parked post, the records it waits for, as kind:reference (order:SO-2026-0250); empty for any other.
+	WaitingFor []string `json:"waiting_for"`
+	WorkflowId *string  `json:"workflow_id"`
 }
 
 // ReceiptDetailOutcome defines model for ReceiptDetail.Outcome.
@@ -1837,6 +1864,9 @@ type ReceiptSummary struct {
 	Outcome     ReceiptSummaryOutcome `json:"outcome"`
 	ReceivedAt  time.Time             `json:"received_at"`
 
+	// Refs The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50.
+	Refs []string `json:"refs"`
+
 	// ReplayOf The original post, for a replay.
 	ReplayOf  *openapi_types.UUID `json:"replay_of"`
 	SizeBytes int64               `json:"size_bytes"`
@@ -1844,9 +1874,12 @@ type ReceiptSummary struct {
 	// StatusCode The HTTP status the sender was answered; null while it has no answer.
 	StatusCode *int64 `json:"status_code"`
 
-	// WaitingFor The record a parked post waits for.
-	WaitingFor *string `json:"waiting_for"`
-	WorkflowId *string `json:"workflow_id"`
+	// WaitingDescription For a parked post, what it waits for, in words.
+	WaitingDescription *string `json:"waiting_description"`
+
+	// WaitingFor For a parked post, the records it waits for, as kind:reference (order:SO-2026-0250); empty for any other.
+	WaitingFor []string `json:"waiting_for"`
+	WorkflowId *string  `json:"workflow_id"`
 }
 
 // ReceiptSummaryOutcome defines model for ReceiptSummary.Outcome.
@@ -1881,6 +1914,9 @@ type ReplayBatch struct {
 	// Parked Replays parked, still waiting for the record they name.
 	Parked int64 `json:"parked"`
 
+	// Problems Every receipt so far that failed or was skipped, in the batch's order, with the reason.
+	Problems []ReplayBatchProblem `json:"problems"`
+
 	// Skipped Receipts the replay rules refused (a paused endpoint, a replay already running, ...).
 	Skipped   int64     `json:"skipped"`
 	StartedAt time.Time `json:"started_at"`
@@ -1897,6 +1933,27 @@ type ReplayBatch struct {
 
 // ReplayBatchStatus running, completed, or stopped before the end.
 type ReplayBatchStatus string
+
+// ReplayBatchProblem defines model for ReplayBatchProblem.
+type ReplayBatchProblem struct {
+	Outcome ReplayBatchProblemOutcome `json:"outcome"`
+
+	// Reason Why: the replay rule that skipped it, or what the replay was answered.
+	Reason    *string            `json:"reason"`
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// ReceivedAt When the receipt was received.
+	ReceivedAt time.Time `json:"received_at"`
+
+	// Refs The receipt's references.
+	Refs []string `json:"refs"`
+
+	// ReplayId The replay's receipt, when one was stored.
+	ReplayId *openapi_types.UUID `json:"replay_id"`
+}
+
+// ReplayBatchProblemOutcome defines model for ReplayBatchProblem.Outcome.
+type ReplayBatchProblemOutcome string
 
 // ReplayInputBody defines model for ReplayInputBody.
 type ReplayInputBody struct {
@@ -2349,7 +2406,7 @@ type ListInboundReceiptsParams struct {
 	// ReceivedBefore Only receipts received before this instant (RFC 3339).
 	ReceivedBefore *time.Time `form:"received_before,omitempty" json:"received_before,omitempty"`
 
-	// Ref Only receipts whose body contains this text: an order number, a delivery, invoice or PO reference.
+	// Ref A receipt id (as X-Receipt-Id gave it), or a reference its body names (order_ref, quote_ref, invoice_ref, po_number, supplier_ref, delivery_ref, consignment_ref, a customer's external_id): whole, or the start of one (3 characters or more), in any case.
 	Ref *string `form:"ref,omitempty" json:"ref,omitempty"`
 
 	// Cursor Opaque cursor: the previous page's next_cursor.

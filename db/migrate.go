@@ -33,6 +33,11 @@ type MigrateResult struct {
 // runs (two replicas starting at once) apply each migration once and both
 // succeed; a run against an up-to-date database changes nothing.
 func Migrate(ctx context.Context, url string) (MigrateResult, error) {
+	return migrateTo(ctx, url, -1)
+}
+
+// migrateTo is Migrate up to version target (-1: the latest).
+func migrateTo(ctx context.Context, url string, target int32) (MigrateResult, error) {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return MigrateResult{}, fmt.Errorf("connect to Postgres: %w", err)
@@ -60,7 +65,10 @@ func Migrate(ctx context.Context, url string) (MigrateResult, error) {
 	if err != nil {
 		return MigrateResult{}, err
 	}
-	if err := m.Migrate(ctx); err != nil {
+	if target < 0 {
+		target = int32(len(m.Migrations))
+	}
+	if err := m.MigrateTo(ctx, target); err != nil {
 		return MigrateResult{From: from}, fmt.Errorf("migrate: %w", err)
 	}
 	to, err := m.GetCurrentVersion(ctx)

@@ -15,14 +15,20 @@ import (
 
 // Receipt is a stored inbound post.
 type Receipt struct {
-	ID          uuid.UUID         `json:"id"`
-	OrgID       uuid.UUID         `json:"org_id"`
-	EndpointID  uuid.UUID         `json:"endpoint_id"`
-	Action      domain.Action     `json:"action"`
-	ReceivedAt  domain.Timestamp  `json:"received_at"`
-	StatusCode  *int              `json:"status_code"`
-	Outcome     domain.Outcome    `json:"outcome"`
-	WaitingFor  *string           `json:"waiting_for,omitempty"`
+	ID         uuid.UUID        `json:"id"`
+	OrgID      uuid.UUID        `json:"org_id"`
+	EndpointID uuid.UUID        `json:"endpoint_id"`
+	Action     domain.Action    `json:"action"`
+	ReceivedAt domain.Timestamp `json:"received_at"`
+	StatusCode *int             `json:"status_code"`
+	Outcome    domain.Outcome   `json:"outcome"`
+	WaitingFor *string          `json:"waiting_for,omitempty"`
+	// WaitingKeys, for a parked receipt, name the records it waits for
+	// ("order:SO-2026-0250"); nil for any other.
+	WaitingKeys []string `json:"waiting_keys,omitempty"`
+	// Refs are the business references the body names
+	// (docs/design.md#references).
+	Refs        []string          `json:"refs"`
 	ReplayOf    *uuid.UUID        `json:"replay_of"`
 	WorkflowID  *string           `json:"workflow_id"`
 	Error       *string           `json:"error"`
@@ -80,6 +86,10 @@ func (d *DB) StoreReceipt(ctx context.Context, r NewReceipt) (uuid.UUID, error) 
 	return id, err
 }
 
+// insertRefKeys, after a CTE r that inserted one receipt, indexes the
+// search keys of its references (the statement ends with their array).
+const insertRefKeys = `INSERT INTO inbound_receipt_refs (org_id, ref, receipt_id) SELECT r.org_id, k, r.id FROM r, unnest(`
+
 // insertReceipt stores a receipt: pending, naming the workflow that carries
 // the post out, or for a refused post, failed with its answer, in one
 // statement that also emits inbound.receipt.failed.
@@ -88,22 +98,33 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 	if r.Headers == nil {
 		r.Headers = map[string]string{}
 	}
+	// The references are indexed in the same statement as the receipt.
+	refs := domain.ExtractRefs(r.Body)
+	if refs == nil {
+		refs = []string{} // NULL would mean "not read yet"
+	}
+	keys := domain.RefKeys(refs)
 	if r.Refusal == nil {
 		w := domain.InboundWorkflowID(id)
 		_, err := q.Exec(ctx, `
-			INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of, workflow_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, w)
+			WITH r AS (
+				INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of,
+				                              workflow_id, refs)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING org_id, id)
+			`+insertRefKeys+`$13::text[]) k`,
+			id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, w, refs, keys)
 		return id, err
 	}
 	msg := r.Refusal.Message
 	_, err := q.Exec(ctx, `
-		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of,
-		                              outcome, error, status_code, response, completed_at, duration_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'failed', $11, $12, $13, clock_timestamp(),
-		        (extract(epoch FROM clock_timestamp() - $5::timestamptz) * 1000)::int)`,
+		WITH r AS (
+			INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of,
+			                              outcome, error, status_code, response, completed_at, duration_ms, refs)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'failed', $11, $12, $13, clock_timestamp(),
+			        (extract(epoch FROM clock_timestamp() - $5::timestamptz) * 1000)::int, $14) RETURNING org_id, id)
+		`+insertRefKeys+`$15::text[]) k`,
 		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf,
-		msg, r.Refusal.Status, string(domain.ErrorJSON(msg)))
+		msg, r.Refusal.Status, string(domain.ErrorJSON(msg)), refs, keys)
 	if err != nil {
 		return id, err
 	}
@@ -307,13 +328,19 @@ func jsonOrNil(b []byte) any {
 	return string(b)
 }
 
-const receiptColumns = `id, org_id, endpoint_id, action, received_at, status_code, outcome, waiting_for, replay_of, workflow_id,
-	error, size_bytes, completed_at, duration_ms`
+// receiptColumns are a receipt's columns in a query that names the table
+// r: with a parked receipt's wait keys, which name the records it waits
+// for ("order:SO-2026-0250"; "*", a post parked before posts named them,
+// is none).
+const receiptColumns = `r.id, r.org_id, r.endpoint_id, r.action, r.received_at, r.status_code, r.outcome, r.waiting_for, r.replay_of,
+	r.workflow_id, r.error, r.size_bytes, r.completed_at, r.duration_ms, coalesce(r.refs, '{}'),
+	CASE WHEN r.outcome = 'parked' THEN coalesce((SELECT array_agg(w.key ORDER BY w.key) FROM inbound_receipt_waits w
+		WHERE w.org_id = r.org_id AND w.receipt_id = r.id AND w.key <> '*'), '{}') END`
 
 func scanReceipt(row pgx.Row, extra ...any) (Receipt, error) {
 	var r Receipt
 	dest := append([]any{&r.ID, &r.OrgID, &r.EndpointID, &r.Action, &r.ReceivedAt, &r.StatusCode, &r.Outcome, &r.WaitingFor,
-		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS}, extra...)
+		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS, &r.Refs, &r.WaitingKeys}, extra...)
 	err := row.Scan(dest...)
 	return r, err
 }
@@ -325,8 +352,8 @@ func (d *DB) GetReceipt(ctx context.Context, orgID, id uuid.UUID) (Receipt, erro
 	var headers map[string]string
 	var body []byte
 	var complete bool
-	r, err := scanReceipt(d.pool.QueryRow(ctx, `SELECT `+receiptColumns+`, response, headers, body, body_complete
-		FROM inbound_receipts WHERE org_id = $1 AND id = $2`, orgID, id), &response, &headers, &body, &complete)
+	r, err := scanReceipt(d.pool.QueryRow(ctx, `SELECT `+receiptColumns+`, r.response, r.headers, r.body, r.body_complete
+		FROM inbound_receipts r WHERE r.org_id = $1 AND r.id = $2`, orgID, id), &response, &headers, &body, &complete)
 	if err != nil {
 		return r, notFound(err, "receipt")
 	}
@@ -361,11 +388,11 @@ func (d *DB) ListReceipts(ctx context.Context, f ReceiptFilter) ([]Receipt, erro
 		f.Limit = 50
 	}
 	c := newConds()
-	c.add("org_id = ?", f.OrgID)
-	c.add("endpoint_id = ?", f.EndpointID)
-	c.addIf(len(f.Outcomes) > 0, "outcome = ANY(?)", f.Outcomes)
-	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts WHERE `+c.where()+
-		` ORDER BY received_at DESC, id DESC LIMIT `+c.param(f.Limit), c.args...)
+	c.add("r.org_id = ?", f.OrgID)
+	c.add("r.endpoint_id = ?", f.EndpointID)
+	c.addIf(len(f.Outcomes) > 0, "r.outcome = ANY(?)", f.Outcomes)
+	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts r WHERE `+c.where()+
+		` ORDER BY r.received_at DESC, r.id DESC LIMIT `+c.param(f.Limit), c.args...)
 	if err != nil {
 		return nil, err
 	}

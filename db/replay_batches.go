@@ -21,8 +21,16 @@ type NewReplayBatch struct {
 	Outcomes       []domain.Outcome
 	ReceivedAfter  *time.Time
 	ReceivedBefore *time.Time
-	DryRun         bool
-	CreatedBy      string
+	// Ref selects as the receipts list's ref filter does.
+	Ref       string
+	DryRun    bool
+	CreatedBy string
+}
+
+// filter is the receipts list filter that selects the batch's receipts.
+func (in NewReplayBatch) filter() OrgReceiptFilter {
+	return OrgReceiptFilter{EndpointID: in.EndpointID, Outcomes: in.Outcomes, ReceivedAfter: in.ReceivedAfter,
+		ReceivedBefore: in.ReceivedBefore, Ref: in.Ref}
 }
 
 // ReplayBatch is a bulk replay and its progress.
@@ -39,6 +47,8 @@ type ReplayBatch struct {
 	Skipped    int               `json:"skipped" doc:"Receipts the replay rules refused (a paused endpoint, a replay already running, ...)."`
 	StartedAt  domain.Timestamp  `json:"started_at"`
 	FinishedAt *domain.Timestamp `json:"finished_at"`
+	// Problems are the receipts that failed or were skipped so far.
+	Problems []ReplayBatchProblem `json:"problems" doc:"Every receipt so far that failed or was skipped, in the batch's order, with the reason."`
 }
 
 // CreateReplayBatch records a bulk replay and its receipts, oldest first,
@@ -49,13 +59,12 @@ func (d *DB) CreateReplayBatch(ctx context.Context, in NewReplayBatch) (uuid.UUI
 	var n int
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO replay_batches (id, org_id, endpoint_id, outcomes, received_after, received_before, dry_run, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			id, in.OrgID, in.EndpointID, in.Outcomes, in.ReceivedAfter, in.ReceivedBefore, in.DryRun, in.CreatedBy); err != nil {
+			INSERT INTO replay_batches (id, org_id, endpoint_id, outcomes, received_after, received_before, ref, dry_run, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), $8, $9)`,
+			id, in.OrgID, in.EndpointID, in.Outcomes, in.ReceivedAfter, in.ReceivedBefore, in.Ref, in.DryRun, in.CreatedBy); err != nil {
 			return err
 		}
-		c := OrgReceiptFilter{EndpointID: in.EndpointID, Outcomes: in.Outcomes, ReceivedAfter: in.ReceivedAfter,
-			ReceivedBefore: in.ReceivedBefore}.conds(in.OrgID)
+		c := in.filter().conds(in.OrgID)
 		c.parts = append(c.parts, "r.replay_of IS NULL")
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO replay_batch_items (org_id, batch_id, position, receipt_id)
@@ -67,7 +76,7 @@ func (d *DB) CreateReplayBatch(ctx context.Context, in NewReplayBatch) (uuid.UUI
 		}
 		n = int(tag.RowsAffected())
 		if n > MaxReplayBatch {
-			return domain.Errorf(domain.EINVALID, "more than %d receipts match: narrow the filters (endpoint, outcome, received_after, received_before)", MaxReplayBatch)
+			return domain.Errorf(domain.EINVALID, "more than %d receipts match: narrow the filters (endpoint, outcome, received_after, received_before, ref)", MaxReplayBatch)
 		}
 		return nil
 	})
@@ -78,13 +87,26 @@ func (d *DB) CreateReplayBatch(ctx context.Context, in NewReplayBatch) (uuid.UUI
 // cover (up to MaxReplayBatch+1: more is refused), for the confirmation
 // that names how many.
 func (d *DB) CountReplaySelection(ctx context.Context, in NewReplayBatch) (int, error) {
-	c := OrgReceiptFilter{EndpointID: in.EndpointID, Outcomes: in.Outcomes, ReceivedAfter: in.ReceivedAfter,
-		ReceivedBefore: in.ReceivedBefore}.conds(in.OrgID)
+	c := in.filter().conds(in.OrgID)
 	c.parts = append(c.parts, "r.replay_of IS NULL")
 	var n int
 	err := d.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM inbound_receipts r WHERE `+c.where()+`
 		LIMIT `+c.param(MaxReplayBatch+1)+`) s`, c.args...).Scan(&n)
 	return n, err
+}
+
+// FirstOfReplaySelection returns the first n receipts a bulk replay of in
+// would take, in its order (oldest first), for the form to show before it
+// starts.
+func (d *DB) FirstOfReplaySelection(ctx context.Context, in NewReplayBatch, n int) ([]Receipt, error) {
+	c := in.filter().conds(in.OrgID)
+	c.parts = append(c.parts, "r.replay_of IS NULL")
+	rows, err := d.pool.Query(ctx, `SELECT `+receiptColumns+` FROM inbound_receipts r WHERE `+c.where()+`
+		ORDER BY r.received_at, r.id LIMIT `+c.param(n), c.args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Receipt, error) { return scanReceipt(r) })
 }
 
 // GetReplayBatch returns one of the organisation's bulk replays with its
@@ -100,7 +122,46 @@ func (d *DB) GetReplayBatch(ctx context.Context, orgID, id uuid.UUID) (ReplayBat
 		WHERE b.org_id = $1 AND b.id = $2 GROUP BY b.id`, orgID, id).Scan(
 		&b.ID, &b.Status, &b.DryRun, &b.StartedAt, &b.FinishedAt, &b.Total, &b.Done,
 		&b.Applied, &b.Unchanged, &b.Parked, &b.Failed, &b.Skipped)
-	return b, notFound(err, "replay batch")
+	if err != nil {
+		return b, notFound(err, "replay batch")
+	}
+	b.Problems, err = d.ReplayBatchProblems(ctx, orgID, id)
+	return b, err
+}
+
+// ReplayBatchProblem is a receipt of a bulk replay that was not replayed
+// as asked: its replay failed, or the replay rules skipped it.
+type ReplayBatchProblem struct {
+	ReceiptID  uuid.UUID        `json:"receipt_id"`
+	ReceivedAt domain.Timestamp `json:"received_at" doc:"When the receipt was received."`
+	Refs       []string         `json:"refs" doc:"The receipt's references."`
+	Outcome    string           `json:"outcome" enum:"failed,skipped"`
+	Reason     *string          `json:"reason" doc:"Why: the replay rule that skipped it, or what the replay was answered."`
+	// ReplayID is the replay stored for it, when one was.
+	ReplayID *uuid.UUID `json:"replay_id" doc:"The replay's receipt, when one was stored."`
+}
+
+// ReplayBatchProblems lists the receipts of one of the organisation's bulk
+// replays that failed or were skipped, in the batch's order: at most
+// MaxReplayBatch, the most a batch takes.
+func (d *DB) ReplayBatchProblems(ctx context.Context, orgID, batchID uuid.UUID) ([]ReplayBatchProblem, error) {
+	rows, err := d.pool.Query(ctx, `
+		SELECT i.receipt_id, r.received_at, coalesce(r.refs, '{}'), i.outcome, i.reason, i.replay_receipt_id
+		FROM replay_batch_items i JOIN inbound_receipts r ON r.org_id = i.org_id AND r.id = i.receipt_id
+		WHERE i.org_id = $1 AND i.batch_id = $2 AND i.outcome IN ('failed', 'skipped')
+		ORDER BY i.position`, orgID, batchID)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplayBatchProblem, error) {
+		var p ReplayBatchProblem
+		err := r.Scan(&p.ReceiptID, &p.ReceivedAt, &p.Refs, &p.Outcome, &p.Reason, &p.ReplayID)
+		return p, err
+	})
+	if out == nil {
+		out = []ReplayBatchProblem{}
+	}
+	return out, err
 }
 
 // ReplayBatchItem is a receipt of a batch still to be handled.

@@ -19,24 +19,32 @@ import (
 
 // ReceiptSummary is a receipt as lists show it.
 type ReceiptSummary struct {
-	ID          uuid.UUID         `json:"id"`
-	EndpointID  uuid.UUID         `json:"endpoint_id"`
-	Action      domain.Action     `json:"action"`
-	ReceivedAt  domain.Timestamp  `json:"received_at"`
-	StatusCode  *int              `json:"status_code" doc:"The HTTP status the sender was answered; null while it has no answer."`
-	Outcome     domain.Outcome    `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error"`
-	WaitingFor  *string           `json:"waiting_for" doc:"The record a parked post waits for."`
-	ReplayOf    *uuid.UUID        `json:"replay_of" doc:"The original post, for a replay."`
-	WorkflowID  *string           `json:"workflow_id"`
-	Error       *string           `json:"error"`
-	SizeBytes   int               `json:"size_bytes"`
-	CompletedAt *domain.Timestamp `json:"completed_at"`
-	DurationMS  *int              `json:"duration_ms"`
+	ID                 uuid.UUID         `json:"id"`
+	EndpointID         uuid.UUID         `json:"endpoint_id"`
+	Action             domain.Action     `json:"action"`
+	ReceivedAt         domain.Timestamp  `json:"received_at"`
+	StatusCode         *int              `json:"status_code" doc:"The HTTP status the sender was answered; null while it has no answer."`
+	Outcome            domain.Outcome    `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error"`
+	Refs               []string          `json:"refs" doc:"The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50."`
+	WaitingFor         []string          `json:"waiting_for" doc:"For a parked post, the records it waits for, as kind:reference (order:SO-2026-0250); empty for any other."`
+	WaitingDescription *string           `json:"waiting_description" doc:"For a parked post, what it waits for, in words."`
+	ReplayOf           *uuid.UUID        `json:"replay_of" doc:"The original post, for a replay."`
+	WorkflowID         *string           `json:"workflow_id"`
+	Error              *string           `json:"error"`
+	SizeBytes          int               `json:"size_bytes"`
+	CompletedAt        *domain.Timestamp `json:"completed_at"`
+	DurationMS         *int              `json:"duration_ms"`
 }
 
 func summarise(r db.Receipt) ReceiptSummary {
+	if r.WaitingKeys == nil {
+		r.WaitingKeys = []string{}
+	}
+	if r.Refs == nil {
+		r.Refs = []string{}
+	}
 	return ReceiptSummary{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
-		Outcome: r.Outcome, WaitingFor: r.WaitingFor, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
+		Refs: r.Refs, WaitingFor: r.WaitingKeys, WaitingDescription: r.WaitingFor, Outcome: r.Outcome, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
 		SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS}
 }
 

@@ -154,7 +154,9 @@ type receiptJSON struct {
 	ReceivedAt    string          `json:"received_at"`
 	StatusCode    *int            `json:"status_code"`
 	Outcome       domain.Outcome  `json:"outcome"`
-	WaitingFor    *string         `json:"waiting_for,omitempty"`
+	Refs          []string        `json:"refs"`
+	WaitingFor    []string        `json:"waiting_for,omitempty"`
+	Waiting       *string         `json:"waiting_description,omitempty"`
 	ReplayOf      *uuid.UUID      `json:"replay_of"`
 	WorkflowID    *string         `json:"workflow_id"`
 	Error         *string         `json:"error"`
@@ -170,7 +172,7 @@ type receiptJSON struct {
 
 func newReceiptJSON(r integrations.ReceiptSummary) receiptJSON {
 	j := receiptJSON{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt.String(), StatusCode: r.StatusCode,
-		Outcome: r.Outcome, WaitingFor: r.WaitingFor, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
+		Outcome: r.Outcome, Refs: r.Refs, WaitingFor: r.WaitingFor, Waiting: r.WaitingDescription, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
 		DurationMS: r.DurationMS, SizeBytes: r.SizeBytes}
 	if r.CompletedAt != nil {
 		s := r.CompletedAt.String()
@@ -199,8 +201,11 @@ func printReceipt(w io.Writer, r receiptJSON) {
 	}
 	fmt.Fprintf(w, "receipt\t%s\nendpoint\t%s\naction\t%s\nreceived\t%s\nanswered\t%s\noutcome\t%s\n",
 		r.ID, r.EndpointID, r.Action, r.ReceivedAt, status, r.Outcome)
-	if r.WaitingFor != nil {
-		fmt.Fprintf(w, "waiting for\t%s\n", *r.WaitingFor)
+	if len(r.Refs) > 0 {
+		fmt.Fprintf(w, "refs\t%s\n", strings.Join(r.Refs, ", "))
+	}
+	if r.Waiting != nil {
+		fmt.Fprintf(w, "waiting for\t%s\n", *r.Waiting)
 	}
 	if r.ReplayOf != nil {
 		fmt.Fprintf(w, "replay of\t%s\n", *r.ReplayOf)

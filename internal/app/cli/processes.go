@@ -140,15 +140,40 @@ func workerCmd() *cobra.Command {
 	return cmd
 }
 
+// backfillRefs gives the receipts stored before references were extracted
+// their refs (a worker does it too, in the background), printing its
+// progress on standard error.
+func backfillRefs(cmd *cobra.Command, cfg config.Config) error {
+	d, err := ConnectDB(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	errw := cmd.ErrOrStderr()
+	ran, err := d.BackfillReceiptRefs(cmd.Context(), db.RefsBackfillBatch, func(p db.RefsBackfillProgress) {
+		fmt.Fprintf(errw, "receipt references: %d done, %d left\n", p.Done, p.Left)
+	})
+	if err == nil && !ran {
+		fmt.Fprintln(errw, "receipt references: another process is backfilling them")
+	}
+	return err
+}
+
 func migrateCmd() *cobra.Command {
 	cfg := config.Load()
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply the embedded schema migrations (idempotent; safe to run concurrently)",
-		Args:  cobra.NoArgs,
+		Long: "Apply the embedded schema migrations (idempotent; safe to run concurrently), then give the receipts stored\n" +
+			"before references were extracted their refs, in batches that never lock the table (a worker does the same\n" +
+			"in the background), printing the progress on standard error.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := db.Migrate(cmd.Context(), cfg.DatabaseURL)
 			if err != nil {
+				return err
+			}
+			if err := backfillRefs(cmd, cfg); err != nil {
 				return err
 			}
 			return newPrinter(cmd).print(res, func(w io.Writer) {

@@ -115,8 +115,41 @@ func Run(ctx context.Context, d Deps) error {
 		return nil
 	})
 	g.Go(func() error {
+		backfillRefs(ctx, d)
+		return nil
+	})
+	g.Go(func() error {
 		(&retention.Pruner{DB: d.DB, Log: d.Log.Named("prune"), Retention: keep}).Run(ctx)
 		return nil
 	})
 	return g.Wait()
+}
+
+// backfillRefs gives the receipts stored before references were extracted
+// their refs, in the background (db.BackfillReceiptRefs), logging its
+// progress; until it is done a search by reference does not find them.
+// After a failure it tries again a minute later.
+func backfillRefs(ctx context.Context, d Deps) {
+	log := d.Log.Named("refs")
+	for {
+		last := time.Now()
+		ran, err := d.DB.BackfillReceiptRefs(ctx, db.RefsBackfillBatch, func(p db.RefsBackfillProgress) {
+			if time.Since(last) >= 10*time.Second || p.Left == 0 {
+				last = time.Now()
+				log.Info("receipt references backfilled", zap.Int("done", p.Done), zap.Int("left", p.Left))
+			}
+		})
+		if err == nil || ctx.Err() != nil {
+			if !ran {
+				log.Info("receipt references: another process is backfilling them")
+			}
+			return
+		}
+		log.Warn("receipt references backfill failed; trying again in a minute", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
 }
