@@ -40,11 +40,14 @@ build:
 # Every performance harness at a size that finishes in a few minutes, and
 # one table of each hot path against its baseline measured in the same run
 # (docs/benchmarks.md). BENCHFLAGS passes flags, e.g.
-# BENCHFLAGS='-profiles prof -temporal-store sqlite'. Then the production
+# BENCHFLAGS='-profiles prof -temporal-store sqlite'. Then the receipts
+# list and search over a million receipts of one organisation (seeded once,
+# kept in the bench database between runs). Then the production
 # shape without faults: the CPU each process (API, worker, Temporal server,
 # Postgres for each) spends per inbound post and per delivery.
 bench:
 	$(GO) run ./bench $(BENCHFLAGS)
+	$(GO) run ./bench/receipts
 	$(GO) run ./bench/prodshape -cpu-split 300
 
 # The race detector rebuilds the Temporal server: slow on small machines.

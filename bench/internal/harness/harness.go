@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -113,6 +114,18 @@ func CPUProfile(path string) func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}
+}
+
+// Serve serves h on a free loopback port and returns its base URL and a
+// function that stops the server.
+func Serve(h http.Handler) (string, func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // Listen serves h on a free loopback port and returns its base URL.

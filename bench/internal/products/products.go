@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -101,12 +100,12 @@ func run(ctx context.Context, n int, duration time.Duration, clients int, keep b
 	serviceKey := make([]byte, 32)
 	codec := cursor.New(serviceKey)
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.InfoLevel))
-	apiURL, stopAPI, err := listen(api.New(api.Deps{DB: d, Logger: logger, Cursors: codec, BaseURL: "http://bench"}).Handler())
+	apiURL, stopAPI, err := harness.Serve(api.New(api.Deps{DB: d, Logger: logger, Cursors: codec, BaseURL: "http://bench"}).Handler())
 	if err != nil {
 		return Result{}, err
 	}
 	defer stopAPI()
-	bareURL, stopBare, err := listen(bareHandler(d, orgID))
+	bareURL, stopBare, err := harness.Serve(bareHandler(d, orgID))
 	if err != nil {
 		return Result{}, err
 	}
@@ -317,16 +316,6 @@ func writeHeapProfile(path string) error {
 	}
 	defer f.Close()
 	return pprof.Lookup("allocs").WriteTo(f, 0)
-}
-
-func listen(h http.Handler) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: h}
-	go func() { _ = srv.Serve(l) }()
-	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 type result struct {
