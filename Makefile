@@ -17,6 +17,7 @@ run:
 # -fuzztime=<duration>, Go 1.26's fuzzing coordinator can report the end of
 # the time itself as a failure ("context deadline exceeded", go.dev/issue/75804).
 test: vet
+	.ci/axe-core
 	$(GO) test -count=1 -timeout 45m ./...
 	$(GO) test -run='^$$' -fuzz='^FuzzBulkProductsBody$$' -fuzztime=15000x -timeout 10m ./api
 	$(GO) test -run='^$$' -fuzz='^FuzzCustomersBody$$' -fuzztime=15000x -timeout 10m ./api
@@ -29,6 +30,7 @@ test: vet
 # The end-to-end suite again, its Temporal server on PostgreSQL (persistence
 # and visibility in databases of each test's own, dropped when it ends).
 test-postgres:
+	.ci/axe-core
 	COMMERCE_E2E_TEMPORAL_STORE=postgres $(GO) test -count=1 -timeout 45m ./internal/e2e
 
 vet:

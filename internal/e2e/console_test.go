@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/commerce-integration/commerce/db"
@@ -37,6 +39,29 @@ func chromiumPath(t *testing.T) string {
 	return path
 }
 
+// axeSource is the text of axe-core's axe.min.js, which the console's
+// tests run on every page they open: AXE_CORE names the file (relative to
+// the repository root when not absolute), by default the one .ci/axe-core
+// installs under .cache/node.
+func axeSource(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("AXE_CORE")
+	if path == "" {
+		path = ".cache/node/node_modules/axe-core/axe.min.js"
+	}
+	if !filepath.IsAbs(path) {
+		// Relative to the repository root, not to this package.
+		path = filepath.Join("..", "..", path)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the console's browser tests check every page with axe-core, and need its axe.min.js at %s: "+
+			"run .ci/axe-core from the repository root (it installs axe-core with npm under .cache/node; `make test` runs it), "+
+			"or set AXE_CORE to the file's path: %v", path, err)
+	}
+	return string(src)
+}
+
 // tab is a browser tab of its own (its own cookies) on the console.
 type tab struct {
 	t    *testing.T
@@ -44,6 +69,8 @@ type tab struct {
 	base string
 	// shots is where to save screenshots ("" for none).
 	shots string
+	// axe is axe-core's script, run on each page the tab opens.
+	axeJS string
 }
 
 // newBrowser returns a tab factory: each tab is a headless Chromium of its
@@ -52,6 +79,7 @@ type tab struct {
 func newBrowser(t *testing.T, base string) func() *tab {
 	t.Helper()
 	path := chromiumPath(t)
+	axeJS := axeSource(t)
 	shots := os.Getenv("COMMERCE_CONSOLE_SCREENSHOTS")
 	if shots != "" && !filepath.IsAbs(shots) {
 		// Relative to the repository root, not to this package.
@@ -73,7 +101,7 @@ func newBrowser(t *testing.T, base string) func() *tab {
 		if err := chromedp.Run(ctx, emulation.SetTimezoneOverride("Europe/London")); err != nil {
 			t.Fatalf("starting Chromium (%s): %v", path, err)
 		}
-		return &tab{t: t, ctx: ctx, base: base, shots: shots}
+		return &tab{t: t, ctx: ctx, base: base, shots: shots, axeJS: axeJS}
 	}
 }
 
@@ -117,15 +145,74 @@ func (b *tab) present(sel string) bool {
 	return string(n) == "true"
 }
 
+// open opens a console page, checks it with axe, and returns its status.
 func (b *tab) open(path string) int64 {
 	b.t.Helper()
-	return b.respond("open "+path, chromedp.Navigate(b.base+path))
+	status := b.respond("open "+path, chromedp.Navigate(b.base+path))
+	b.axe("open " + path)
+	return status
 }
 
-// click clicks what sel finds and waits for the page it leads to.
+// click clicks what sel finds, waits for the page it leads to and checks
+// that page with axe.
 func (b *tab) click(sel string) int64 {
 	b.t.Helper()
-	return b.respond("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+	status := b.respond("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+	b.axe("click " + sel)
+	return status
+}
+
+// axeViolation is what the test reports of one of axe-core's violations.
+type axeViolation struct {
+	ID      string   `json:"id"`
+	Impact  string   `json:"impact"`
+	Help    string   `json:"help"`
+	Nodes   int      `json:"nodes"`
+	Targets []string `json:"targets"`
+	Summary string   `json:"summary"`
+}
+
+// axe runs axe-core on the page the tab shows (after how it got there),
+// at the tab's current size, and fails the test for each violation.
+func (b *tab) axe(page string) {
+	b.t.Helper()
+	// Injected and run in one evaluation: a page that refreshes itself
+	// (the bulk replay's) may reload between two.
+	script := b.axeJS + `
+;axe.run(document, {resultTypes: ['violations']}).then(r => ({
+	url: location.pathname + location.search,
+	width: window.innerWidth,
+	violations: r.violations.map(v => ({
+		id: v.id, impact: v.impact || '', help: v.help, nodes: v.nodes.length,
+		targets: v.nodes.slice(0, 3).map(n => String(n.target)),
+		summary: v.nodes.length ? (v.nodes[0].failureSummary || '') : '',
+	})),
+}))`
+	var res struct {
+		URL        string         `json:"url"`
+		Width      int            `json:"width"`
+		Violations []axeViolation `json:"violations"`
+	}
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		err = chromedp.Run(ctx, chromedp.Evaluate(script, &res, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+			return p.WithAwaitPromise(true)
+		}))
+		cancel()
+		if err == nil {
+			break
+		}
+		// The page reloaded itself meanwhile: check it again.
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		b.t.Fatalf("axe on the page after %s: %v", page, err)
+	}
+	for _, v := range res.Violations {
+		b.t.Errorf("axe: %s (%d px wide, after %s): %s [%s]: %s; %d element(s): %s\n%s",
+			res.URL, res.Width, page, v.ID, v.Impact, v.Help, v.Nodes, strings.Join(v.Targets, " | "), v.Summary)
+	}
 }
 
 // screenshot saves the page as name.png when screenshots are asked for.
@@ -228,6 +315,10 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		             convert_to(format('{"order_ref": "SO-1", "invoice_ref": "INV-%s", "amount_minor": %s}', i, 100 * i), 'UTF8') AS b
 		      FROM generate_series(1, 3) i) s
 		RETURNING 1) SELECT count(*)::text FROM ins`, epID)
+	// Stored as by an older release: the backfill reads their references.
+	if _, err := f.DB.BackfillReceiptRefs(context.Background(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
 	// And one post for an order not there yet: it parks.
 	parked := f.post(invoices, `{"order_ref": "SO-LATER", "invoice_ref": "INV-P", "amount_minor": 100}`)
 	if parked.status != 202 || parked.str("outcome") != "parked" {
@@ -395,6 +486,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	if done, total, failedN := owner.text("#batch-done"), owner.text("#batch-total"), owner.text("#batch-failed"); done != "3" || total != "3" || failedN != "0" {
 		t.Fatalf("bulk replay done %s of %s, %s failed; want 3 of 3, none failed", done, total, failedN)
 	}
+	owner.axe("the bulk replay completed")
 	owner.screenshot("bulk-replay-completed")
 	// Each invoice once: INV-2's effect, recorded by its first replay, is
 	// not made again.
@@ -637,5 +729,135 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age=") {
 			t.Errorf("%s: %d, Cache-Control %q", u, resp.StatusCode, resp.Header.Get("Cache-Control"))
 		}
+	}
+
+	// Creating an endpoint shows its URL once (a page axe checks too).
+	b.run("fill the endpoint", chromedp.SetValue("#ep-name", "From the console", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('input[name=require_signature]').checked = true`, nil))
+	if status := b.click(`form[action="/console/endpoints"] button`); status != http.StatusCreated {
+		t.Fatalf("creating an endpoint: %d", status)
+	}
+	if url, secret := b.text("#endpoint-url"), b.text("#endpoint-secret"); !strings.Contains(url, "/api/in/") || secret == "" {
+		t.Fatalf("the created endpoint's URL %q, secret %q", url, secret)
+	}
+}
+
+// Finding 5 of the console's review: the pages show times in the viewer's
+// zone, so the filters take times in that zone, and the page names it. A
+// viewer in Los Angeles reads the newest receipt's time on the list,
+// enters a range of a minute either side of it in the filter's inputs, and
+// finds that receipt (not the older one); the labels and the footer name
+// America/Los_Angeles. The zone stays in the list's address and goes with
+// the bulk replay link, whose form selects just that receipt; the webhooks
+// page's recovery time is a day ago on the Los Angeles clock.
+func TestConsoleFiltersTakeTheViewersZone(t *testing.T) {
+	f := newInbound(t)
+	_, epID, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	receipt := func(ago string) string {
+		return f.one(`INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, workflow_id, outcome, status_code, error)
+			SELECT id, $1, $2, 'order_invoice', now() - $3::interval, convert_to($4, 'UTF8'), length($4), 'inbound/' || id, 'failed', 404,
+			       'order SO-1 not found'
+			FROM (SELECT gen_random_uuid() AS id) s
+			RETURNING id::text`, epID, ago, `{"order_ref": "SO-1", "invoice_ref": "INV-1", "amount_minor": 100}`)
+	}
+	older := receipt("3 hours")
+	newest := receipt("10 seconds")
+	if _, err := f.DB.CreateSubscription(context.Background(), Sealer(), db.NewSubscription{OrgID: f.org.ID,
+		URL: "https://erp.example.com/hooks"}); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBrowser(t, f.srv.URL)()
+	// This viewer is in Los Angeles (in place of the tab's London).
+	b.run("move the tab to Los Angeles", emulation.SetTimezoneOverride(""), emulation.SetTimezoneOverride("America/Los_Angeles"))
+	la, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.signIn(b, "owner@acme.example")
+	b.open("/console/receipts")
+
+	// The newest row's time as shown ("26 Nov 2026, 22:33:12 PST" or
+	// "Nov 26, 2026, 10:33:12 PM PST", as the browser's locale has it),
+	// which is its instant on the Los Angeles clock.
+	var shown, at string
+	var ok bool
+	b.run("read the newest row's time", chromedp.Text("a.receipt-link time", &shown, chromedp.ByQuery),
+		chromedp.AttributeValue("a.receipt-link time", "datetime", &at, &ok, chromedp.ByQuery))
+	const clock = `(\d{1,2}):(\d{2}):\d{2}[\s\x{a0}\x{202f}]*([AP]M)?`
+	var day, month, year, hour, minute, half string
+	if m := regexp.MustCompile(`(\d{1,2}) ([A-Z][a-z]{2})[a-z]* (\d{4}),? ` + clock).FindStringSubmatch(shown); m != nil {
+		day, month, year, hour, minute, half = m[1], m[2], m[3], m[4], m[5], m[6]
+	} else if m := regexp.MustCompile(`([A-Z][a-z]{2})[a-z]* (\d{1,2}), (\d{4}),? ` + clock).FindStringSubmatch(shown); m != nil {
+		month, day, year, hour, minute, half = m[1], m[2], m[3], m[4], m[5], m[6]
+	} else {
+		t.Fatalf("the newest row's time reads %q", shown)
+	}
+	layout := "2 Jan 2006 15:04"
+	if half != "" {
+		layout = "2 Jan 2006 3:04 PM"
+	}
+	wall, err := time.Parse(layout, strings.TrimSuffix(day+" "+month+" "+year+" "+hour+":"+minute+" "+half, " "))
+	instant, ierr := time.Parse(time.RFC3339Nano, at)
+	if err != nil || ierr != nil || !ok || instant.In(la).Format("2006-01-02 15:04") != wall.Format("2006-01-02 15:04") {
+		t.Fatalf("the newest receipt, received %s, is shown as %q: not on the Los Angeles clock (%v, %v)", at, shown, err, ierr)
+	}
+
+	// A minute either side of it, typed as the inputs take it.
+	from, to := wall.Add(-time.Minute).Format("2006-01-02T15:04"), wall.Add(time.Minute).Format("2006-01-02T15:04")
+	b.run("enter the range", chromedp.SetValue(`form.filters input[name="after"]`, from, chromedp.ByQuery),
+		chromedp.SetValue(`form.filters input[name="before"]`, to, chromedp.ByQuery))
+	if status := b.click(`form.filters button[type="submit"]`); status != http.StatusOK {
+		t.Fatalf("filtering: %d", status)
+	}
+	var links []string
+	b.run("list receipts", chromedp.Evaluate(`[...document.querySelectorAll("a.receipt-link")].map(a => a.dataset.id)`, &links))
+	if !slices.Equal(links, []string{newest}) {
+		t.Fatalf("From %s To %s (Los Angeles, around the newest row's %q) lists %v; want the newest receipt %s alone (not %s)",
+			from, to, shown, links, newest, older)
+	}
+	// The zone stays in the address, and the inputs show the same values.
+	var search, after, before string
+	b.run("read the filtered list", chromedp.Evaluate(`location.search`, &search),
+		chromedp.Value(`form.filters input[name="after"]`, &after, chromedp.ByQuery),
+		chromedp.Value(`form.filters input[name="before"]`, &before, chromedp.ByQuery))
+	if !strings.Contains(search, "tz=America%2FLos_Angeles") || after != from || before != to {
+		t.Fatalf("the filtered list is %s with From %q, To %q; want tz and From %q, To %q", search, after, before, from, to)
+	}
+	// The page names the zone: the labels and the footer.
+	if got := b.text("form.filters"); !strings.Contains(got, "From (America/Los_Angeles)") || !strings.Contains(got, "To (America/Los_Angeles)") {
+		t.Fatalf("the filter's labels: %q", got)
+	}
+	if got := b.text("#zone-note"); got != "Times are shown in America/Los_Angeles." {
+		t.Fatalf("the footer says %q", got)
+	}
+
+	// The bulk replay form opens with the range in the same zone, and
+	// selects what the list showed.
+	if status := b.click("#bulk-link"); status != http.StatusOK {
+		t.Fatalf("the bulk replay link: %d", status)
+	}
+	var tz string
+	b.run("read the bulk form", chromedp.Value(`#b-after`, &after, chromedp.ByQuery), chromedp.Value(`#b-before`, &before, chromedp.ByQuery),
+		chromedp.Value(`form[action="/console/replays"] input[name="tz"]`, &tz, chromedp.ByQuery))
+	if after != from || before != to || tz != "America/Los_Angeles" || b.text(`label[for="b-after"]`) != "Received after (America/Los_Angeles)" {
+		t.Fatalf("the bulk form opened with after %q, before %q, tz %q, labelled %q", after, before, tz, b.text(`label[for="b-after"]`))
+	}
+	b.click("#start-bulk")
+	if got := b.text("#confirm-question"); !strings.Contains(got, "Replay the 1 receipt(s) these filters select") ||
+		!strings.Contains(got, "received from "+wall.Add(-time.Minute).Format("2006-01-02 15:04")+" America/Los_Angeles") {
+		t.Fatalf("starting the bulk replay asks %q", got)
+	}
+
+	// Recovering webhook deliveries since a day ago, on the viewer's clock.
+	b.open("/console/webhooks")
+	var since string
+	b.run("read the recovery form", chromedp.Value(`form[action$="/recover"] input[name="since"]`, &since, chromedp.ByQuery),
+		chromedp.Value(`form[action$="/recover"] input[name="tz"]`, &tz, chromedp.ByQuery))
+	s, err := time.ParseInLocation("2006-01-02T15:04", since, la)
+	if late := time.Since(s) - 24*time.Hour; err != nil || tz != "America/Los_Angeles" || late < -time.Minute || late > 3*time.Minute ||
+		!strings.Contains(b.text(`form[action$="/recover"]`), "Resend failed since (America/Los_Angeles)") {
+		t.Fatalf("the recovery form says since %q in %q (%v): not a day ago in Los Angeles; labelled %q", since, tz, err,
+			b.text(`form[action$="/recover"]`))
 	}
 }

@@ -2,8 +2,9 @@
 // (docs/design.md#the-support-console): server-rendered pages over the
 // same application service as the management API (integrations.Service), signed in with a one-time link that becomes a session
 // cookie. Pages work without JavaScript; the only script turns the UTC
-// times into the viewer's time zone. Templates, style and script are
-// embedded in the binary.
+// times into the viewer's time zone, and has the forms' time inputs take
+// times in that zone (their tz field names it; without it they are UTC).
+// Templates, style and script are embedded in the binary.
 package console
 
 import (
@@ -396,6 +397,8 @@ func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 type confirmData struct {
 	Question, Action, Button, Back string
 	Fields                         url.Values
+	// Selection, for a bulk replay, is what it would take.
+	Selection *selectionData
 }
 
 // confirmed says whether an action's POST carries its confirmation. When
@@ -403,6 +406,12 @@ type confirmData struct {
 // action acts on, and how many records) with a button that posts the same
 // form confirmed, and a way back.
 func (c *console) confirmed(w http.ResponseWriter, r *http.Request, question, button, back string) bool {
+	return c.confirmedShowing(w, r, question, button, back, nil)
+}
+
+// confirmedShowing is confirmed, the question page also showing the
+// records a bulk action would take.
+func (c *console) confirmedShowing(w http.ResponseWriter, r *http.Request, question, button, back string, sel *selectionData) bool {
 	if r.PostForm.Get("confirm") == "yes" {
 		return true
 	}
@@ -413,7 +422,7 @@ func (c *console) confirmed(w http.ResponseWriter, r *http.Request, question, bu
 		}
 	}
 	c.renderPage(w, r, http.StatusOK, "confirm", page{Nav: "confirm", Data: confirmData{Question: question, Action: r.URL.Path,
-		Button: button, Back: back, Fields: fields}})
+		Button: button, Back: back, Fields: fields, Selection: sel}})
 	return false
 }
 

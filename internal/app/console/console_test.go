@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
@@ -67,6 +69,11 @@ func newFixture(t *testing.T) *fixture {
 		VALUES (gen_random_uuid(), $1, $2, 'order_invoice', now() - interval '1 hour', convert_to($3, 'UTF8'), length($3), 'inbound/x',
 		        'failed', 404, 'order SO-9 not found')
 		RETURNING id::text`, org.ID, e.ID, body).Scan(&f.receipt); err != nil {
+		t.Fatal(err)
+	}
+	// Stored as a receipt of an older release was: the backfill reads its
+	// references.
+	if _, err := d.BackfillReceiptRefs(ctx, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -351,6 +358,88 @@ func TestDurationsReadAsAPersonSaysThem(t *testing.T) {
 		if got := console.Duration(ms); got != want {
 			t.Errorf("Duration(%d) = %q, want %q", ms, got, want)
 		}
+	}
+}
+
+// A filter's datetime-local value is read in the zone its tz names (UTC
+// when none); RFC 3339 keeps its own offset; a zone that does not exist is
+// refused, naming the value.
+func TestFilterTimesAreReadInTheFormsZone(t *testing.T) {
+	for _, c := range []struct{ tz, raw, want string }{
+		{"", "2026-11-26T06:33", "2026-11-26T06:33:00Z"},
+		{"UTC", "2026-11-26T06:33:20", "2026-11-26T06:33:20Z"},
+		{"America/Los_Angeles", "2026-11-25T22:33", "2026-11-26T06:33:00Z"},     // PST, UTC-8
+		{"America/Los_Angeles", "2026-07-25T22:33", "2026-07-26T05:33:00Z"},     // PDT, UTC-7
+		{"Asia/Kolkata", "2026-11-26T12:03", "2026-11-26T06:33:00Z"},            // UTC+5:30
+		{"America/Los_Angeles", "2026-11-26T06:33:00Z", "2026-11-26T06:33:00Z"}, // its own offset
+		{"Asia/Kolkata", "2026-11-25T22:33:00-08:00", "2026-11-26T06:33:00Z"},
+	} {
+		loc, err := console.FormZone(c.tz)
+		if err != nil {
+			t.Fatalf("zone %q: %v", c.tz, err)
+		}
+		got, err := console.FormTime("From", c.raw, loc)
+		if err != nil || got == nil || got.UTC().Format(time.RFC3339) != c.want {
+			t.Errorf("%q in %q = %v, %v; want %s", c.raw, c.tz, got, err, c.want)
+		}
+	}
+	if got, err := console.FormTime("From", " ", time.UTC); got != nil || err != nil {
+		t.Errorf("an empty time: %v, %v", got, err)
+	}
+	loc, _ := console.FormZone("America/Los_Angeles")
+	if _, err := console.FormTime("From", "yesterday", loc); domain.ErrorCode(err) != domain.EINVALID ||
+		!strings.Contains(domain.ErrorMessage(err), "From is not a date and time (YYYY-MM-DDTHH:MM, in America/Los_Angeles)") {
+		t.Errorf("a time that is not one: %v", err)
+	}
+	for _, tz := range []string{"Mars/Olympus_Mons", "Local", "../../etc/passwd", "/etc/localtime"} {
+		if _, err := console.FormZone(tz); domain.ErrorCode(err) != domain.EINVALID ||
+			!strings.Contains(domain.ErrorMessage(err), `The time zone filter "tz" names no time zone: `+strconv.QuoteToASCII(tz)) {
+			t.Errorf("zone %q: %v", tz, err)
+		}
+	}
+}
+
+// The receipts list reads its From/To in the zone tz names and keeps tz in
+// the bulk replay link; an unknown zone is a 400 page naming the value.
+func TestReceiptsFilterInTheViewersZone(t *testing.T) {
+	f := newFixture(t)
+	member, _ := f.signIn("member@acme.example")
+	var at time.Time
+	if err := f.d.Pool().QueryRow(context.Background(), `SELECT received_at FROM inbound_receipts WHERE id = $1`, f.receipt).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	la, _ := time.LoadLocation("America/Los_Angeles")
+	// The minute before the receipt's, to the one after, on a Los Angeles
+	// wall clock.
+	wall := at.In(la).Truncate(time.Minute)
+	after, before := wall.Add(-time.Minute).Format("2006-01-02T15:04"), wall.Add(2*time.Minute).Format("2006-01-02T15:04")
+	inLA := "/console/receipts?" + url.Values{"tz": {"America/Los_Angeles"}, "after": {after}, "before": {before}}.Encode()
+	status, page := member.get(inLA)
+	if status != 200 || !strings.Contains(page, f.receipt) {
+		t.Fatalf("a range around the receipt in Los Angeles time: %d %s", status, page)
+	}
+	for _, want := range []string{`From (<span class="zone" data-zone-name>America/Los_Angeles</span>)`,
+		`name="tz" value="America/Los_Angeles"`, `name="after" value="` + after + `"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the filtered list lacks %s", want)
+		}
+	}
+	// The same wall clock read as UTC (no tz: a browser without the
+	// script, whose page says UTC) is hours away: nothing.
+	asUTC := "/console/receipts?" + url.Values{"after": {after}, "before": {before}}.Encode()
+	if status, page := member.get(asUTC); status != 200 || strings.Contains(page, f.receipt) ||
+		!strings.Contains(page, `From (<span class="zone" data-zone-name>UTC</span>)`) ||
+		!strings.Contains(page, `Times are shown in <span id="shown-zone">UTC</span>.`) {
+		t.Fatalf("the Los Angeles range read as UTC: %d %s", status, page)
+	}
+	owner, _ := f.signIn("owner@acme.example")
+	_, page = owner.get(inLA)
+	if !strings.Contains(page, "tz=America%2FLos_Angeles") {
+		t.Errorf("the bulk replay link does not carry the zone: %s", page)
+	}
+	if status, page := member.get("/console/receipts?tz=Mars%2FOlympus_Mons&after=2026-11-26T06:00"); status != http.StatusBadRequest ||
+		!strings.Contains(page, `The time zone filter &#34;tz&#34; names no time zone: &#34;Mars/Olympus_Mons&#34;`) {
+		t.Fatalf("an unknown zone: %d %s", status, page)
 	}
 }
 

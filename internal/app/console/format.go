@@ -45,6 +45,7 @@ var funcs = template.FuncMap{
 	"pretty":    pretty,
 	"countKeys": countKeys,
 	"join":      strings.Join,
+	"sub":       func(a, b int) int { return a - b },
 	"percent": func(done, total int) int {
 		if total == 0 {
 			return 100

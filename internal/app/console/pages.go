@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The forms' time zones (formZone) load on a host without tzdata.
+	_ "time/tzdata"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -62,18 +64,62 @@ func pathID(r *http.Request) (uuid.UUID, error) {
 	return id, nil
 }
 
-// formTime reads a datetime-local field (or RFC 3339), taken as UTC.
-func formTime(name, raw string) (*time.Time, error) {
+// zoneField is the field (and query parameter) naming the IANA time zone a
+// form's times are in: console.js sets it to the viewer's zone, the one
+// the page shows times in. Absent, the times are UTC.
+const zoneField = "tz"
+
+// formZone reads the zoneField: UTC when absent, otherwise an IANA zone
+// (the embedded tzdata has them all, whatever the host has). The server's
+// own zone ("Local") is no viewer's.
+func formZone(raw string) (*time.Location, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return time.UTC, nil
+	}
+	if raw != "Local" {
+		if loc, err := time.LoadLocation(raw); err == nil {
+			return loc, nil
+		}
+	}
+	return nil, domain.Errorf(domain.EINVALID, "The time zone filter %s names no time zone: %s (an IANA name such as Europe/London).",
+		strconv.QuoteToASCII(zoneField), strconv.QuoteToASCII(raw))
+}
+
+// zoneName is the name a page gives loc (its zoneField value).
+func zoneName(loc *time.Location) string {
+	if loc == nil {
+		return "UTC"
+	}
+	return loc.String()
+}
+
+// formTime reads a datetime-local field as a time in loc (the form's
+// zone), or RFC 3339, which keeps its own offset.
+func formTime(name, raw string, loc *time.Location) (*time.Time, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return nil, nil
 	}
+	if loc == nil {
+		loc = time.UTC
+	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
-		if t, err := time.Parse(layout, raw); err == nil {
+		if t, err := time.ParseInLocation(layout, raw, loc); err == nil {
 			return &t, nil
 		}
 	}
-	return nil, domain.Errorf(domain.EINVALID, "%s is not a date and time (YYYY-MM-DDTHH:MM, UTC)", name)
+	return nil, domain.Errorf(domain.EINVALID, "%s is not a date and time (YYYY-MM-DDTHH:MM, in %s)", name, zoneName(loc))
+}
+
+// inZone shows t as the minute it is in its own zone, naming the zone: the
+// form's zone for a time read by formTime, the offset for RFC 3339.
+func inZone(t time.Time) string {
+	name := t.Location().String()
+	if name == "" {
+		name = "UTC" + t.Format("-07:00")
+	}
+	return t.Format("2006-01-02 15:04") + " " + name
 }
 
 // ---- endpoints
@@ -169,6 +215,9 @@ type receiptsData struct {
 	Chosen       map[string]bool
 	// BulkURL is the bulk replay form with the list's filters.
 	BulkURL template.URL
+	// Zone is the IANA zone the time filters are in (zoneField; UTC when
+	// the query names none).
+	Zone string
 }
 
 // allEndpoints lists every endpoint of the organisation (for names and the
@@ -225,11 +274,16 @@ func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	if f.ReceivedAfter, err = formTime("From", q.Get("after")); err != nil {
+	loc, err := formZone(q.Get(zoneField))
+	if err != nil {
 		c.failErr(w, r, err)
 		return
 	}
-	if f.ReceivedBefore, err = formTime("To", q.Get("before")); err != nil {
+	if f.ReceivedAfter, err = formTime("From", q.Get("after"), loc); err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	if f.ReceivedBefore, err = formTime("To", q.Get("before"), loc); err != nil {
 		c.failErr(w, r, err)
 		return
 	}
@@ -248,13 +302,15 @@ func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	d := receiptsData{Endpoints: map[uuid.UUID]integrations.EndpointItem{}, Filter: q, Outcomes: domain.Outcomes, Chosen: chosen}
+	d := receiptsData{Endpoints: map[uuid.UUID]integrations.EndpointItem{}, Filter: q, Outcomes: domain.Outcomes, Chosen: chosen,
+		Zone: zoneName(loc)}
 	for _, e := range eps {
 		d.Endpoints[e.ID] = e
 	}
 	d.Receipts, d.Next = nextPage(r, list, func(x integrations.ReceiptSummary) (domain.Timestamp, uuid.UUID) { return x.ReceivedAt, x.ID })
 	bulk := url.Values{}
-	for k, key := range map[string]string{"endpoint": "endpoint", "after": "after", "before": "before"} {
+	// The times with their zone: the form selects what the list showed.
+	for k, key := range map[string]string{"endpoint": "endpoint", "after": "after", "before": "before", zoneField: zoneField, "ref": "ref"} {
 		if s := q.Get(k); s != "" {
 			bulk.Set(key, s)
 		}
@@ -399,58 +455,116 @@ func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
 // ---- bulk replays
 
 type bulkFormData struct {
+	// Selection is what the filters the form opened with select.
+	Selection *selectionData
 	Endpoints []integrations.EndpointItem
 	Outcomes  []domain.Outcome
 	Filter    url.Values
 	Chosen    map[string]bool
+	// Zone is the IANA zone of the times (the list's, when opened from it).
+	Zone string
 }
 
 func (c *console) newBulkReplay(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r.Context())
+	q := r.URL.Query()
+	loc, err := formZone(q.Get(zoneField))
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
 	eps, err := c.allEndpoints(r, v.OrgID)
 	if err != nil {
 		c.failErr(w, r, err)
 		return
 	}
-	q := r.URL.Query()
 	chosen := map[string]bool{}
-	for _, o := range strings.Split(q.Get("outcome"), ",") {
-		if o != "" {
-			chosen[o] = true
+	for _, o := range q["outcome"] {
+		for _, part := range strings.Split(o, ",") {
+			if part != "" {
+				chosen[part] = true
+			}
 		}
 	}
+	d := bulkFormData{Endpoints: eps, Outcomes: domain.Outcomes, Filter: q, Chosen: chosen, Zone: zoneName(loc)}
 	if len(chosen) == 0 {
 		chosen["failed"] = true
+	} else {
+		// Opened with filters (from the receipts list, or by "Show the
+		// selection"): what they select, before anything starts.
+		in, err := bulkSelection(v.OrgID, q)
+		if err != nil {
+			c.failErr(w, r, err)
+			return
+		}
+		if d.Selection, err = c.selection(r, in, eps); err != nil {
+			c.failErr(w, r, err)
+			return
+		}
 	}
-	c.renderPage(w, r, http.StatusOK, "bulk_new", page{Nav: "replays", Data: bulkFormData{Endpoints: eps, Outcomes: domain.Outcomes, Filter: q, Chosen: chosen}})
+	c.renderPage(w, r, http.StatusOK, "bulk_new", page{Nav: "replays", Data: d})
+}
+
+// selectionData is what a bulk replay's filters select: how many receipts
+// (up to one more than a batch takes), and the first ten.
+type selectionData struct {
+	Count     int
+	TooMany   bool
+	First     []db.Receipt
+	Endpoints map[uuid.UUID]string
+}
+
+// selectionShown is how many of a bulk replay's receipts are listed before
+// it starts.
+const selectionShown = 10
+
+func (c *console) selection(r *http.Request, in db.NewReplayBatch, eps []integrations.EndpointItem) (*selectionData, error) {
+	n, err := c.DB.CountReplaySelection(r.Context(), in)
+	if err != nil {
+		return nil, err
+	}
+	first, err := c.DB.FirstOfReplaySelection(r.Context(), in, selectionShown)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[uuid.UUID]string, len(eps))
+	for _, e := range eps {
+		names[e.ID] = e.Name
+	}
+	return &selectionData{Count: min(n, db.MaxReplayBatch), TooMany: n > db.MaxReplayBatch, First: first, Endpoints: names}, nil
+}
+
+// bulkSelection reads a bulk replay's filters from a form (or the query
+// of the form's page): outcomes, endpoint, the time range in the form's
+// zone, and ref.
+func bulkSelection(orgID uuid.UUID, form url.Values) (db.NewReplayBatch, error) {
+	in := db.NewReplayBatch{OrgID: orgID, DryRun: form.Get("dry_run") != "", Ref: strings.TrimSpace(form.Get("ref"))}
+	var err error
+	if in.Outcomes, err = domain.ParseOutcomes(strings.Join(form["outcome"], ",")); err != nil {
+		return in, err
+	}
+	if raw := form.Get("endpoint"); raw != "" {
+		id, perr := uuid.Parse(raw)
+		if perr != nil {
+			return in, domain.Errorf(domain.EINVALID, "the endpoint names no endpoint")
+		}
+		in.EndpointID = &id
+	}
+	loc, err := formZone(form.Get(zoneField))
+	if err != nil {
+		return in, err
+	}
+	if in.ReceivedAfter, err = formTime("From", form.Get("after"), loc); err != nil {
+		return in, err
+	}
+	in.ReceivedBefore, err = formTime("To", form.Get("before"), loc)
+	return in, err
 }
 
 func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r.Context())
 	back := Prefix + "/replays/new"
-	in := db.NewReplayBatch{OrgID: v.OrgID, DryRun: r.PostForm.Get("dry_run") != ""}
-	var err error
-	if in.Outcomes, err = domain.ParseOutcomes(strings.Join(r.PostForm["outcome"], ",")); err != nil {
-		c.refused(w, r, back, err)
-		return
-	}
-	if raw := r.PostForm.Get("endpoint"); raw != "" {
-		id, perr := uuid.Parse(raw)
-		if perr != nil {
-			c.refused(w, r, back, domain.Errorf(domain.EINVALID, "the endpoint names no endpoint"))
-			return
-		}
-		in.EndpointID = &id
-	}
-	if in.ReceivedAfter, err = formTime("From", r.PostForm.Get("after")); err != nil {
-		c.refused(w, r, back, err)
-		return
-	}
-	if in.ReceivedBefore, err = formTime("To", r.PostForm.Get("before")); err != nil {
-		c.refused(w, r, back, err)
-		return
-	}
-	n, err := c.DB.CountReplaySelection(r.Context(), in)
+	in, err := bulkSelection(v.OrgID, r.PostForm)
 	if err != nil {
 		c.refused(w, r, back, err)
 		return
@@ -459,8 +573,32 @@ func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 	if in.DryRun {
 		what = "Dry-run the replay of"
 	}
-	if !c.confirmed(w, r, what+" the "+strconv.Itoa(n)+" receipt(s) these filters select ("+describeSelection(in)+")?",
-		what+" "+strconv.Itoa(n)+" receipt(s)", back) {
+	var sel *selectionData
+	if r.PostForm.Get("confirm") != "yes" {
+		eps, err := c.allEndpoints(r, v.OrgID)
+		if err != nil {
+			c.failErr(w, r, err)
+			return
+		}
+		if sel, err = c.selection(r, in, eps); err != nil {
+			c.refused(w, r, back, err)
+			return
+		}
+		if sel.TooMany {
+			c.refused(w, r, back, domain.Errorf(domain.EINVALID, "more than %d receipts match: narrow the filters", db.MaxReplayBatch))
+			return
+		}
+		if sel.Count == 0 {
+			c.refused(w, r, back, domain.Errorf(domain.EINVALID, "no receipt matches these filters (%s)", describeSelection(in)))
+			return
+		}
+	}
+	count := 0
+	if sel != nil {
+		count = sel.Count
+	}
+	if !c.confirmedShowing(w, r, what+" the "+strconv.Itoa(count)+" receipt(s) these filters select ("+describeSelection(in)+")?",
+		what+" "+strconv.Itoa(count)+" receipt(s)", back, sel) {
 		return
 	}
 	b, err := c.Service.StartBulkReplay(r.Context(), v.actor(), in)
@@ -486,10 +624,13 @@ func describeSelection(in db.NewReplayBatch) string {
 		parts = append(parts, "endpoint "+in.EndpointID.String())
 	}
 	if in.ReceivedAfter != nil {
-		parts = append(parts, "received from "+in.ReceivedAfter.UTC().Format("2006-01-02 15:04")+" UTC")
+		parts = append(parts, "received from "+inZone(*in.ReceivedAfter))
 	}
 	if in.ReceivedBefore != nil {
-		parts = append(parts, "received until "+in.ReceivedBefore.UTC().Format("2006-01-02 15:04")+" UTC")
+		parts = append(parts, "received until "+inZone(*in.ReceivedBefore))
+	}
+	if in.Ref != "" {
+		parts = append(parts, "reference or id "+strconv.Quote(in.Ref))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -540,7 +681,10 @@ type subscriptionsData struct {
 	Subscriptions []db.Subscription
 	Next          string
 	EventTypes    []string
-	Since         string
+	// Since is the recovery form's default, a day ago in Zone (UTC; the
+	// script turns it into the viewer's zone with the zoneField).
+	Since string
+	Zone  string
 }
 
 func (c *console) subscriptions(w http.ResponseWriter, r *http.Request) {
@@ -555,7 +699,7 @@ func (c *console) subscriptions(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	d := subscriptionsData{EventTypes: domain.EventTypes, Since: now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")}
+	d := subscriptionsData{EventTypes: domain.EventTypes, Since: now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04"), Zone: "UTC"}
 	d.Subscriptions, d.Next = nextPage(r, list, func(x db.Subscription) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
 	c.render(w, r, http.StatusOK, "webhooks", d)
 }
@@ -619,7 +763,11 @@ func (c *console) recover(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewerOf(r.Context())
-	since, err := formTime("Since", r.PostForm.Get("since"))
+	var since *time.Time
+	loc, err := formZone(r.PostForm.Get(zoneField))
+	if err == nil {
+		since, err = formTime("Since", r.PostForm.Get("since"), loc)
+	}
 	if err == nil && since == nil {
 		err = domain.Errorf(domain.EINVALID, "Since is required")
 	}
@@ -637,7 +785,7 @@ func (c *console) recover(w http.ResponseWriter, r *http.Request) {
 		target = sub.URL
 	}
 	if !c.confirmed(w, r, "Send again the "+strconv.Itoa(len(due))+" failed or exhausted deliveries to "+target+" made since "+
-		since.UTC().Format("2006-01-02 15:04")+" UTC?", "Send "+strconv.Itoa(len(due))+" again", Prefix+"/webhooks") {
+		inZone(*since)+"?", "Send "+strconv.Itoa(len(due))+" again", Prefix+"/webhooks") {
 		return
 	}
 	n, err := c.Service.Recover(r.Context(), v.actor(), v.OrgID, id, *since)
