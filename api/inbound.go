@@ -148,12 +148,20 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := s.inbounds.Run(ctx, domain.InboundInput{
-		OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action,
+		OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action, Ref: firstRef(body),
 	})
 	status, answer := out.HTTPAnswer(id, ep.Action)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(answer)
+}
+
+// firstRef is the first reference body names, for the run's summary.
+func firstRef(body []byte) string {
+	if refs := domain.ExtractRefs(body); len(refs) > 0 {
+		return refs[0]
+	}
+	return ""
 }
 
 // maxKeptHeader bounds each header value a receipt keeps, in bytes.

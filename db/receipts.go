@@ -463,7 +463,7 @@ func (d *DB) storeReplay(ctx context.Context, r NewReceipt, then func(pgx.Tx, uu
 // Starting them again by workflow ID tells the two apart.
 func (d *DB) UnstartedReceipts(ctx context.Context, olderThan time.Duration, after uuid.UUID, limit int) ([]domain.InboundInput, error) {
 	rows, err := d.pool.Query(ctx, `
-		SELECT org_id, endpoint_id, id, coalesce(replay_of, id), action FROM inbound_receipts
+		SELECT org_id, endpoint_id, id, coalesce(replay_of, id), action, coalesce(refs[1], '') FROM inbound_receipts
 		WHERE outcome = 'pending' AND run_id IS NULL
 		  AND received_at < now() - make_interval(secs => $1) AND received_at > now() - make_interval(days => 8)
 		  AND ($2::uuid IS NULL OR (received_at, id) > (SELECT received_at, id FROM inbound_receipts WHERE id = $2))
@@ -473,7 +473,7 @@ func (d *DB) UnstartedReceipts(ctx context.Context, olderThan time.Duration, aft
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.InboundInput, error) {
 		var in domain.InboundInput
-		err := r.Scan(&in.OrgID, &in.EndpointID, &in.ReceiptID, &in.Source, &in.Action)
+		err := r.Scan(&in.OrgID, &in.EndpointID, &in.ReceiptID, &in.Source, &in.Action, &in.Ref)
 		return in, err
 	})
 }

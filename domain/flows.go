@@ -31,6 +31,19 @@ type InboundInput struct {
 	// (its history had grown long): where the wait stands, so the new run
 	// answers, waits and ends as the first would have.
 	Parked *ParkedState `json:"parked,omitempty"`
+	// Ref is the first reference the post's body names, for the run's
+	// summary in the Temporal UI; empty when it names none (and on inputs
+	// of older releases).
+	Ref string `json:"ref,omitempty"`
+}
+
+// Summary is the one line that names the post in the Temporal UI: its
+// action and first reference.
+func (in InboundInput) Summary() string {
+	if in.Ref == "" {
+		return string(in.Action)
+	}
+	return string(in.Action) + " " + in.Ref
 }
 
 // ParkedState is what a parked post's workflow carries into the run it
@@ -115,6 +128,14 @@ type InboundOutcome struct {
 	Message string         `json:"message,omitempty"`
 	// Match is the three-way match of a supplier invoice, when it ran.
 	Match *MatchResult `json:"match,omitempty"`
+}
+
+// Status is the HTTP status HTTPAnswer answers.
+func (o InboundOutcome) Status() int {
+	if o.Code != "" || o.Result == nil {
+		return o.Code.Status()
+	}
+	return o.Result.Status
 }
 
 // HTTPAnswer is the answer of a post whose workflow answered o: its HTTP

@@ -206,6 +206,7 @@ func inboundOptions(in domain.InboundInput) client.StartWorkflowOptions {
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    inboundSearch(in),
 		Memo:                     inboundMemo(in),
+		StaticSummary:            in.Summary(),
 	}
 }
 
@@ -232,6 +233,7 @@ func webhookOptions(ref domain.WebhookDeliveryRef) client.StartWorkflowOptions {
 		TypedSearchAttributes: temporal.NewSearchAttributes(OrgIDAttr.ValueSet(ref.OrgID.String())),
 		Memo: map[string]any{"org_id": ref.OrgID.String(), "event_id": ref.EventID.String(), "event_type": ref.EventType,
 			"subscription_id": ref.SubscriptionID.String()},
+		StaticSummary: ref.EventType + " to subscription " + ref.SubscriptionID.String(),
 	}
 }
 

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +21,10 @@ const (
 	// for were created.
 	RecordCreatedSignal = "record-created"
 )
+
+// outcomeInUI marks the change that sets the CommerceOutcome search
+// attribute and the run's details each time the outcome is recorded.
+const outcomeInUI = "outcome-in-ui"
 
 // How long a parked post waits, and how often it looks again on its own.
 const (
@@ -409,8 +414,36 @@ func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err er
 // record stores where the post stands; answer, given with the first
 // answer only, is what the receipt keeps as its sender's answer.
 func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string, answer *domain.InboundOutcome, keys ...string) error {
-	return workflow.ExecuteLocalActivity(ctx, recordOutcome, domain.RecordOutcomeInput{
+	err := workflow.ExecuteLocalActivity(ctx, recordOutcome, domain.RecordOutcomeInput{
 		OrgID: w.in.OrgID, ReceiptID: w.in.ReceiptID, Outcome: outcome, WaitingFor: waitingFor, Error: message, WaitingKeys: keys,
 		Answer: answer, Action: w.in.Action,
 	}).Get(ctx, nil)
+	if err == nil {
+		w.show(ctx, outcome, waitingFor, message, answer)
+	}
+	return err
+}
+
+// show puts where the post stands on its run, for the Temporal UI: the
+// CommerceOutcome search attribute, and the run's details, a line such as
+// "erp_order_status SO-2026-0204: failed 422 order SO-2026-0204 not found".
+// Runs recorded before outcomeInUI set neither.
+func (w *inbound) show(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string, answer *domain.InboundOutcome) {
+	if workflow.GetVersion(ctx, outcomeInUI, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, OutcomeAttr.ValueSet(string(outcome))); err != nil {
+		workflow.GetLogger(ctx).Warn("could not set the outcome search attribute", "error", err)
+	}
+	line := w.in.Summary() + ": " + string(outcome)
+	if answer != nil && answer.Status() != 0 {
+		line += fmt.Sprintf(" %d", answer.Status())
+	}
+	switch {
+	case message != "":
+		line += " " + message
+	case waitingFor != "":
+		line += ", waiting for " + waitingFor
+	}
+	workflow.SetCurrentDetails(ctx, line)
 }

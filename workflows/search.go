@@ -24,7 +24,17 @@ var (
 	ReceiptIDAttr  = temporal.NewSearchAttributeKeyKeyword("CommerceReceiptId")
 )
 
-var searchAttributes = []temporal.SearchAttributeKeyKeyword{OrgIDAttr, ActionAttr, EndpointIDAttr, ReceiptIDAttr}
+// Search attributes that say how a run came out, set by the run when it
+// knows (docs/operations.md#the-temporal-ui): an inbound post's outcome
+// (applied, unchanged, failed, parked, unmatched, cancelled, error) and a
+// delivery's status (delivered, failed, exhausted).
+var (
+	OutcomeAttr        = temporal.NewSearchAttributeKeyKeyword("CommerceOutcome")
+	DeliveryStatusAttr = temporal.NewSearchAttributeKeyKeyword("CommerceDeliveryStatus")
+)
+
+var searchAttributes = []temporal.SearchAttributeKeyKeyword{OrgIDAttr, ActionAttr, EndpointIDAttr, ReceiptIDAttr,
+	OutcomeAttr, DeliveryStatusAttr}
 
 // SearchAttributes are the custom search attributes, by name and type, the
 // namespace must hold before any workflow starts. They are created where the

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -38,6 +39,10 @@ const localFirstAttempt = "local-first-attempt"
 // succeeded or exhausted a moment before its workflow closed).
 const resendWhileClosing = "resend-while-closing"
 
+// deliveryStatusInUI marks the change that sets the CommerceDeliveryStatus
+// search attribute and the run's details after each attempt.
+const deliveryStatusInUI = "delivery-status-in-ui"
+
 // firstAttemptOptions: one try, with deliverOptions' 30 s bound; the
 // retries of a fault are the activity's.
 var firstAttemptOptions = workflow.LocalActivityOptions{
@@ -73,6 +78,7 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 		if err != nil {
 			return domain.WebhookOutcome{Attempts: attempts - 1}, err
 		}
+		showDelivery(ctx, res, attempts)
 		if res.RetryAt == nil {
 			// A resend support asked for while the attempt ran (the delivery
 			// read as over, or the signal came as the run was closing) is one
@@ -92,6 +98,39 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 			return domain.WebhookOutcome{Status: domain.WebhookFailed, Attempts: attempts}, temporal.NewCanceledError()
 		}
 	}
+}
+
+// showDelivery puts where the delivery stands after an attempt on its run,
+// for the Temporal UI: CommerceDeliveryStatus delivered, failed (another
+// attempt follows) or exhausted, and details such as "failed 500 after 2
+// attempts, next 2026-11-27T02:00:00Z". Runs recorded before
+// deliveryStatusInUI set neither; nor does an attempt that sent nothing
+// (a subscription switched off).
+func showDelivery(ctx workflow.Context, res domain.DeliverResult, attempts int) {
+	if res.Skipped || workflow.GetVersion(ctx, deliveryStatusInUI, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	status := "failed"
+	switch {
+	case res.Succeeded:
+		status = "delivered"
+	case res.RetryAt == nil:
+		status = "exhausted"
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, DeliveryStatusAttr.ValueSet(status)); err != nil {
+		workflow.GetLogger(ctx).Warn("could not set the delivery status search attribute", "error", err)
+	}
+	line := status
+	if res.StatusCode != 0 {
+		line += fmt.Sprintf(" %d", res.StatusCode)
+	} else if res.Error != "" {
+		line += " (" + res.Error + ")"
+	}
+	line += fmt.Sprintf(" after %d attempt(s)", attempts)
+	if res.RetryAt != nil {
+		line += ", next " + res.RetryAt.UTC().Format(time.RFC3339)
+	}
+	workflow.SetCurrentDetails(ctx, line)
 }
 
 func deliver(ctx workflow.Context, in domain.WebhookInput, attempt int, manual, last bool) (domain.DeliverResult, error) {

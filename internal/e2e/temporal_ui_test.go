@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+// In the Temporal UI, where every run's badge reads "Completed", an operator
+// finds a failed post's run by CommerceOutcome and a delivered webhook's by
+// CommerceDeliveryStatus, and each run's summary and details say what it
+// was and how it came out.
+func TestTemporalUIFindsRunsByHowTheyCameOut(t *testing.T) {
+	f := newInbound(t)
+	defer f.Outbox()()
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
+	sub, err := f.DB.CreateSubscription(context.Background(), Sealer(), db.NewSubscription{OrgID: f.org.ID, URL: rc.srv.URL + "/hooks",
+		EventTypes: []string{domain.EventInboundReceiptFailed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoices, _, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	failed := f.post(invoices, `{"order_ref": "SO-1", "invoice_ref": "INV-TOO-BIG", "amount_minor": 999999999}`)
+	if failed.status != http.StatusUnprocessableEntity || failed.receipt == "" {
+		t.Fatalf("a post the workflow refuses: %d %s", failed.status, failed.raw)
+	}
+
+	// findOne lists the runs query finds and returns the one with that id.
+	findOne := func(query, workflowID string) {
+		t.Helper()
+		f.eventually("finding "+workflowID+" by "+query, func() bool {
+			resp, err := f.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Namespace: f.Namespace, Query: query})
+			return err == nil && len(resp.Executions) == 1 && resp.Executions[0].Execution.WorkflowId == workflowID
+		})
+	}
+	// describe is the run's summary and its details.
+	describe := func(workflowID string) (string, string) {
+		t.Helper()
+		desc, err := f.Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var summary string
+		if err := converter.GetDefaultDataConverter().FromPayload(desc.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary); err != nil {
+			t.Fatalf("%s's summary: %v", workflowID, err)
+		}
+		v, err := f.Temporal.QueryWorkflow(context.Background(), workflowID, "", "__temporal_workflow_metadata")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md sdkpb.WorkflowMetadata
+		if err := v.Get(&md); err != nil {
+			t.Fatal(err)
+		}
+		return summary, md.GetCurrentDetails()
+	}
+
+	inboundID := domain.InboundWorkflowID(mustID(t, failed.receipt))
+	findOne(fmt.Sprintf(`%s = "failed" AND %s = "%s"`, workflows.OutcomeAttr.GetName(), workflows.ReceiptIDAttr.GetName(), failed.receipt), inboundID)
+	summary, details := describe(inboundID)
+	if summary != "order_invoice SO-1" || !strings.HasPrefix(details, "order_invoice SO-1: failed 422 ") {
+		t.Fatalf("the failed post's run reads %q / %q; want its action, reference and outcome", summary, details)
+	}
+
+	var deliveryID string
+	f.eventually("the failure event delivered", func() bool {
+		err := f.DB.Pool().QueryRow(context.Background(), `SELECT id::text FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2
+			AND status = 'succeeded'`, f.org.ID, sub.ID).Scan(&deliveryID)
+		return err == nil
+	})
+	webhookID := domain.WebhookWorkflowID(mustID(t, deliveryID))
+	findOne(fmt.Sprintf(`%s = "delivered" AND %s = "%s"`, workflows.DeliveryStatusAttr.GetName(), workflows.OrgIDAttr.GetName(), f.org.ID), webhookID)
+	summary, details = describe(webhookID)
+	if summary != "inbound.receipt.failed to subscription "+sub.ID.String() || details != "delivered 200 after 1 attempt(s)" {
+		t.Fatalf("the delivery's run reads %q / %q", summary, details)
+	}
+}
