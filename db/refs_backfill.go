@@ -11,9 +11,9 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-// refsBackfillLock is the advisory lock a refs backfill holds: one process
-// at a time reads the bodies.
-const refsBackfillLock = int64(0x7265667362666c6c) // "refsbfll"
+// refsBackfillLock is the advisory lock a refs backfill holds (with the
+// schema's hash): one process at a time reads the bodies.
+const refsBackfillLock = int32(0x72656673) // "refs"
 
 // RefsBackfillBatch is how many receipts one transaction of the backfill
 // gives their refs: small enough that a writer waiting for one of its rows
@@ -53,10 +53,14 @@ func (d *DB) BackfillReceiptRefs(ctx context.Context, batch int, progress func(R
 	}
 	defer conn.Release()
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, refsBackfillLock).Scan(&got); err != nil || !got {
+	// Keyed by the schema too: the lock is the database's, and schemas of
+	// one database (the tests') are separate services.
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema()))`, refsBackfillLock).Scan(&got); err != nil || !got {
 		return false, err
 	}
-	defer func() { _, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, refsBackfillLock) }()
+	defer func() {
+		_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, refsBackfillLock)
+	}()
 	left, err := d.RefsMissing(ctx)
 	if err != nil || left == 0 {
 		return true, err
