@@ -1229,8 +1229,11 @@ type EndpointItem struct {
 	Active bool   `json:"active"`
 
 	// Counts Receipts of the last 24 hours by outcome (outcomes with none are left out).
-	Counts           map[string]int64   `json:"counts"`
-	CreatedAt        time.Time          `json:"created_at"`
+	Counts    map[string]int64 `json:"counts"`
+	CreatedAt time.Time        `json:"created_at"`
+
+	// FailingSince Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed or ended in error; null when they do not.
+	FailingSince     *time.Time         `json:"failing_since"`
 	Id               openapi_types.UUID `json:"id"`
 	Name             string             `json:"name"`
 	RequireSignature bool               `json:"require_signature"`
@@ -2019,11 +2022,23 @@ type RequestThreadStatus string
 
 // RotateSecretOutputBody defines model for RotateSecretOutputBody.
 type RotateSecretOutputBody struct {
-	Active    bool               `json:"active"`
-	CreatedAt time.Time          `json:"created_at"`
-	Events    []string           `json:"events"`
-	Id        openapi_types.UUID `json:"id"`
-	OrgId     openapi_types.UUID `json:"org_id"`
+	Active bool `json:"active"`
+
+	// ConsecutiveFailures Failed attempts in a row, across the subscription's deliveries.
+	ConsecutiveFailures int64     `json:"consecutive_failures"`
+	CreatedAt           time.Time `json:"created_at"`
+	Events              []string  `json:"events"`
+
+	// FailingSince Since when the subscription is failing (5 failed attempts in a row); null when it is not.
+	FailingSince *time.Time         `json:"failing_since"`
+	Id           openapi_types.UUID `json:"id"`
+
+	// LastFailureError What went wrong with the last failed attempt.
+	LastFailureError *string `json:"last_failure_error"`
+
+	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
+	LastFailureStatus *int64             `json:"last_failure_status"`
+	OrgId             openapi_types.UUID `json:"org_id"`
 
 	// PreviousSecretExpiresAt Until then deliveries carry a second v1, made with the secret replaced.
 	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
@@ -2124,21 +2139,45 @@ type StockMovementKind string
 
 // Subscription defines model for Subscription.
 type Subscription struct {
-	Active    bool               `json:"active"`
-	CreatedAt time.Time          `json:"created_at"`
-	Events    []string           `json:"events"`
-	Id        openapi_types.UUID `json:"id"`
-	OrgId     openapi_types.UUID `json:"org_id"`
-	Url       string             `json:"url"`
+	Active bool `json:"active"`
+
+	// ConsecutiveFailures Failed attempts in a row, across the subscription's deliveries.
+	ConsecutiveFailures int64     `json:"consecutive_failures"`
+	CreatedAt           time.Time `json:"created_at"`
+	Events              []string  `json:"events"`
+
+	// FailingSince Since when the subscription is failing (5 failed attempts in a row); null when it is not.
+	FailingSince *time.Time         `json:"failing_since"`
+	Id           openapi_types.UUID `json:"id"`
+
+	// LastFailureError What went wrong with the last failed attempt.
+	LastFailureError *string `json:"last_failure_error"`
+
+	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
+	LastFailureStatus *int64             `json:"last_failure_status"`
+	OrgId             openapi_types.UUID `json:"org_id"`
+	Url               string             `json:"url"`
 }
 
 // SubscriptionSecretOutputBody defines model for SubscriptionSecretOutputBody.
 type SubscriptionSecretOutputBody struct {
-	Active    bool               `json:"active"`
-	CreatedAt time.Time          `json:"created_at"`
-	Events    []string           `json:"events"`
-	Id        openapi_types.UUID `json:"id"`
-	OrgId     openapi_types.UUID `json:"org_id"`
+	Active bool `json:"active"`
+
+	// ConsecutiveFailures Failed attempts in a row, across the subscription's deliveries.
+	ConsecutiveFailures int64     `json:"consecutive_failures"`
+	CreatedAt           time.Time `json:"created_at"`
+	Events              []string  `json:"events"`
+
+	// FailingSince Since when the subscription is failing (5 failed attempts in a row); null when it is not.
+	FailingSince *time.Time         `json:"failing_since"`
+	Id           openapi_types.UUID `json:"id"`
+
+	// LastFailureError What went wrong with the last failed attempt.
+	LastFailureError *string `json:"last_failure_error"`
+
+	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
+	LastFailureStatus *int64             `json:"last_failure_status"`
+	OrgId             openapi_types.UUID `json:"org_id"`
 
 	// Secret The signing secret: shown this once, kept sealed; null in the answer to a retry with the same Idempotency-Key.
 	Secret *string `json:"secret"`

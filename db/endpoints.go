@@ -23,6 +23,7 @@ type Endpoint struct {
 	State            domain.EndpointState `json:"state"`
 	RateLimitedCount int64                `json:"rate_limited_count"`
 	CreatedAt        domain.Timestamp     `json:"created_at"`
+	FailingSince     *domain.Timestamp    `json:"failing_since" doc:"Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed; null when they do not."`
 	secretSealed     []byte
 }
 
@@ -43,11 +44,11 @@ type CreatedEndpoint struct {
 	Secret *string
 }
 
-const endpointColumns = `id, org_id, name, action, require_signature, state, rate_limited_count, created_at, secret_sealed`
+const endpointColumns = `id, org_id, name, action, require_signature, state, rate_limited_count, created_at, secret_sealed, failing_since`
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
-	err := row.Scan(&e.ID, &e.OrgID, &e.Name, &e.Action, &e.RequireSignature, &e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed)
+	err := row.Scan(&e.ID, &e.OrgID, &e.Name, &e.Action, &e.RequireSignature, &e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed, &e.FailingSince)
 	return e, err
 }
 

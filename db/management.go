@@ -31,7 +31,7 @@ func (d *DB) ListEndpointSummaries(ctx context.Context, orgID uuid.UUID, p Page)
 	c := newConds()
 	c.add("e.org_id = ?", orgID)
 	return listPage(ctx, d.pool, `SELECT e.id, e.org_id, e.name, e.action, e.require_signature, e.state, e.rate_limited_count,
-		e.created_at, e.token_hint,
+		e.created_at, e.token_hint, e.failing_since,
 		coalesce((SELECT jsonb_object_agg(outcome, n) FROM (
 			SELECT r.outcome, count(*) AS n FROM inbound_receipts r
 			WHERE r.org_id = e.org_id AND r.endpoint_id = e.id AND r.received_at > now() - interval '24 hours'
@@ -39,7 +39,7 @@ func (d *DB) ListEndpointSummaries(ctx context.Context, orgID uuid.UUID, p Page)
 		FROM inbound_endpoints e`, "inbound_endpoints", "e", c, p, func(r pgx.Row) (EndpointSummary, error) {
 		var s EndpointSummary
 		err := r.Scan(&s.ID, &s.OrgID, &s.Name, &s.Action, &s.RequireSignature, &s.State, &s.RateLimitedCount,
-			&s.CreatedAt, &s.TokenHint, &s.Counts)
+			&s.CreatedAt, &s.TokenHint, &s.FailingSince, &s.Counts)
 		return s, err
 	})
 }

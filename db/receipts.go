@@ -128,6 +128,9 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 	if err != nil {
 		return id, err
 	}
+	if err := endpointOutcome(ctx, q, r.OrgID, r.EndpointID, domain.OutcomeFailed); err != nil {
+		return id, err
+	}
 	return id, emitFor(ctx, q, r.OrgID, &id, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
 		ReceiptID: id, EndpointID: r.EndpointID, Action: r.Action, Outcome: domain.OutcomeFailed, Error: &msg}))
 }
@@ -291,12 +294,59 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 		if err := setWaits(ctx, tx, orgID, id, u); err != nil {
 			return err
 		}
+		if previous != u.Outcome {
+			if err := endpointOutcome(ctx, tx, orgID, endpoint, u.Outcome); err != nil {
+				return err
+			}
+		}
 		if !u.Outcome.Failed() || previous == u.Outcome {
 			return nil
 		}
 		return emitFor(ctx, tx, orgID, &id, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
 			ReceiptID: id, EndpointID: endpoint, Action: action, Outcome: u.Outcome, Error: u.Error}))
 	})
+}
+
+// endpointOutcome judges an endpoint's last domain.EndpointWindow after one
+// of its posts came to outcome (docs/webhooks.md#operational-events): at
+// least domain.EndpointWindowPosts posts, more than half failed or error,
+// make it failing and emit inbound.endpoint.failing; a later outcome after
+// which that no longer holds emits inbound.endpoint.recovered. Only a
+// failure can start a spell and only another outcome end one, so a healthy
+// endpoint's posts cost no count.
+func endpointOutcome(ctx context.Context, q querier, orgID, endpointID uuid.UUID, outcome domain.Outcome) error {
+	if outcome == "" || outcome == domain.OutcomePending {
+		return nil
+	}
+	bad := outcome == domain.OutcomeFailed || outcome == domain.OutcomeError
+	var failing bool
+	if err := q.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM inbound_endpoints WHERE org_id = $1 AND id = $2`,
+		orgID, endpointID).Scan(&failing); err != nil || bad == failing {
+		return notFound(err, "endpoint")
+	}
+	var d domain.EndpointHealthData
+	// The update's condition is read again on the row it locks: of two
+	// posts judging at once, one changes it and emits.
+	err := q.QueryRow(ctx, `
+		WITH w AS (
+			SELECT count(*)::int AS posts, (count(*) FILTER (WHERE outcome IN ('failed', 'error')))::int AS failed
+			FROM inbound_receipts WHERE org_id = $1 AND endpoint_id = $2 AND received_at > now() - make_interval(secs => $3))
+		UPDATE inbound_endpoints e SET failing_since = CASE WHEN $4 THEN now() END
+		FROM w WHERE e.org_id = $1 AND e.id = $2 AND (e.failing_since IS NULL) = $4
+		  AND (w.posts >= $5 AND w.failed * 2 > w.posts) = $4
+		RETURNING e.id, e.name, e.action, w.posts, w.failed`,
+		orgID, endpointID, domain.EndpointWindow.Seconds(), bad, domain.EndpointWindowPosts).Scan(
+		&d.EndpointID, &d.Name, &d.Action, &d.WindowPosts, &d.FailedPosts)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	case bad:
+		return emit(ctx, q, orgID, domain.EndpointFailing.New(d))
+	default:
+		return emit(ctx, q, orgID, domain.EndpointRecovered.New(d))
+	}
 }
 
 // setWaits keeps a receipt's wait keys (inbound_receipt_waits) while it is

@@ -176,26 +176,22 @@ func TestRefsBackfillOf100000ReceiptsLetsWritersThrough(t *testing.T) {
 	if _, err := db.MigrateTo(ctx, u, 8); err != nil {
 		t.Fatal(err)
 	}
-	old, err := db.Connect(ctx, u, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, _, err := old.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", Currency: "EUR", OwnerEmail: "o@acme.example"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealer, _ := secrets.NewSealer(make([]byte, 32))
-	e, err := old.CreateEndpoint(ctx, sealer, db.NewEndpoint{OrgID: o.ID, AsEmail: "o@acme.example", Name: "erp", Action: domain.ActionDeliveryStatus})
-	if err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	org, ep := o.ID, e.ID
+	// The organisation and its endpoint as that release stored them.
+	org, ep, owner := uuid.New(), uuid.New(), uuid.New()
 	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	for _, q := range []string{
+		`INSERT INTO organisations (id, name, currency) SELECT $1, 'Acme', 'EUR' WHERE $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL`,
+		`INSERT INTO users (id, org_id, email, role) SELECT $3, $1, 'o@acme.example', 'owner' WHERE $2::uuid IS NOT NULL`,
+		`INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, created_by) VALUES ($2, $1, 'erp', 'delivery_status', sha256('t'), $3)`,
+	} {
+		if _, err := conn.Exec(ctx, q, org, ep, owner); err != nil {
+			t.Fatalf("the organisation: %s: %v", q, err)
+		}
+	}
 	if _, err := conn.Exec(ctx, `
 		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, outcome)
 		SELECT gen_random_uuid(), $1, $2, 'delivery_status', now() - make_interval(secs => $3 - i),

@@ -17,7 +17,7 @@ import (
 func (d *DB) ListSubscriptionsPage(ctx context.Context, orgID uuid.UUID, p Page) ([]Subscription, error) {
 	c := newConds()
 	c.add("s.org_id = ?", orgID)
-	return listPage(ctx, d.pool, `SELECT s.id, s.org_id, s.url, s.event_types, s.active, s.created_at FROM webhook_subscriptions s`, "webhook_subscriptions",
+	return listPage(ctx, d.pool, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions s`, "webhook_subscriptions",
 		"s", c, p, scanSubscription)
 }
 
@@ -94,7 +94,8 @@ func (d *DB) RotateSubscriptionSecret(ctx context.Context, sealer *secrets.Seale
 		WHERE org_id = $1 AND id = $2
 		RETURNING `+subscriptionColumns+`, previous_secret_expires_at`,
 		orgID, id, sealer.Seal(out.Secret, sealedAt(subscriptionSecrets, id)), domain.SecretRotationOverlap.Seconds()).Scan(
-		&out.ID, &out.OrgID, &out.URL, &out.EventTypes, &out.Active, &out.CreatedAt, &expires)
+		&out.ID, &out.OrgID, &out.URL, &out.EventTypes, &out.Active, &out.CreatedAt,
+		&out.ConsecutiveFailures, &out.FailingSince, &out.LastFailureStatus, &out.LastFailureError, &expires)
 	out.PreviousExpiresAt = domain.NewTimestamp(expires)
 	return out, notFound(err, "subscription")
 }

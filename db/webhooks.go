@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -22,13 +23,25 @@ type Subscription struct {
 	EventTypes []string         `json:"events"`
 	Active     bool             `json:"active"`
 	CreatedAt  domain.Timestamp `json:"created_at"`
+	SubscriptionHealth
 }
 
-const subscriptionColumns = `id, org_id, url, event_types, active, created_at`
+// SubscriptionHealth is how a subscription's receiver is doing
+// (docs/webhooks.md#operational-events).
+type SubscriptionHealth struct {
+	ConsecutiveFailures int               `json:"consecutive_failures" doc:"Failed attempts in a row, across the subscription's deliveries."`
+	FailingSince        *domain.Timestamp `json:"failing_since" doc:"Since when the subscription is failing (5 failed attempts in a row); null when it is not."`
+	LastFailureStatus   *int              `json:"last_failure_status" doc:"The HTTP status of the last failed attempt; null when no answer came or none failed."`
+	LastFailureError    *string           `json:"last_failure_error" doc:"What went wrong with the last failed attempt."`
+}
+
+const subscriptionColumns = `id, org_id, url, event_types, active, created_at,
+	consecutive_failures, failing_since, last_failure_status, last_failure_error`
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
-	err := row.Scan(&s.ID, &s.OrgID, &s.URL, &s.EventTypes, &s.Active, &s.CreatedAt)
+	err := row.Scan(&s.ID, &s.OrgID, &s.URL, &s.EventTypes, &s.Active, &s.CreatedAt,
+		&s.ConsecutiveFailures, &s.FailingSince, &s.LastFailureStatus, &s.LastFailureError)
 	return s, err
 }
 
@@ -99,7 +112,9 @@ func (d *DB) ListSubscriptions(ctx context.Context, orgID uuid.UUID) ([]Subscrip
 
 // RelayEvents takes up to limit events not relayed yet (oldest first,
 // skipping those another relay holds), creates one delivery per matching
-// active subscription, and marks the events relayed, in one transaction. It
+// active subscription (an operational event only for those that name it,
+// never for the subscription it concerns), and marks the events relayed,
+// in one transaction. It
 // returns how many events it took; their deliveries wait in
 // UnstartedWebhookDeliveries for their workflows.
 func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
@@ -107,12 +122,15 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			WITH ev AS (
-				SELECT id, org_id, type FROM events WHERE relayed_at IS NULL
+				SELECT id, org_id, type, data FROM events WHERE relayed_at IS NULL
 				ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
 			)
 			SELECT ev.id, ev.org_id, s.id
 			FROM ev LEFT JOIN webhook_subscriptions s
-			  ON s.org_id = ev.org_id AND s.active AND (cardinality(s.event_types) = 0 OR ev.type = ANY (s.event_types))`, limit)
+			  ON s.org_id = ev.org_id AND s.active
+			 AND (ev.type = ANY (s.event_types) OR (cardinality(s.event_types) = 0 AND NOT ev.type = ANY ($2::text[])))
+			 AND s.id IS DISTINCT FROM (CASE WHEN ev.type = ANY ($2::text[]) THEN (ev.data->>'subscription_id')::uuid END)`,
+			limit, domain.OperationalEventTypes)
 		if err != nil {
 			return err
 		}
@@ -325,27 +343,84 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) e
 		return fmt.Errorf("unknown delivery status %q", a.Status)
 	}
 	return d.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
+		// first: this attempt is recorded for the first time (not again by
+		// a retried activity), so it counts towards the subscription's run.
+		var first bool
+		if err := tx.QueryRow(ctx, `
 			INSERT INTO webhook_attempts (id, org_id, delivery_id, attempt, manual, started_at, duration_ms, status_code, error, response_excerpt)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 			ON CONFLICT (org_id, delivery_id, attempt) DO UPDATE SET
 				manual = EXCLUDED.manual, started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms,
-				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt`,
+				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt
+			RETURNING xmax = 0`,
 			NewID(), a.OrgID, a.DeliveryID, a.Attempt, a.Manual, a.StartedAt, a.Duration.Milliseconds(),
-			a.StatusCode, a.Error, a.Excerpt); err != nil {
+			a.StatusCode, a.Error, a.Excerpt).Scan(&first); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `
-			UPDATE webhook_deliveries
+		var d domain.DeliveryExhaustedData
+		err := tx.QueryRow(ctx, `
+			UPDATE webhook_deliveries w
 			SET attempts = greatest(attempts, $3), status = $4, last_status_code = $5, last_error = $6,
 			    next_attempt_at = $7, updated_at = now()
-			WHERE org_id = $1 AND id = $2`,
-			a.OrgID, a.DeliveryID, a.Attempt, a.Status, a.StatusCode, a.Error, a.NextAttemptAt)
-		if err == nil && tag.RowsAffected() == 0 {
+			FROM events e WHERE w.org_id = $1 AND w.id = $2 AND e.org_id = w.org_id AND e.id = w.event_id
+			RETURNING w.id, w.event_id, e.type, w.subscription_id, w.attempts`,
+			a.OrgID, a.DeliveryID, a.Attempt, a.Status, a.StatusCode, a.Error, a.NextAttemptAt).Scan(
+			&d.DeliveryID, &d.EventID, &d.EventType, &d.SubscriptionID, &d.Attempts)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return domain.Errorf(domain.ENOTFOUND, "delivery not found")
 		}
-		return err
+		if err != nil || !first {
+			return err
+		}
+		if a.Status == domain.WebhookExhausted {
+			if err := emit(ctx, tx, a.OrgID, domain.DeliveryExhausted.New(d)); err != nil {
+				return err
+			}
+		}
+		return subscriptionAttempt(ctx, tx, a, d.SubscriptionID)
 	})
+}
+
+// subscriptionAttempt counts an attempt in its subscription's run of
+// failures: the fifth failure in a row makes the subscription failing and
+// emits webhook.subscription.failing; a success ends the run, and after a
+// failing spell emits webhook.subscription.recovered.
+func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID) error {
+	succeeded := a.Status == domain.WebhookSucceeded
+	var url string
+	var failures int
+	var since, was *time.Time
+	err := tx.QueryRow(ctx, `
+		WITH old AS (SELECT id, failing_since FROM webhook_subscriptions WHERE org_id = $1 AND id = $2 FOR UPDATE)
+		UPDATE webhook_subscriptions s SET
+			consecutive_failures = CASE WHEN $3 THEN 0 ELSE s.consecutive_failures + 1 END,
+			last_failure_status = CASE WHEN $3 THEN s.last_failure_status ELSE $4 END,
+			last_failure_error = CASE WHEN $3 THEN s.last_failure_error ELSE $5 END,
+			failing_since = CASE WHEN $3 THEN NULL
+			                     WHEN s.failing_since IS NULL AND s.consecutive_failures + 1 >= $6 THEN now()
+			                     ELSE s.failing_since END
+		FROM old WHERE s.org_id = $1 AND s.id = old.id
+		RETURNING s.url, s.consecutive_failures, s.failing_since, old.failing_since`,
+		a.OrgID, subscriptionID, succeeded, a.StatusCode, a.Error, domain.SubscriptionFailingAfter).Scan(&url, &failures, &since, &was)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // deleted meanwhile
+	}
+	switch {
+	case err != nil:
+		return err
+	case was == nil && since != nil:
+		return emit(ctx, tx, a.OrgID, domain.SubscriptionFailing.New(domain.SubscriptionFailingData{SubscriptionID: subscriptionID,
+			URL: url, ConsecutiveFailures: failures, LastStatus: a.StatusCode, LastError: a.Error, Since: domain.NewTimestamp(*since)}))
+	case was != nil && succeeded:
+		var held int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'failed'`,
+			a.OrgID, subscriptionID).Scan(&held); err != nil {
+			return err
+		}
+		return emit(ctx, tx, a.OrgID, domain.SubscriptionRecovered.New(domain.SubscriptionRecoveredData{SubscriptionID: subscriptionID,
+			URL: url, FailingSince: domain.NewTimestamp(*was), HeldDeliveries: held}))
+	}
+	return nil
 }
 
 // EndWebhookDelivery ends a delivery without an attempt (its subscription was

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -23,6 +24,31 @@ const (
 	EventSupplierInvoiceMatched = "supplier_invoice.matched"
 	EventVarianceRaised         = "supplier_invoice.variance_raised"
 	EventInboundReceiptFailed   = "inbound.receipt.failed"
+
+	// Operational events (docs/webhooks.md#operational-events): about the
+	// integration itself, delivered only to subscriptions that name them.
+	EventSubscriptionFailing   = "webhook.subscription.failing"
+	EventSubscriptionRecovered = "webhook.subscription.recovered"
+	EventDeliveryExhausted     = "webhook.delivery.exhausted"
+	EventEndpointFailing       = "inbound.endpoint.failing"
+	EventEndpointRecovered     = "inbound.endpoint.recovered"
+)
+
+// OperationalEventTypes are the event types about the integration itself.
+// A subscription to every event type does not get them; one that names
+// them does, except those about itself (their data's subscription_id).
+var OperationalEventTypes = []string{EventSubscriptionFailing, EventSubscriptionRecovered, EventDeliveryExhausted,
+	EventEndpointFailing, EventEndpointRecovered}
+
+// Thresholds of the operational events.
+const (
+	// SubscriptionFailingAfter consecutive failed attempts make a
+	// subscription failing.
+	SubscriptionFailingAfter = 5
+	// EndpointWindow is the window an endpoint's posts are judged over: at
+	// least EndpointWindowPosts posts, more than half failed or error.
+	EndpointWindow      = 15 * time.Minute
+	EndpointWindowPosts = 10
 )
 
 // Event is an event to write to the outbox: its type and its data, made by
@@ -69,13 +95,25 @@ var (
 	InvoiceMatched        = EventKind[SupplierInvoiceMatchData]{EventSupplierInvoiceMatched, "A supplier invoice passes its three-way match."}
 	VarianceRaised        = EventKind[SupplierInvoiceMatchData]{EventVarianceRaised, "A supplier invoice's match finds variances, or no goods arrive within 14 days."}
 	InboundReceiptFailed  = EventKind[InboundReceiptFailedData]{EventInboundReceiptFailed, "An inbound post is refused (4xx), fails, or waits 7 days for its record in vain."}
+
+	SubscriptionFailing = EventKind[SubscriptionFailingData]{EventSubscriptionFailing,
+		"A subscription's deliveries failed 5 attempts in a row (operational: only to subscriptions that name it, never to the subscription it concerns)."}
+	SubscriptionRecovered = EventKind[SubscriptionRecoveredData]{EventSubscriptionRecovered,
+		"A failing subscription's delivery succeeded (operational)."}
+	DeliveryExhausted = EventKind[DeliveryExhaustedData]{EventDeliveryExhausted,
+		"A delivery's last attempt failed: it will not be tried again unless support resends it (operational)."}
+	EndpointFailing = EventKind[EndpointHealthData]{EventEndpointFailing,
+		"Over the last 15 minutes an inbound endpoint had at least 10 posts and more than half failed or error (operational)."}
+	EndpointRecovered = EventKind[EndpointHealthData]{EventEndpointRecovered,
+		"A failing inbound endpoint's last 15 minutes no longer are (operational)."}
 )
 
 // EventCatalogue lists every event type, in the order the documentation
 // gives them.
 var EventCatalogue = []EventDoc{CustomerCreated.Doc(), CustomerUpdated.Doc(), ProductsUpserted.Doc(), RequestCreated.Doc(),
 	StockMovementCreated.Doc(), OrderStatusChanged.Doc(), OrderInvoiceRecorded.Doc(), DeliveryStatusChanged.Doc(),
-	PurchaseOrderAcked.Doc(), InvoiceMatched.Doc(), VarianceRaised.Doc(), InboundReceiptFailed.Doc()}
+	PurchaseOrderAcked.Doc(), InvoiceMatched.Doc(), VarianceRaised.Doc(), InboundReceiptFailed.Doc(),
+	SubscriptionFailing.Doc(), SubscriptionRecovered.Doc(), DeliveryExhausted.Doc(), EndpointFailing.Doc(), EndpointRecovered.Doc()}
 
 // EventTypes lists every event type, in the catalogue's order.
 var EventTypes = func() []string {
@@ -155,6 +193,39 @@ type (
 		Action     Action    `json:"action"`
 		Outcome    Outcome   `json:"outcome" enum:"failed,error,unmatched"`
 		Error      *string   `json:"error" doc:"Why; a fault on the service side reads only in general terms."`
+	}
+	// SubscriptionFailingData is the data of webhook.subscription.failing.
+	SubscriptionFailingData struct {
+		SubscriptionID      uuid.UUID `json:"subscription_id"`
+		URL                 string    `json:"url"`
+		ConsecutiveFailures int       `json:"consecutive_failures" doc:"Failed attempts in a row, across the subscription's deliveries."`
+		LastStatus          *int      `json:"last_status" doc:"The HTTP status of the last failed attempt; null when no answer came."`
+		LastError           *string   `json:"last_error" doc:"What went wrong with the last attempt."`
+		Since               Timestamp `json:"since" doc:"When the subscription became failing."`
+	}
+	// SubscriptionRecoveredData is the data of webhook.subscription.recovered.
+	SubscriptionRecoveredData struct {
+		SubscriptionID uuid.UUID `json:"subscription_id"`
+		URL            string    `json:"url"`
+		FailingSince   Timestamp `json:"failing_since"`
+		HeldDeliveries int       `json:"held_deliveries" doc:"The subscription's deliveries still waiting for a retry."`
+	}
+	// DeliveryExhaustedData is the data of webhook.delivery.exhausted.
+	DeliveryExhaustedData struct {
+		DeliveryID     uuid.UUID `json:"delivery_id"`
+		EventID        uuid.UUID `json:"event_id"`
+		EventType      string    `json:"event_type"`
+		SubscriptionID uuid.UUID `json:"subscription_id"`
+		Attempts       int       `json:"attempts"`
+	}
+	// EndpointHealthData is the data of inbound.endpoint.failing and
+	// inbound.endpoint.recovered.
+	EndpointHealthData struct {
+		EndpointID  uuid.UUID `json:"endpoint_id"`
+		Name        string    `json:"name"`
+		Action      Action    `json:"action"`
+		WindowPosts int       `json:"window_posts" doc:"The endpoint's posts of the last 15 minutes."`
+		FailedPosts int       `json:"failed_posts" doc:"How many of them failed or ended in error."`
 	}
 )
 

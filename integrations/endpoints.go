@@ -14,15 +14,16 @@ import (
 // EndpointItem is an inbound endpoint as support sees it: never its token
 // or secret.
 type EndpointItem struct {
-	ID               uuid.UUID        `json:"id"`
-	Name             string           `json:"name"`
-	Action           domain.Action    `json:"action"`
-	URLHint          *string          `json:"url_hint" doc:"The last four characters of the endpoint's token, to tell URLs apart; null for endpoints made before hints were kept, and for deleted ones."`
-	RequireSignature bool             `json:"require_signature"`
-	Active           bool             `json:"active"`
-	State            string           `json:"state" enum:"active,paused,deleted"`
-	CreatedAt        domain.Timestamp `json:"created_at"`
-	Counts           map[string]int   `json:"counts" doc:"Receipts of the last 24 hours by outcome (outcomes with none are left out)."`
+	ID               uuid.UUID         `json:"id"`
+	Name             string            `json:"name"`
+	Action           domain.Action     `json:"action"`
+	URLHint          *string           `json:"url_hint" doc:"The last four characters of the endpoint's token, to tell URLs apart; null for endpoints made before hints were kept, and for deleted ones."`
+	RequireSignature bool              `json:"require_signature"`
+	Active           bool              `json:"active"`
+	State            string            `json:"state" enum:"active,paused,deleted"`
+	CreatedAt        domain.Timestamp  `json:"created_at"`
+	Counts           map[string]int    `json:"counts" doc:"Receipts of the last 24 hours by outcome (outcomes with none are left out)."`
+	FailingSince     *domain.Timestamp `json:"failing_since" doc:"Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed or ended in error; null when they do not."`
 }
 
 // Endpoints lists a page of the organisation's inbound endpoints, newest
@@ -33,7 +34,8 @@ func (m *Service) Endpoints(ctx context.Context, orgID uuid.UUID, p db.Page) ([]
 	items := make([]EndpointItem, len(rows))
 	for i, e := range rows {
 		items[i] = EndpointItem{ID: e.ID, Name: e.Name, Action: e.Action, URLHint: e.TokenHint, RequireSignature: e.RequireSignature,
-			Active: e.State == domain.EndpointActive, State: string(e.State), CreatedAt: e.CreatedAt, Counts: map[string]int{}}
+			Active: e.State == domain.EndpointActive, State: string(e.State), CreatedAt: e.CreatedAt, Counts: map[string]int{},
+			FailingSince: e.FailingSince}
 		if e.State == domain.EndpointDeleted {
 			items[i].URLHint = nil
 		}

@@ -481,3 +481,34 @@ func TestStaticFilesAreCompressedAndCacheable(t *testing.T) {
 		t.Fatalf("a repeat with its ETag: %d", again.StatusCode)
 	}
 }
+
+// A failing endpoint and a failing subscription say so on their pages:
+// since when, and why.
+func TestFailingEndpointsAndSubscriptionsSaySo(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sealer, _ := secrets.NewSealer(make([]byte, 32))
+	sub, err := f.d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: f.org.ID, URL: "https://erp.example.com/hooks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.d.Pool().Exec(ctx, `UPDATE webhook_subscriptions SET failing_since = now(), consecutive_failures = 7,
+		last_failure_status = 503, last_failure_error = 'the receiver answered 503' WHERE id = $1`, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.d.Pool().Exec(ctx, `UPDATE inbound_endpoints SET failing_since = now() WHERE id = $1`, f.endpoint); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := f.signIn("member@acme.example")
+	for path, want := range map[string][]string{
+		"/console/":         {`class="badge failing"`, "since <time", "more than half of its posts of the last 15 minutes failed"},
+		"/console/webhooks": {`class="badge failing"`, "since <time", "7 failed attempts in a row; the last: the receiver answered 503"},
+	} {
+		status, page := b.get(path)
+		for _, w := range want {
+			if status != 200 || !strings.Contains(page, w) {
+				t.Errorf("%s: %d, want %q in it", path, status, w)
+			}
+		}
+	}
+}
