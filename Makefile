@@ -8,7 +8,7 @@
 
 GO ?= go
 
-.PHONY: run test test-postgres vet build race fmt lint lint-openapi bench
+.PHONY: run test test-postgres vet build race fmt lint lint-openapi bench alerts
 
 run:
 	$(GO) run ./cmd/commerce dev
@@ -16,7 +16,7 @@ run:
 # The fuzz runs are bounded by a number of inputs, not a duration: with
 # -fuzztime=<duration>, Go 1.26's fuzzing coordinator can report the end of
 # the time itself as a failure ("context deadline exceeded", go.dev/issue/75804).
-test: vet
+test: vet alerts
 	.ci/axe-core
 	$(GO) test -count=1 -timeout 45m ./...
 	$(GO) test -run='^$$' -fuzz='^FuzzBulkProductsBody$$' -fuzztime=15000x -timeout 10m ./api
@@ -32,6 +32,12 @@ test: vet
 test-postgres:
 	.ci/axe-core
 	COMMERCE_E2E_TEMPORAL_STORE=postgres $(GO) test -count=1 -timeout 45m ./internal/e2e
+
+# The alert rules are valid and each fires, and stays quiet, as its test in
+# deploy/prometheus/alerts_test.yml says (promtool: Debian's prometheus).
+alerts:
+	promtool check rules deploy/prometheus/alerts.yml
+	promtool test rules deploy/prometheus/alerts_test.yml
 
 vet:
 	$(GO) vet ./...

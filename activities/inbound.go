@@ -8,6 +8,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/metrics"
 )
 
 // ApplyInbound reads the receipt's stored body, checks its shape and carries
@@ -57,7 +58,13 @@ func (a *Activities) RecordOutcome(ctx context.Context, in domain.RecordOutcomeI
 	if in.Answer != nil {
 		u.Status, u.Response = in.Answer.HTTPAnswer(in.ReceiptID, in.Action)
 	}
-	return a.DB.UpdateReceipt(ctx, in.OrgID, in.ReceiptID, u)
+	if err := a.DB.UpdateReceipt(ctx, in.OrgID, in.ReceiptID, u); err != nil {
+		return err
+	}
+	if in.Outcome != "" {
+		metrics.InboundOutcome(string(in.Action), string(in.Outcome))
+	}
+	return nil
 }
 
 // MatchSupplierInvoice runs the three-way match of an invoice against the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/metrics"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/signature"
 )
@@ -87,9 +88,11 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 		retry := policy.RetryAt(a.now(), in.DeliveryID)
 		rec.NextAttemptAt, res.RetryAt = &retry, &retry
 	}
-	if err := a.DB.RecordWebhookAttempt(ctx, rec); err != nil {
+	failing, err := a.DB.RecordWebhookAttempt(ctx, rec)
+	if err != nil {
 		return domain.DeliverResult{}, err
 	}
+	metrics.WebhookAttempt(string(rec.Status), failing)
 	a.Log.Info("webhook attempt", zap.String("delivery_id", in.DeliveryID.String()), zap.Int("attempt", in.Attempt),
 		zap.Bool("succeeded", res.Succeeded), zap.Int("status_code", res.StatusCode), zap.String("error", res.Error),
 		zap.Duration("duration", rec.Duration))

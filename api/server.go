@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/metrics"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
@@ -138,10 +138,11 @@ func New(d Deps) *Server {
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.router }
 
-// Metrics is the Prometheus endpoint of the server's series, served on a
+// Metrics is the Prometheus endpoint of the server's series and the
+// process's (package metrics: the Temporal SDK's, pools), served on a
 // listener of its own (COMMERCE_METRICS_LISTEN), never on the public one.
 func (s *Server) Metrics() http.Handler {
-	return promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})
+	return metrics.Handler(s.registry)
 }
 
 // Service is the application service the management routes call, for

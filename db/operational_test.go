@@ -134,7 +134,7 @@ func TestSubscriptionFailingRecoveredAndExhaustedEvents(t *testing.T) {
 		if status != domain.WebhookSucceeded {
 			rec.StatusCode, rec.Error = &status503, &why
 		}
-		if err := f.d.RecordWebhookAttempt(ctx, rec); err != nil {
+		if _, err := f.d.RecordWebhookAttempt(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}

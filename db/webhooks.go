@@ -336,13 +336,14 @@ type WebhookAttemptRecord struct {
 	NextAttemptAt *time.Time
 }
 
-// RecordWebhookAttempt logs an attempt and moves the delivery. An attempt recorded
-// again (its activity was retried after a crash) replaces the first record.
-func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) error {
+// RecordWebhookAttempt logs an attempt and moves the delivery, and reports
+// whether its subscription is failing after it. An attempt recorded again
+// (its activity was retried after a crash) replaces the first record.
+func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (failing bool, err error) {
 	if !slices.Contains(domain.WebhookStatuses, a.Status) {
-		return fmt.Errorf("unknown delivery status %q", a.Status)
+		return false, fmt.Errorf("unknown delivery status %q", a.Status)
 	}
-	return d.inTx(ctx, func(tx pgx.Tx) error {
+	err = d.inTx(ctx, func(tx pgx.Tx) error {
 		// first: this attempt is recorded for the first time (not again by
 		// a retried activity), so it counts towards the subscription's run.
 		var first bool
@@ -369,7 +370,15 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) e
 		if errors.Is(err, pgx.ErrNoRows) {
 			return domain.Errorf(domain.ENOTFOUND, "delivery not found")
 		}
-		if err != nil || !first {
+		if err != nil {
+			return err
+		}
+		if !first {
+			err := tx.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`,
+				a.OrgID, d.SubscriptionID).Scan(&failing)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
 			return err
 		}
 		if a.Status == domain.WebhookExhausted {
@@ -377,20 +386,22 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) e
 				return err
 			}
 		}
-		return subscriptionAttempt(ctx, tx, a, d.SubscriptionID)
+		failing, err = subscriptionAttempt(ctx, tx, a, d.SubscriptionID)
+		return err
 	})
+	return failing, err
 }
 
 // subscriptionAttempt counts an attempt in its subscription's run of
 // failures: the fifth failure in a row makes the subscription failing and
 // emits webhook.subscription.failing; a success ends the run, and after a
 // failing spell emits webhook.subscription.recovered.
-func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID) error {
+func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID) (failing bool, err error) {
 	succeeded := a.Status == domain.WebhookSucceeded
 	var url string
 	var failures int
 	var since, was *time.Time
-	err := tx.QueryRow(ctx, `
+	err = tx.QueryRow(ctx, `
 		WITH old AS (SELECT id, failing_since FROM webhook_subscriptions WHERE org_id = $1 AND id = $2 FOR UPDATE)
 		UPDATE webhook_subscriptions s SET
 			consecutive_failures = CASE WHEN $3 THEN 0 ELSE s.consecutive_failures + 1 END,
@@ -403,24 +414,24 @@ func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord,
 		RETURNING s.url, s.consecutive_failures, s.failing_since, old.failing_since`,
 		a.OrgID, subscriptionID, succeeded, a.StatusCode, a.Error, domain.SubscriptionFailingAfter).Scan(&url, &failures, &since, &was)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // deleted meanwhile
+		return false, nil // deleted meanwhile
 	}
 	switch {
 	case err != nil:
-		return err
+		return false, err
 	case was == nil && since != nil:
-		return emit(ctx, tx, a.OrgID, domain.SubscriptionFailing.New(domain.SubscriptionFailingData{SubscriptionID: subscriptionID,
+		return true, emit(ctx, tx, a.OrgID, domain.SubscriptionFailing.New(domain.SubscriptionFailingData{SubscriptionID: subscriptionID,
 			URL: url, ConsecutiveFailures: failures, LastStatus: a.StatusCode, LastError: a.Error, Since: domain.NewTimestamp(*since)}))
 	case was != nil && succeeded:
 		var held int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'failed'`,
 			a.OrgID, subscriptionID).Scan(&held); err != nil {
-			return err
+			return false, err
 		}
-		return emit(ctx, tx, a.OrgID, domain.SubscriptionRecovered.New(domain.SubscriptionRecoveredData{SubscriptionID: subscriptionID,
+		return false, emit(ctx, tx, a.OrgID, domain.SubscriptionRecovered.New(domain.SubscriptionRecoveredData{SubscriptionID: subscriptionID,
 			URL: url, FailingSince: domain.NewTimestamp(*was), HeldDeliveries: held}))
 	}
-	return nil
+	return since != nil, nil
 }
 
 // EndWebhookDelivery ends a delivery without an attempt (its subscription was
@@ -531,4 +542,14 @@ func (d *DB) GetWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) (Webho
 		x.AttemptLog = []WebhookAttempt{}
 	}
 	return x, err
+}
+
+// Backlog counts what an operator watches grow, across organisations: the
+// parked inbound posts, and the subscriptions and endpoints failing now.
+func (d *DB) Backlog(ctx context.Context) (parked, failingSubscriptions, failingEndpoints int, err error) {
+	err = d.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM inbound_receipts WHERE outcome = 'parked'),
+		(SELECT count(*) FROM webhook_subscriptions WHERE failing_since IS NOT NULL),
+		(SELECT count(*) FROM inbound_endpoints WHERE failing_since IS NOT NULL)`).Scan(&parked, &failingSubscriptions, &failingEndpoints)
+	return parked, failingSubscriptions, failingEndpoints, err
 }

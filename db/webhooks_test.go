@@ -94,7 +94,7 @@ func TestRelayMakesOneDeliveryPerMatchingActiveSubscription(t *testing.T) {
 	// An attempt recorded twice (a retried activity) is one attempt.
 	code := 500
 	for range 2 {
-		if err := d.RecordWebhookAttempt(ctx, db.WebhookAttemptRecord{OrgID: org.ID, DeliveryID: refs[0].ID, Attempt: 1,
+		if _, err := d.RecordWebhookAttempt(ctx, db.WebhookAttemptRecord{OrgID: org.ID, DeliveryID: refs[0].ID, Attempt: 1,
 			StartedAt: time.Now(), Duration: time.Second, StatusCode: &code, Status: domain.WebhookFailed}); err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/commerce-integration/commerce/internal/health"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -28,6 +27,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/metrics"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -75,6 +75,9 @@ func temporalOptions(cfg config.Config, log *zap.Logger) client.Options {
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    logging.Temporal(log.Named("temporal").WithOptions(zap.IncreaseLevel(zap.WarnLevel))),
+		// The SDK's series (workflow task schedule-to-start among them)
+		// beside the process's own on /metrics.
+		MetricsHandler: metrics.Temporal(),
 		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: 5 * time.Second})}},
 	}
@@ -141,7 +144,7 @@ func (rt *Runtime) ResealSecrets(ctx context.Context) {
 
 // APIHandler builds the HTTP handler, and the handler of its /metrics,
 // served apart (ServeMetrics).
-func (rt *Runtime) APIHandler() (handler, metrics http.Handler, err error) {
+func (rt *Runtime) APIHandler() (handler, series http.Handler, err error) {
 	key, sealer, err := rt.keys()
 	if err != nil {
 		return nil, nil, err
@@ -161,6 +164,7 @@ func (rt *Runtime) APIHandler() (handler, metrics http.Handler, err error) {
 	if consoleOn {
 		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: s.Service(), Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
 	}
+	metrics.Pool("api", rt.DB.Pool().Stat)
 	return s.Handler(), s.Metrics(), nil
 }
 
@@ -330,6 +334,7 @@ func (rt *Runtime) RunWorker(ctx context.Context, polling *atomic.Bool) error {
 		}
 		return err
 	}
+	rt.workerSeries()
 	return worker.Run(ctx, worker.Deps{Cfg: rt.Cfg, Log: rt.Log, DB: rt.DB, Temporal: rt.Temporal, Sealer: sealer, Polling: polling})
 }
 
@@ -375,6 +380,18 @@ func (rt *Runtime) WorkerProbes(polling *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", health.Live)
 	mux.Handle("GET /readyz", health.Handler(checks, rt.Log))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", metrics.Handler(registry))
 	return mux
+}
+
+// workerSeries exports the worker's pool and the backlogs it reads from
+// the database at each scrape (package metrics).
+func (rt *Runtime) workerSeries() {
+	metrics.Pool("worker", rt.DB.Pool().Stat)
+	metrics.ReadBacklog(func(ctx context.Context) (metrics.Backlog, error) {
+		var b metrics.Backlog
+		var err error
+		b.Parked, b.FailingSubscriptions, b.FailingEndpoints, err = rt.DB.Backlog(ctx)
+		return b, err
+	})
 }

@@ -14,7 +14,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -218,6 +220,7 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	if ready.StatusCode != 200 {
 		t.Fatalf("readyz answered %d", ready.StatusCode)
 	}
+	checkSeries(t, st.MetricsURL)
 
 	// From the folder dev runs in, with no environment, the CLI finds dev's
 	// database, Temporal, key and loopback allowance, and says so once.
@@ -389,4 +392,56 @@ func TestDevRunsTemporalOnPostgresBesideTheServiceDatabase(t *testing.T) {
 		t.Fatal("second start made a new key")
 	}
 	post(st2, "fulfilled")
+}
+
+// seriesNamed finds the series names the alert rules and the dashboard
+// read.
+var seriesNamed = regexp.MustCompile(`\b(?:commerce|temporal)_[a-z0-9_]+`)
+
+// checkSeries scrapes the live /metrics (the API's and the worker's series,
+// one process in dev) after a post went through: every series the alert
+// rules and the dashboard name is there, and promtool check metrics finds
+// no problem with any of them.
+func checkSeries(t *testing.T, metricsURL string) {
+	t.Helper()
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics answered %d", resp.StatusCode)
+	}
+	exported := map[string]bool{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		exported[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
+	}
+	for _, file := range []string{"../../../deploy/prometheus/alerts.yml", "../../../deploy/grafana/commerce.json"} {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := seriesNamed.FindAllString(string(text), -1)
+		if len(names) == 0 {
+			t.Fatalf("%s names no series", file)
+		}
+		for _, name := range names {
+			if !exported[name] {
+				t.Errorf("%s reads %s, which /metrics does not export", file, name)
+			}
+		}
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool checks the live /metrics: install it (Debian: apt-get install -y prometheus; .ci/run does): %v", err)
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(string(body))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
 }
