@@ -536,7 +536,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	batch := f.one(`SELECT id::text FROM replay_batches WHERE org_id = $1 LIMIT 1`)
 	delivery := f.one(`SELECT id::text FROM webhook_deliveries WHERE org_id = $1 LIMIT 1`)
 	for _, path := range []string{"/console/", "/console/receipts", "/console/receipts/" + failed, "/console/receipts/" + parked.receipt,
-		"/console/replays/new", "/console/replays/" + batch, "/console/webhooks", "/console/deliveries", "/console/deliveries/" + delivery,
+		"/console/replays/new", "/console/replays/new?outcome=failed&outcome=unchanged", "/console/replays/" + batch, "/console/webhooks", "/console/deliveries", "/console/deliveries/" + delivery,
 		"/console/audit", "/console/no-such-page", "/console/login/cs_unknown"} {
 		phone.open(path)
 		// A mobile browser widens its layout viewport to content that
