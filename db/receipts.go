@@ -128,7 +128,7 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 	if err != nil {
 		return id, err
 	}
-	if err := endpointOutcome(ctx, q, r.OrgID, r.EndpointID, domain.OutcomeFailed); err != nil {
+	if err := endpointOutcome(ctx, q, r.OrgID, r.EndpointID, domain.OutcomeFailed, nil); err != nil {
 		return id, err
 	}
 	return id, emitFor(ctx, q, r.OrgID, &id, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
@@ -267,6 +267,7 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 		var previous domain.Outcome
 		var action domain.Action
 		var endpoint uuid.UUID
+		var failing bool
 		var status *int
 		if u.Status != 0 {
 			status = &u.Status
@@ -286,8 +287,9 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			                       ELSE (extract(epoch FROM clock_timestamp() - r.received_at) * 1000)::int END
 			FROM inbound_receipts old
 			WHERE r.org_id = $1 AND r.id = $2 AND old.org_id = r.org_id AND old.id = r.id
-			RETURNING old.outcome, r.action, r.endpoint_id`,
-			orgID, id, string(u.Outcome), u.WaitingFor, u.Error, u.RunID, status, jsonOrNil(u.Response)).Scan(&previous, &action, &endpoint)
+			RETURNING old.outcome, r.action, r.endpoint_id,
+			          (SELECT e.failing_since IS NOT NULL FROM inbound_endpoints e WHERE e.org_id = r.org_id AND e.id = r.endpoint_id)`,
+			orgID, id, string(u.Outcome), u.WaitingFor, u.Error, u.RunID, status, jsonOrNil(u.Response)).Scan(&previous, &action, &endpoint, &failing)
 		if err != nil {
 			return notFound(err, "receipt")
 		}
@@ -295,7 +297,7 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			return err
 		}
 		if previous != u.Outcome {
-			if err := endpointOutcome(ctx, tx, orgID, endpoint, u.Outcome); err != nil {
+			if err := endpointOutcome(ctx, tx, orgID, endpoint, u.Outcome, &failing); err != nil {
 				return err
 			}
 		}
@@ -308,21 +310,27 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 }
 
 // endpointOutcome judges an endpoint's last domain.EndpointWindow after one
-// of its posts came to outcome (docs/webhooks.md#operational-events): at
+// of its posts came to outcome (failing: whether the endpoint reads failing,
+// when the caller read it already) (docs/webhooks.md#operational-events): at
 // least domain.EndpointWindowPosts posts, more than half failed or error,
 // make it failing and emit inbound.endpoint.failing; a later outcome after
 // which that no longer holds emits inbound.endpoint.recovered. Only a
 // failure can start a spell and only another outcome end one, so a healthy
 // endpoint's posts cost no count.
-func endpointOutcome(ctx context.Context, q querier, orgID, endpointID uuid.UUID, outcome domain.Outcome) error {
+func endpointOutcome(ctx context.Context, q querier, orgID, endpointID uuid.UUID, outcome domain.Outcome, failing *bool) error {
 	if outcome == "" || outcome == domain.OutcomePending {
 		return nil
 	}
 	bad := outcome == domain.OutcomeFailed || outcome == domain.OutcomeError
-	var failing bool
-	if err := q.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM inbound_endpoints WHERE org_id = $1 AND id = $2`,
-		orgID, endpointID).Scan(&failing); err != nil || bad == failing {
-		return notFound(err, "endpoint")
+	if failing == nil { // not read with the receipt
+		failing = new(bool)
+		if err := q.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM inbound_endpoints WHERE org_id = $1 AND id = $2`,
+			orgID, endpointID).Scan(failing); err != nil {
+			return notFound(err, "endpoint")
+		}
+	}
+	if bad == *failing {
+		return nil
 	}
 	var d domain.EndpointHealthData
 	// The update's condition is read again on the row it locks: of two
