@@ -240,14 +240,17 @@ func printReceipt(w io.Writer, r receiptJSON) {
 
 func receiptsListCmd() *cobra.Command {
 	cfg := config.Load()
-	var endpoint, outcome string
+	var endpoint, outcome, ref string
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "list --endpoint ENDPOINT_ID [--status failed|parked|...] [--limit N]",
+		Use:   "list --endpoint ENDPOINT_ID [--status failed|parked|...] [--ref REFERENCE] [--limit N]",
 		Short: "List an endpoint's recent receipts, newest first",
 		Long: "list shows an endpoint's receipts, newest first. --status takes one outcome or several, comma-separated:\n" +
 			"pending, applied, unchanged, parked, unmatched, cancelled, failed (refused with a 4xx) or error (a fault\n" +
-			"on the service side, 5xx). --status failed,error,unmatched,cancelled lists every post that did not go through.",
+			"on the service side, 5xx). --status failed,error,unmatched,cancelled lists every post that did not go through.\n" +
+			"--ref finds a receipt by its id, or the receipts whose body names a reference (an order, quote, invoice,\n" +
+			"purchase order, supplier, delivery or consignment reference, a customer's external id): whole, or its\n" +
+			"first 3 characters or more, in any case.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			id, err := parseID("--endpoint", endpoint)
@@ -267,7 +270,7 @@ func receiptsListCmd() *cobra.Command {
 					return nil, err
 				}
 				receipts, err := operatorService(d, nil, nil, cfg).ListReceipts(ctx, orgID,
-					db.OrgReceiptFilter{EndpointID: &id, Outcomes: outcomes}, db.Page{Limit: limit})
+					db.OrgReceiptFilter{EndpointID: &id, Outcomes: outcomes, Ref: strings.TrimSpace(ref)}, db.Page{Limit: limit})
 				receipts = receipts[:min(len(receipts), limit)]
 				out := make([]receiptJSON, len(receipts))
 				for i, r := range receipts {
@@ -276,7 +279,7 @@ func receiptsListCmd() *cobra.Command {
 				return out, err
 			}
 			return printFromDB(cmd, cfg, list, func(w io.Writer, out []receiptJSON) {
-				fmt.Fprintln(w, "ID\tRECEIVED\tSTATUS\tOUTCOME\tREPLAY OF\tERROR")
+				fmt.Fprintln(w, "ID\tRECEIVED\tSTATUS\tOUTCOME\tREFS\tREPLAY OF\tERROR")
 				for _, r := range out {
 					status, replay, errText := "-", "-", "-"
 					if r.StatusCode != nil {
@@ -288,13 +291,18 @@ func receiptsListCmd() *cobra.Command {
 					if r.Error != nil {
 						errText = *r.Error
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReceivedAt, status, r.Outcome, replay, errText)
+					refs := "-"
+					if len(r.Refs) > 0 {
+						refs = strings.Join(r.Refs, ",")
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReceivedAt, status, r.Outcome, refs, replay, errText)
 				}
 			})
 		},
 	}
 	cmd.Flags().StringVar(&endpoint, "endpoint", "", "endpoint id (required)")
 	cmd.Flags().StringVar(&outcome, "status", "", "only receipts with these outcomes (comma-separated)")
+	cmd.Flags().StringVar(&ref, "ref", "", "only the receipt with this id, or those naming this reference (whole or its first 3+ characters, any case)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "how many")
 	_ = cmd.MarkFlagRequired("endpoint")
 	jsonFlag(cmd)

@@ -152,6 +152,16 @@ func TestReceiptsListAndShowThroughTheCLI(t *testing.T) {
 	if len(list) != 1 || list[0]["id"] != newest.String() {
 		t.Fatalf("--status failed,error --limit 1: %s", out)
 	}
+	// --ref: a reference in any case, and the table shows each row's.
+	_, out, _ = run(t, d.URL, "receipts", "list", "--endpoint", e.ID.String(), "--ref", "so-9", "--json")
+	mustJSON(t, out, &list)
+	if len(list) != 1 || list[0]["id"] != failed.String() {
+		t.Fatalf("--ref so-9: %s", out)
+	}
+	if code, out, _ := run(t, d.URL, "receipts", "list", "--endpoint", e.ID.String(), "--ref", failed.String()); code != 0 ||
+		!strings.Contains(out, failed.String()) || !strings.Contains(out, " SO-9 ") || strings.Contains(out, newest.String()) {
+		t.Fatalf("--ref by receipt id (table): %s", out)
+	}
 	code, out, _ = run(t, d.URL, "receipts", "show", failed.String(), "--json")
 	var shown map[string]any
 	mustJSON(t, out, &shown)
