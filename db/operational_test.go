@@ -246,5 +246,24 @@ func TestEndpointFailingAndRecoveredEvents(t *testing.T) {
 	if e, _ := f.d.Endpoint(ctx, f.org, ep.ID); e.FailingSince != nil {
 		t.Fatal("the endpoint still reads failing")
 	}
+
+	// Failing again, then no more posts: once the failures are older than
+	// the window, judging again recovers it without a post.
+	for range 12 {
+		post(true)
+	}
+	if n := len(f.events(domain.EventEndpointFailing)); n != 2 {
+		t.Fatalf("%d failing events, want a second spell", n)
+	}
+	if n, err := f.d.RejudgeFailingEndpoints(ctx); err != nil || n != 0 {
+		t.Fatalf("judged again within the window: %d recovered, %v", n, err)
+	}
+	f.exec(`UPDATE inbound_receipts SET received_at = received_at - interval '20 minutes' WHERE org_id = $1`, f.org)
+	if n, err := f.d.RejudgeFailingEndpoints(ctx); err != nil || n != 1 {
+		t.Fatalf("judged again past the window: %d recovered, %v", n, err)
+	}
+	if n := len(f.events(domain.EventEndpointRecovered)); n != 2 {
+		t.Fatalf("%d recovered events, want 2", n)
+	}
 	f.relay()
 }

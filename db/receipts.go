@@ -128,7 +128,7 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 	if err != nil {
 		return id, err
 	}
-	if err := endpointOutcome(ctx, q, r.OrgID, r.EndpointID, domain.OutcomeFailed, nil); err != nil {
+	if _, err := endpointOutcome(ctx, q, r.OrgID, r.EndpointID, domain.OutcomeFailed, nil); err != nil {
 		return id, err
 	}
 	return id, emitFor(ctx, q, r.OrgID, &id, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
@@ -297,7 +297,7 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			return err
 		}
 		if previous != u.Outcome {
-			if err := endpointOutcome(ctx, tx, orgID, endpoint, u.Outcome, &failing); err != nil {
+			if _, err := endpointOutcome(ctx, tx, orgID, endpoint, u.Outcome, &failing); err != nil {
 				return err
 			}
 		}
@@ -316,26 +316,26 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 // make it failing and emit inbound.endpoint.failing; a later outcome after
 // which that no longer holds emits inbound.endpoint.recovered. Only a
 // failure can start a spell and only another outcome end one, so a healthy
-// endpoint's posts cost no count.
-func endpointOutcome(ctx context.Context, q querier, orgID, endpointID uuid.UUID, outcome domain.Outcome, failing *bool) error {
+// endpoint's posts cost no count. It reports whether the endpoint changed.
+func endpointOutcome(ctx context.Context, q querier, orgID, endpointID uuid.UUID, outcome domain.Outcome, failing *bool) (changed bool, err error) {
 	if outcome == "" || outcome == domain.OutcomePending {
-		return nil
+		return false, nil
 	}
 	bad := outcome == domain.OutcomeFailed || outcome == domain.OutcomeError
 	if failing == nil { // not read with the receipt
 		failing = new(bool)
 		if err := q.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM inbound_endpoints WHERE org_id = $1 AND id = $2`,
 			orgID, endpointID).Scan(failing); err != nil {
-			return notFound(err, "endpoint")
+			return false, notFound(err, "endpoint")
 		}
 	}
 	if bad == *failing {
-		return nil
+		return false, nil
 	}
 	var d domain.EndpointHealthData
 	// The update's condition is read again on the row it locks: of two
 	// posts judging at once, one changes it and emits.
-	err := q.QueryRow(ctx, `
+	err = q.QueryRow(ctx, `
 		WITH w AS (
 			SELECT count(*)::int AS posts, (count(*) FILTER (WHERE outcome IN ('failed', 'error')))::int AS failed
 			FROM inbound_receipts WHERE org_id = $1 AND endpoint_id = $2 AND received_at > now() - make_interval(secs => $3))
@@ -347,14 +347,51 @@ func endpointOutcome(ctx context.Context, q querier, orgID, endpointID uuid.UUID
 		&d.EndpointID, &d.Name, &d.Action, &d.WindowPosts, &d.FailedPosts)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil
+		return false, nil
 	case err != nil:
-		return err
+		return false, err
 	case bad:
-		return emit(ctx, q, orgID, domain.EndpointFailing.New(d))
+		return true, emit(ctx, q, orgID, domain.EndpointFailing.New(d))
 	default:
-		return emit(ctx, q, orgID, domain.EndpointRecovered.New(d))
+		return true, emit(ctx, q, orgID, domain.EndpointRecovered.New(d))
 	}
+}
+
+// RejudgeFailingEndpoints judges again every failing endpoint's last
+// domain.EndpointWindow, as an outcome that did not fail would: one that
+// stopped receiving posts while failing recovers once its failures leave
+// the window (inbound.endpoint.recovered), without waiting for its next
+// post. It returns how many recovered.
+func (d *DB) RejudgeFailingEndpoints(ctx context.Context) (int, error) {
+	rows, err := d.pool.Query(ctx, `SELECT org_id, id FROM inbound_endpoints WHERE failing_since IS NOT NULL`)
+	if err != nil {
+		return 0, err
+	}
+	type ep struct{ org, id uuid.UUID }
+	eps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ep, error) {
+		var e ep
+		err := r.Scan(&e.org, &e.id)
+		return e, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	recovered := 0
+	for _, e := range eps {
+		var changed bool
+		err := d.inTx(ctx, func(tx pgx.Tx) (err error) {
+			failing := true
+			changed, err = endpointOutcome(ctx, tx, e.org, e.id, domain.OutcomeApplied, &failing)
+			return err
+		})
+		if err != nil {
+			return recovered, err
+		}
+		if changed {
+			recovered++
+		}
+	}
+	return recovered, nil
 }
 
 // setWaits keeps a receipt's wait keys (inbound_receipt_waits) while it is

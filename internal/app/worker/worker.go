@@ -119,6 +119,10 @@ func Run(ctx context.Context, d Deps) error {
 		return nil
 	})
 	g.Go(func() error {
+		rejudgeEndpoints(ctx, d)
+		return nil
+	})
+	g.Go(func() error {
 		(&retention.Pruner{DB: d.DB, Log: d.Log.Named("prune"), Retention: keep}).Run(ctx)
 		return nil
 	})
@@ -150,6 +154,25 @@ func backfillRefs(ctx context.Context, d Deps) {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// rejudgeEndpoints judges the failing endpoints again every minute
+// (db.RejudgeFailingEndpoints), so that one whose posts stopped recovers
+// once its failures are past the window.
+func rejudgeEndpoints(ctx context.Context, d Deps) {
+	log := d.Log.Named("endpoints")
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+		if n, err := d.DB.RejudgeFailingEndpoints(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("judging failing endpoints again", zap.Error(err))
+		} else if n > 0 {
+			log.Info("failing endpoints recovered", zap.Int("recovered", n))
 		}
 	}
 }
