@@ -3,8 +3,6 @@ package crash
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -21,18 +19,6 @@ func build(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	return procs.Build(ctx, root, dir)
-}
-
-// serve answers HTTP with h on a free loopback port and returns its base
-// URL and a function that closes it.
-func serve(h http.Handler) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // proc is a running process of the run: a `commerce worker` or `commerce

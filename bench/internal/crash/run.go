@@ -32,6 +32,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 
+	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/bench/internal/procs"
 )
 
@@ -387,7 +388,7 @@ func (s *setup) start(ctx context.Context) error {
 		// The API in this process; the worker in its own.
 		h := api.New(api.Deps{DB: s.d, Temporal: s.tc, Namespace: "default", Logger: zap.NewNop(), Cursors: cursor.New(key),
 			Sealer: sealer, BaseURL: "http://crash.example", Targets: outbound.AnyTarget}).Handler()
-		apiURL, stopAPI, err := serve(h)
+		apiURL, stopAPI, err := harness.Serve(h)
 		if err != nil {
 			return err
 		}
@@ -436,7 +437,7 @@ func (s *setup) data(ctx context.Context, sealer *secrets.Sealer) error {
 		return err
 	}
 	s.rc = newReceiver()
-	receiverURL, stopReceiver, err := serve(s.rc)
+	receiverURL, stopReceiver, err := harness.Serve(s.rc)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,11 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
 )
 
 // Main parses the command line and runs run; when run fails, Main prints
@@ -126,6 +128,21 @@ func Serve(h http.Handler) (string, func(), error) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// APIKeys makes n API keys of the organisation with the scopes: enough
+// that a load spread over them never meets a key's rate limit (600 a
+// minute each), the limit being per integration and a load many of them.
+func APIKeys(ctx context.Context, d *db.DB, orgID uuid.UUID, n int, scopes ...domain.Scope) ([]string, error) {
+	keys := make([]string, 0, n)
+	for range n {
+		_, k, err := d.CreateAPIKey(ctx, orgID, "bench", scopes)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // Listen serves h on a free loopback port and returns its base URL.

@@ -86,15 +86,9 @@ func run(ctx context.Context, n int, duration time.Duration, clients int, keep b
 	if err != nil {
 		return Result{}, err
 	}
-	// Enough keys that the load never meets a key's rate limit (600 a minute
-	// each): the limit is per integration, the load here is many of them.
-	keys := make([]string, 0, 400)
-	for range cap(keys) {
-		_, k, err := d.CreateAPIKey(ctx, orgID, "bench", []domain.Scope{domain.ScopeProductsRead})
-		if err != nil {
-			return Result{}, err
-		}
-		keys = append(keys, k)
+	keys, err := harness.APIKeys(ctx, d, orgID, 400, domain.ScopeProductsRead)
+	if err != nil {
+		return Result{}, err
 	}
 
 	serviceKey := make([]byte, 32)

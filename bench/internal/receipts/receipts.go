@@ -95,13 +95,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	keys := make([]string, 0, 20)
-	for range cap(keys) {
-		_, k, err := d.CreateAPIKey(ctx, org, "bench", []domain.Scope{domain.ScopeInboundRead, domain.ScopeWebhooksRead})
-		if err != nil {
-			return Result{}, err
-		}
-		keys = append(keys, k)
+	keys, err := harness.APIKeys(ctx, d, org, 20, domain.ScopeInboundRead, domain.ScopeWebhooksRead)
+	if err != nil {
+		return Result{}, err
 	}
 	log := zap.NewNop()
 	base, stop, err := harness.Serve(api.New(api.Deps{DB: d, Logger: log, Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://bench"}).Handler())
