@@ -34,8 +34,11 @@ test-postgres:
 	COMMERCE_E2E_TEMPORAL_STORE=postgres $(GO) test -count=1 -timeout 45m ./internal/e2e
 
 # The alert rules are valid and each fires, and stays quiet, as its test in
-# deploy/prometheus/alerts_test.yml says (promtool: Debian's prometheus).
+# deploy/prometheus/alerts_test.yml says (promtool: Debian's prometheus,
+# installed with apt-get when missing).
 alerts:
+	@command -v promtool >/dev/null 2>&1 || { echo "alerts: installing promtool (Debian's prometheus)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
 	promtool check rules deploy/prometheus/alerts.yml
 	promtool test rules deploy/prometheus/alerts_test.yml
 
