@@ -402,7 +402,8 @@ func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord,
 	var failures int
 	var since, was *time.Time
 	err = tx.QueryRow(ctx, `
-		WITH old AS (SELECT id, failing_since FROM webhook_subscriptions WHERE org_id = $1 AND id = $2 FOR UPDATE)
+		WITH old AS (SELECT id, failing_since FROM webhook_subscriptions WHERE org_id = $1 AND id = $2
+		             AND NOT ($3 AND consecutive_failures = 0 AND failing_since IS NULL) FOR UPDATE)
 		UPDATE webhook_subscriptions s SET
 			consecutive_failures = CASE WHEN $3 THEN 0 ELSE s.consecutive_failures + 1 END,
 			last_failure_status = CASE WHEN $3 THEN s.last_failure_status ELSE $4 END,
@@ -414,7 +415,10 @@ func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord,
 		RETURNING s.url, s.consecutive_failures, s.failing_since, old.failing_since`,
 		a.OrgID, subscriptionID, succeeded, a.StatusCode, a.Error, domain.SubscriptionFailingAfter).Scan(&url, &failures, &since, &was)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil // deleted meanwhile
+		// A success of a healthy subscription (the common case: it changes
+		// nothing, and takes no lock that deliveries to the subscription
+		// would queue behind), or a subscription deleted meanwhile.
+		return false, nil
 	}
 	switch {
 	case err != nil:

@@ -75,8 +75,9 @@ func ExtractRefs(body []byte) []string {
 			}
 			if refFields[key] {
 				v := strings.TrimSpace(t)
-				if v != "" && utf8.RuneCountInString(v) <= MaxRefLength && !strings.ContainsRune(v, 0) && !seen[RefKey(v)] {
-					seen[RefKey(v)] = true
+				k := RefKey(v)
+				if v != "" && utf8.RuneCountInString(v) <= MaxRefLength && !strings.ContainsRune(v, 0) && !seen[k] {
+					seen[k] = true
 					refs = append(refs, v)
 				}
 			}
