@@ -478,25 +478,21 @@ func (c *console) newBulkReplay(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
+	in, err := bulkSelection(v.OrgID, q)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
 	chosen := map[string]bool{}
-	for _, o := range q["outcome"] {
-		for _, part := range strings.Split(o, ",") {
-			if part != "" {
-				chosen[part] = true
-			}
-		}
+	for _, o := range in.Outcomes {
+		chosen[string(o)] = true
 	}
 	d := bulkFormData{Endpoints: eps, Outcomes: domain.Outcomes, Filter: q, Chosen: chosen, Zone: zoneName(loc)}
 	if len(chosen) == 0 {
 		chosen["failed"] = true
 	} else {
-		// Opened with filters (from the receipts list, or by "Show the
-		// selection"): what they select, before anything starts.
-		in, err := bulkSelection(v.OrgID, q)
-		if err != nil {
-			c.failErr(w, r, err)
-			return
-		}
+		// Opened with filters (from the receipts list): what they select,
+		// before anything starts.
 		if d.Selection, err = c.selection(r, in, eps); err != nil {
 			c.failErr(w, r, err)
 			return
