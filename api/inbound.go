@@ -133,6 +133,10 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	if _, err := domain.ParseInbound(ep.Action, body); err != nil {
 		rec.Refusal = &db.Refusal{Status: domain.ErrorCode(err).Status(), Message: domain.ErrorMessage(err)}
 	}
+	// Read once: stored with the receipt, and the first names its run.
+	if rec.Refs = domain.ExtractRefs(rec.Body); rec.Refs == nil {
+		rec.Refs = []string{}
+	}
 	id, first, err := s.db.StorePost(ctx, rec, keys)
 	if err != nil {
 		s.inboundFail(w, r, err)
@@ -148,20 +152,12 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := s.inbounds.Run(ctx, domain.InboundInput{
-		OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action, Ref: firstRef(body),
+		OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action, Ref: domain.FirstRef(rec.Refs),
 	})
 	status, answer := out.HTTPAnswer(id, ep.Action)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(answer)
-}
-
-// firstRef is the first reference body names, for the run's summary.
-func firstRef(body []byte) string {
-	if refs := domain.ExtractRefs(body); len(refs) > 0 {
-		return refs[0]
-	}
-	return ""
 }
 
 // maxKeptHeader bounds each header value a receipt keeps, in bytes.

@@ -64,6 +64,9 @@ type NewReceipt struct {
 	// Refusal is set for a post refused before any workflow runs: its
 	// receipt names no workflow and is stored failed, with the answer.
 	Refusal *Refusal
+	// Refs are the references Body names when the caller read them
+	// already (domain.ExtractRefs); nil: the receipt's store reads them.
+	Refs []string
 }
 
 // Refusal is what a post refused before any workflow runs is answered:
@@ -99,7 +102,10 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 		r.Headers = map[string]string{}
 	}
 	// The references are indexed in the same statement as the receipt.
-	refs := domain.ExtractRefs(r.Body)
+	refs := r.Refs
+	if refs == nil {
+		refs = domain.ExtractRefs(r.Body)
+	}
 	if refs == nil {
 		refs = []string{} // NULL would mean "not read yet"
 	}

@@ -89,6 +89,14 @@ func ExtractRefs(body []byte) []string {
 	return refs
 }
 
+// FirstRef is the first of refs, or "": what a run's summary names.
+func FirstRef(refs []string) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	return refs[0]
+}
+
 // RefKey is a reference as it is indexed and searched: trimmed and in
 // lower case, so that "so-2026-0202" finds "SO-2026-0202".
 func RefKey(ref string) string { return strings.ToLower(strings.TrimSpace(ref)) }

@@ -52,7 +52,7 @@ func (r *Posts) Replay(ctx context.Context, orgID, receiptID uuid.UUID) (Replaye
 		return Replayed{}, replayInFlight(receiptID, inFlight)
 	}
 	out := r.Run(ctx, domain.InboundInput{OrgID: orgID, EndpointID: src.EndpointID, ReceiptID: id, Source: src.ID, Action: src.Action,
-		Ref: first(src.Refs)})
+		Ref: domain.FirstRef(src.Refs)})
 	return Replayed{ReceiptID: id, Outcome: out}, nil
 }
 
@@ -130,7 +130,7 @@ func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, i
 	}
 	if rec.Outcome == domain.OutcomePending && rec.ReplayOf != nil {
 		r.Run(ctx, domain.InboundInput{OrgID: orgID, EndpointID: rec.EndpointID, ReceiptID: rec.ID, Source: *rec.ReplayOf, Action: rec.Action,
-			Ref: first(rec.Refs)})
+			Ref: domain.FirstRef(rec.Refs)})
 		if rec, err = r.DB.GetReceipt(ctx, orgID, *replayID); err != nil {
 			return "", "", err
 		}
@@ -217,12 +217,4 @@ func replayRefused(receiptID uuid.UUID, format string, args ...any) error {
 // still running or parked.
 func replayInFlight(receiptID, inFlight uuid.UUID) error {
 	return replayRefused(receiptID, "replay %s of it is still running or parked: wait for it, or cancel it", inFlight)
-}
-
-// first is the first of refs, or "".
-func first(refs []string) string {
-	if len(refs) == 0 {
-		return ""
-	}
-	return refs[0]
 }
