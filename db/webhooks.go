@@ -525,22 +525,27 @@ func (d *DB) ListWebhookDeliveries(ctx context.Context, f WebhookDeliveryFilter)
 }
 
 // GetWebhookDelivery returns one of the organisation's deliveries with its
-// attempt log, oldest attempt first.
-func (d *DB) GetWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) (WebhookDelivery, error) {
-	x, err := scanWebhookDelivery(d.pool.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE w.org_id = $1 AND w.id = $2`, orgID, id))
-	if err != nil {
-		return x, notFound(err, "delivery")
-	}
-	rows, err := d.pool.Query(ctx, `
-		SELECT attempt, manual, started_at, duration_ms, status_code, error, response_excerpt
-		FROM webhook_attempts WHERE org_id = $1 AND delivery_id = $2 ORDER BY attempt`, x.OrgID, x.ID)
-	if err != nil {
-		return x, err
-	}
-	x.AttemptLog, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookAttempt, error) {
-		var a WebhookAttempt
-		err := r.Scan(&a.Attempt, &a.Manual, &a.StartedAt, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response)
-		return a, err
+// attempt log, oldest attempt first. Both are read in one snapshot, so the
+// delivery's attempts and status agree with the log beside them even while
+// an attempt is being recorded.
+func (d *DB) GetWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) (x WebhookDelivery, err error) {
+	err = pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		x, err = scanWebhookDelivery(tx.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE w.org_id = $1 AND w.id = $2`, orgID, id))
+		if err != nil {
+			return notFound(err, "delivery")
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT attempt, manual, started_at, duration_ms, status_code, error, response_excerpt
+			FROM webhook_attempts WHERE org_id = $1 AND delivery_id = $2 ORDER BY attempt`, x.OrgID, x.ID)
+		if err != nil {
+			return err
+		}
+		x.AttemptLog, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookAttempt, error) {
+			var a WebhookAttempt
+			err := r.Scan(&a.Attempt, &a.Manual, &a.StartedAt, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response)
+			return a, err
+		})
+		return err
 	})
 	if x.AttemptLog == nil {
 		x.AttemptLog = []WebhookAttempt{}
