@@ -9,6 +9,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/logging"
 )
 
 // A chunk of a bulk replay takes at most ReplayChunkSize receipts and
@@ -63,7 +64,7 @@ func (a *Activities) ReplayBatchChunk(ctx context.Context, in domain.ReplayBatch
 	close(work)
 	wg.Wait()
 	if firstErr != nil {
-		a.Log.Warn("bulk replay chunk", zap.Stringer("batch_id", in.BatchID), zap.Error(firstErr))
+		logging.Traced(ctx, a.Log).Warn("bulk replay chunk", zap.Stringer("batch_id", in.BatchID), zap.Error(firstErr))
 		return res, firstErr
 	}
 	if err := ctx.Err(); err != nil {

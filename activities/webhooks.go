@@ -17,6 +17,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/metrics"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/signature"
@@ -93,7 +94,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 		return domain.DeliverResult{}, err
 	}
 	metrics.WebhookAttempt(string(rec.Status), failing)
-	a.Log.Info("webhook attempt", zap.String("delivery_id", in.DeliveryID.String()), zap.Int("attempt", in.Attempt),
+	logging.Traced(ctx, a.Log).Info("webhook attempt", zap.String("delivery_id", in.DeliveryID.String()), zap.Int("attempt", in.Attempt),
 		zap.Bool("succeeded", res.Succeeded), zap.Int("status_code", res.StatusCode), zap.String("error", res.Error),
 		zap.Duration("duration", rec.Duration))
 	return res, nil
@@ -168,7 +169,7 @@ func validUTF8(b []byte) string {
 // and fails its workflow for good.
 func (a *Activities) unopenableSecret(ctx context.Context, in domain.DeliverInput, cause error) error {
 	const reason = "the subscription's signing secret cannot be opened"
-	a.Log.Error(reason, zap.String("delivery_id", in.DeliveryID.String()), zap.Error(cause))
+	logging.Traced(ctx, a.Log).Error(reason, zap.String("delivery_id", in.DeliveryID.String()), zap.Error(cause))
 	if err := a.DB.EndWebhookDelivery(ctx, in.OrgID, in.DeliveryID, reason); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/tracing"
 )
 
 // httpMetrics are the Prometheus series of the HTTP server.
@@ -127,15 +128,15 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// observe logs every request with its request id, records its metrics, and
-// puts a logger carrying the request id into the request's context so every
-// line logged while serving it carries the id too.
+// observe logs every request with its request id (and trace id, when
+// traced), records its metrics, and puts a logger carrying the ids into the
+// request's context so every line logged while serving it carries them too.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		reqID := middleware.GetReqID(r.Context())
 		w.Header().Set("X-Request-Id", reqID)
-		log := s.log.With(zap.String("request_id", reqID))
+		log := logging.Traced(r.Context(), s.log).With(zap.String("request_id", reqID))
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r.WithContext(logging.With(r.Context(), log)))
 
@@ -144,6 +145,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			route = unmatchedRoute
 		}
 		method := methodLabel(r.Method)
+		tracing.NameRoute(r.Context(), method, route)
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK

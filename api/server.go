@@ -27,6 +27,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/metrics"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/internal/tracing"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -56,6 +57,8 @@ type Deps struct {
 	TemporalUIURL string
 	// Targets says which addresses webhook subscriptions may name.
 	Targets outbound.Targets
+	// Tracing makes a span of every request (nil: tracing off).
+	Tracing *tracing.Tracing
 }
 
 // Server routes HTTP requests.
@@ -73,6 +76,7 @@ type Server struct {
 	registry *prometheus.Registry
 	api      huma.API
 	router   chi.Router
+	handler  http.Handler
 }
 
 // New builds the router and registers every operation.
@@ -132,11 +136,12 @@ func New(d Deps) *Server {
 	documentRateHeaders(s.api.OpenAPI())
 	declareTags(s.api.OpenAPI())
 	s.router = r
+	s.handler = d.Tracing.Handler(r)
 	return s
 }
 
 // Handler is the server's http.Handler.
-func (s *Server) Handler() http.Handler { return s.router }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Metrics is the Prometheus endpoint of the server's series and the
 // process's (package metrics: the Temporal SDK's, pools), served on a

@@ -1845,6 +1845,9 @@ type ReceiptDetail struct {
 	TemporalUiUrl *string `json:"temporal_ui_url"`
 	Trace         Trace   `json:"trace"`
 
+	// TraceId The OpenTelemetry trace the post was received in: its HTTP request, workflow, SQL and the webhooks it caused. Null when tracing is off.
+	TraceId *string `json:"trace_id"`
+
 	// WaitingDescription For a parked post, what it waits for, in words.
 	WaitingDescription *string `json:"waiting_description"`
 
@@ -1876,6 +1879,9 @@ type ReceiptSummary struct {
 
 	// StatusCode The HTTP status the sender was answered; null while it has no answer.
 	StatusCode *int64 `json:"status_code"`
+
+	// TraceId The OpenTelemetry trace the post was received in: its HTTP request, workflow, SQL and the webhooks it caused. Null when tracing is off.
+	TraceId *string `json:"trace_id"`
 
 	// WaitingDescription For a parked post, what it waits for, in words.
 	WaitingDescription *string `json:"waiting_description"`

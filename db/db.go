@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -58,9 +59,14 @@ func ConnectWith(ctx context.Context, url string, o Options) (*DB, error) {
 		o.MaxConns = DefaultMaxConns
 	}
 	cfg.MaxConns = o.MaxConns
-	if o.AcquireWait > 0 {
+	switch {
+	case o.AcquireWait > 0 && o.Tracer != nil:
 		// pgxpool takes its AcquireTracer from the connections' tracer.
+		cfg.ConnConfig.Tracer = multitracer.New(acquireWait{wait: o.AcquireWait}, o.Tracer)
+	case o.AcquireWait > 0:
 		cfg.ConnConfig.Tracer = acquireWait{wait: o.AcquireWait}
+	case o.Tracer != nil:
+		cfg.ConnConfig.Tracer = o.Tracer
 	}
 	rateCfg := cfg.Copy()
 	rateCfg.MaxConns = RateMaxConns(o.MaxConns)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/tracing/w3c"
 )
 
 // LISTEN/NOTIFY channels: eventsChannel wakes the outbox relay;
@@ -21,7 +22,8 @@ const (
 // emit writes an event to the outbox in the caller's transaction, so the
 // event exists exactly when the change it reports does, and wakes the relay
 // when the transaction commits. The event is made by its domain.EventKind,
-// so its data is its type's.
+// so its data is its type's. It keeps the span that wrote it (none with
+// tracing off), so that its deliveries join the same trace.
 func emit(ctx context.Context, q querier, orgID uuid.UUID, e domain.Event) error {
 	return emitFor(ctx, q, orgID, nil, e)
 }
@@ -32,13 +34,13 @@ func emit(ctx context.Context, q querier, orgID uuid.UUID, e domain.Event) error
 func emitFor(ctx context.Context, q querier, orgID uuid.UUID, receiptID *uuid.UUID, e domain.Event) error {
 	if receiptID != nil {
 		_, err := q.Exec(ctx, `
-			WITH e AS (INSERT INTO events (id, org_id, type, data, receipt_id) VALUES ($1, $2, $3, $4, $5))
-			SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data, *receiptID)
+			WITH e AS (INSERT INTO events (id, org_id, type, data, receipt_id, trace_parent) VALUES ($1, $2, $3, $4, $5, $6))
+			SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data, *receiptID, w3c.Parent(ctx))
 		return err
 	}
 	_, err := q.Exec(ctx, `
-		WITH e AS (INSERT INTO events (id, org_id, type, data) VALUES ($1, $2, $3, $4))
-		SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data)
+		WITH e AS (INSERT INTO events (id, org_id, type, data, trace_parent) VALUES ($1, $2, $3, $4, $5))
+		SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data, w3c.Parent(ctx))
 	return err
 }
 

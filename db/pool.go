@@ -32,6 +32,9 @@ type Options struct {
 	// allows. The API sets it so that a full pool answers 503 at once
 	// instead of holding requests; the worker waits.
 	AcquireWait time.Duration
+	// Tracer, when set, traces the statements of both pools (package
+	// tracing); nil with tracing off.
+	Tracer pgx.QueryTracer
 }
 
 // acquireWait is a pool's AcquireTracer that bounds the wait for a

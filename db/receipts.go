@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/tracing/w3c"
 )
 
 // Receipt is a stored inbound post.
@@ -28,7 +29,9 @@ type Receipt struct {
 	WaitingKeys []string `json:"waiting_keys,omitempty"`
 	// Refs are the business references the body names
 	// (docs/design.md#references).
-	Refs        []string          `json:"refs"`
+	Refs []string `json:"refs"`
+	// TraceID is the trace the post was received in (nil with tracing off).
+	TraceID     *string           `json:"trace_id"`
 	ReplayOf    *uuid.UUID        `json:"replay_of"`
 	WorkflowID  *string           `json:"workflow_id"`
 	Error       *string           `json:"error"`
@@ -95,7 +98,8 @@ const insertRefKeys = `INSERT INTO inbound_receipt_refs (org_id, ref, receipt_id
 
 // insertReceipt stores a receipt: pending, naming the workflow that carries
 // the post out, or for a refused post, failed with its answer, in one
-// statement that also emits inbound.receipt.failed.
+// statement that also emits inbound.receipt.failed. It keeps the id of the
+// trace ctx is in (none with tracing off).
 func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, error) {
 	id := NewID()
 	if r.Headers == nil {
@@ -115,22 +119,22 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 		_, err := q.Exec(ctx, `
 			WITH r AS (
 				INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of,
-				                              workflow_id, refs)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING org_id, id)
+				                              workflow_id, refs, trace_id)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14) RETURNING org_id, id)
 			`+insertRefKeys+`$13::text[]) k`,
-			id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, w, refs, keys)
+			id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, w, refs, keys, w3c.TraceID(ctx))
 		return id, err
 	}
 	msg := r.Refusal.Message
 	_, err := q.Exec(ctx, `
 		WITH r AS (
 			INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of,
-			                              outcome, error, status_code, response, completed_at, duration_ms, refs)
+			                              outcome, error, status_code, response, completed_at, duration_ms, refs, trace_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'failed', $11, $12, $13, clock_timestamp(),
-			        (extract(epoch FROM clock_timestamp() - $5::timestamptz) * 1000)::int, $14) RETURNING org_id, id)
+			        (extract(epoch FROM clock_timestamp() - $5::timestamptz) * 1000)::int, $14, $16) RETURNING org_id, id)
 		`+insertRefKeys+`$15::text[]) k`,
 		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf,
-		msg, r.Refusal.Status, string(domain.ErrorJSON(msg)), refs, keys)
+		msg, r.Refusal.Status, string(domain.ErrorJSON(msg)), refs, keys, w3c.TraceID(ctx))
 	if err != nil {
 		return id, err
 	}
@@ -434,14 +438,14 @@ func jsonOrNil(b []byte) any {
 // for ("order:SO-2026-0250"; "*", a post parked before posts named them,
 // is none).
 const receiptColumns = `r.id, r.org_id, r.endpoint_id, r.action, r.received_at, r.status_code, r.outcome, r.waiting_for, r.replay_of,
-	r.workflow_id, r.error, r.size_bytes, r.completed_at, r.duration_ms, coalesce(r.refs, '{}'),
+	r.workflow_id, r.error, r.size_bytes, r.completed_at, r.duration_ms, coalesce(r.refs, '{}'), r.trace_id,
 	CASE WHEN r.outcome = 'parked' THEN coalesce((SELECT array_agg(w.key ORDER BY w.key) FROM inbound_receipt_waits w
 		WHERE w.org_id = r.org_id AND w.receipt_id = r.id AND w.key <> '*'), '{}') END`
 
 func scanReceipt(row pgx.Row, extra ...any) (Receipt, error) {
 	var r Receipt
 	dest := append([]any{&r.ID, &r.OrgID, &r.EndpointID, &r.Action, &r.ReceivedAt, &r.StatusCode, &r.Outcome, &r.WaitingFor,
-		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS, &r.Refs, &r.WaitingKeys}, extra...)
+		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS, &r.Refs, &r.TraceID, &r.WaitingKeys}, extra...)
 	err := row.Scan(dest...)
 	return r, err
 }

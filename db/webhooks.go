@@ -176,7 +176,7 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 // been started and that no relay's claim holds, oldest first, skipping
 // those another transaction holds.
 const unstartedDeliveries = `
-	SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts
+	SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts, e.trace_parent
 	FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
 	WHERE w.workflow_started_at IS NULL AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())
 	ORDER BY w.created_at, w.id LIMIT $1
@@ -184,7 +184,7 @@ const unstartedDeliveries = `
 
 func scanDeliveryRef(r pgx.CollectableRow) (domain.WebhookDeliveryRef, error) {
 	var x domain.WebhookDeliveryRef
-	err := r.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.Attempts)
+	err := r.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.Attempts, &x.TraceParent)
 	return x, err
 }
 

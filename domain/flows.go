@@ -312,6 +312,9 @@ type WebhookDeliveryRef struct {
 	EventType      string
 	SubscriptionID uuid.UUID
 	Attempts       int
+	// TraceParent is the span that wrote the event (nil when it was not
+	// traced): the delivery's workflow starts in its trace.
+	TraceParent *string
 }
 
 // ReplayBatchInput names a bulk replay to carry out.

@@ -34,6 +34,7 @@ type ReceiptSummary struct {
 	SizeBytes          int               `json:"size_bytes"`
 	CompletedAt        *domain.Timestamp `json:"completed_at"`
 	DurationMS         *int              `json:"duration_ms"`
+	TraceID            *string           `json:"trace_id" doc:"The OpenTelemetry trace the post was received in: its HTTP request, workflow, SQL and the webhooks it caused. Null when tracing is off."`
 }
 
 func summarise(r db.Receipt) ReceiptSummary {
@@ -45,7 +46,7 @@ func summarise(r db.Receipt) ReceiptSummary {
 	}
 	return ReceiptSummary{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
 		Refs: r.Refs, WaitingFor: r.WaitingKeys, WaitingDescription: r.WaitingFor, Outcome: r.Outcome, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
-		SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS}
+		SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS, TraceID: r.TraceID}
 }
 
 // ReceiptDetail is a receipt with what was posted, what it was answered and

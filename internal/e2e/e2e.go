@@ -28,11 +28,14 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/app/console"
+	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/cursor"
+	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/relay"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/testdb"
+	"github.com/commerce-integration/commerce/internal/tracing"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -49,6 +52,8 @@ type Env struct {
 	Workflows *workflows.Client
 	Log       *zap.Logger
 	Worker    worker.Worker
+	// tracing is the processes' tracing (see Trace); nil: off.
+	tracing *tracing.Tracing
 }
 
 // Start brings up a Temporal server with the search attributes,
@@ -93,6 +98,41 @@ func Start(t *testing.T) *Env {
 	return env
 }
 
+// Trace makes the environment's processes traced by tr, as a worker and an
+// API started with an OTLP endpoint are: its database pools trace their
+// statements, its Temporal client carries the trace into workflows (and
+// the worker, started again on that client, traces their runs and
+// activities), and its deliveries send their traceparent. Call it before
+// API, Outbox or anything that uses the client.
+func (e *Env) Trace(tr *tracing.Tracing) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	traced, err := db.ConnectWith(ctx, e.DB.URL, db.Options{MaxConns: 8, Tracer: tr.SQL()})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(traced.Close)
+	tc, err := client.Dial(client.Options{HostPort: e.Server.GetFrontendHostPort(), Namespace: e.Namespace,
+		Interceptors: tr.Temporal(), Logger: logging.Temporal(e.Log)})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(tc.Close)
+	e.Worker.Stop()
+	e.DB = &testdb.DB{DB: traced, URL: e.DB.URL, Schema: e.DB.Schema}
+	e.Temporal = tc
+	e.Workflows = workflows.NewClient(tc, e.Namespace)
+	e.tracing = tr
+	w := worker.New(tc, workflows.TaskQueue, worker.Options{})
+	workflows.Register(w, e.Activities())
+	if err := w.Start(); err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(w.Stop)
+	e.Worker = w
+}
+
 // BaseURL is the {base_url} the environment's API and activities use.
 const BaseURL = "http://commerce.test"
 
@@ -106,7 +146,7 @@ const NightlyAt = 2 * time.Hour
 // webhooks may reach loopback receivers.
 func (e *Env) Activities() *activities.Activities {
 	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL,
-		Sealer: Sealer(), Webhooks: outbound.Client(outbound.AnyTarget), Delivery: domain.NewDeliveryPolicy(NightlyAt),
+		Sealer: Sealer(), Webhooks: e.tracing.Client(outbound.Client(outbound.AnyTarget)), Delivery: domain.NewDeliveryPolicy(NightlyAt),
 		Replays: &integrations.Posts{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sealer: Sealer(), BaseURL: BaseURL}}
 }
 
@@ -145,7 +185,8 @@ func Sealer() *secrets.Sealer {
 // records arrive. Both stop with the test.
 func (e *Env) API(answerWait time.Duration) *httptest.Server {
 	s := api.New(api.Deps{DB: e.DB.DB, Temporal: e.Temporal, Namespace: e.Namespace, Logger: e.Log, Cursors: cursor.New(ServiceKey),
-		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, Targets: outbound.AnyTarget})
+		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, Targets: outbound.AnyTarget,
+		Tracing: e.tracing})
 	s.Mount(console.Prefix, console.New(console.Deps{DB: e.DB.DB, Service: s.Service(), Log: e.Log, BaseURL: BaseURL}))
 	srv := httptest.NewServer(s.Handler())
 	e.T.Cleanup(srv.Close)

@@ -48,7 +48,12 @@ const inboundData = `{
 
 func newInbound(t *testing.T) *inboundFixture {
 	t.Helper()
-	env := Start(t)
+	return newInboundOn(t, Start(t))
+}
+
+// newInboundOn is newInbound over an environment already started.
+func newInboundOn(t *testing.T, env *Env) *inboundFixture {
+	t.Helper()
 	f := &inboundFixture{Env: env, srv: env.API(5 * time.Second)}
 	ctx := context.Background()
 	org, _, err := env.DB.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})

@@ -114,10 +114,15 @@ func TestInboundChangeIsDeliveredSignedWithinSeconds(t *testing.T) {
 	url, _, _ := f.endpoint(domain.ActionERPOrderStatus, false)
 
 	posted := time.Now()
-	if a := f.post(url, `{"order_ref": "SO-1", "status": "processing"}`); a.status != 200 {
+	a := f.post(url, `{"order_ref": "SO-1", "status": "processing"}`)
+	if a.status != 200 {
 		t.Fatalf("post: %d %s", a.status, a.raw)
 	}
 	d := rc.next()
+	// Tracing is off: no trace is recorded or sent.
+	if tp := d.header.Get("traceparent"); tp != "" || f.receipt(a.receipt).TraceID != nil {
+		t.Fatalf("tracing off, yet the delivery carries traceparent %q or the receipt a trace id", tp)
+	}
 	t.Logf("delivered %v after the post", time.Since(posted))
 	if d.verified != nil || d.standard != nil {
 		t.Fatalf("the delivery does not verify with the subscription secret: %v; Standard Webhooks: %v", d.verified, d.standard)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -47,6 +48,16 @@ func From(ctx context.Context, fallback *zap.Logger) *zap.Logger {
 		return l
 	}
 	return fallback
+}
+
+// Traced returns l with the trace_id and span_id of ctx's span, or l
+// itself when ctx is not traced (tracing off: one context lookup).
+func Traced(ctx context.Context, l *zap.Logger) *zap.Logger {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return l
+	}
+	return l.With(zap.Stringer("trace_id", sc.TraceID()), zap.Stringer("span_id", sc.SpanID()))
 }
 
 // NewFile returns a logger writing JSON lines at level and above to path

@@ -12,6 +12,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/tracing/w3c"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -138,7 +139,8 @@ func (o *Outbox) start(ctx context.Context, refs []domain.WebhookDeliveryRef) ([
 	for range min(workers, len(refs)) {
 		wg.Go(func() {
 			for ref := range jobs {
-				err := o.Workflows.StartWebhookDelivery(ctx, ref)
+				// The start joins the trace of the span that wrote the event.
+				err := o.Workflows.StartWebhookDelivery(w3c.WithParent(ctx, ref.TraceParent), ref)
 				mu.Lock()
 				if err == nil {
 					ok = append(ok, ref.ID)

@@ -22,6 +22,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/tracing"
 )
 
 // NewRoot returns the command tree without `dev` (which cmd/commerce adds,
@@ -117,19 +118,19 @@ func jsonFlag(cmd *cobra.Command) {
 }
 
 // ConnectDB opens the pools on the configured database, the main one sized
-// by COMMERCE_DB_MAX_CONNS.
-func ConnectDB(ctx context.Context, cfg config.Config) (*db.DB, error) {
+// by COMMERCE_DB_MAX_CONNS, their statements traced when tr is on.
+func ConnectDB(ctx context.Context, cfg config.Config, tr *tracing.Tracing) (*db.DB, error) {
 	n, err := cfg.MaxConns()
 	if err != nil {
 		return nil, err
 	}
-	return db.Connect(ctx, cfg.DatabaseURL, n)
+	return db.ConnectWith(ctx, cfg.DatabaseURL, db.Options{MaxConns: n, Tracer: tr.SQL()})
 }
 
 // connectAPI opens the pools of `commerce serve`: sized like ConnectDB's,
 // and a statement waits COMMERCE_DB_ACQUIRE_WAIT at most for a connection,
 // so that a full pool answers 503 at once instead of holding requests.
-func connectAPI(ctx context.Context, cfg config.Config) (*db.DB, error) {
+func connectAPI(ctx context.Context, cfg config.Config, tr *tracing.Tracing) (*db.DB, error) {
 	n, err := cfg.MaxConns()
 	if err != nil {
 		return nil, err
@@ -138,13 +139,13 @@ func connectAPI(ctx context.Context, cfg config.Config) (*db.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return db.ConnectWith(ctx, cfg.DatabaseURL, db.Options{MaxConns: n, AcquireWait: wait})
+	return db.ConnectWith(ctx, cfg.DatabaseURL, db.Options{MaxConns: n, AcquireWait: wait, Tracer: tr.SQL()})
 }
 
 // openDB connects to the configured database and checks that its schema is
 // the one this binary expects.
-func openDB(ctx context.Context, cfg config.Config) (*db.DB, error) {
-	d, err := ConnectDB(ctx, cfg)
+func openDB(ctx context.Context, cfg config.Config, tr *tracing.Tracing) (*db.DB, error) {
+	d, err := ConnectDB(ctx, cfg, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func openDB(ctx context.Context, cfg config.Config) (*db.DB, error) {
 
 // withDB runs fn with the configured database open.
 func withDB(cmd *cobra.Command, cfg config.Config, fn func(ctx context.Context, d *db.DB) error) error {
-	d, err := openDB(cmd.Context(), cfg)
+	d, err := openDB(cmd.Context(), cfg, nil)
 	if err != nil {
 		return err
 	}

@@ -168,12 +168,13 @@ type receiptJSON struct {
 	Replays       []uuid.UUID     `json:"replays,omitempty"`
 	TemporalUIURL *string         `json:"temporal_ui_url,omitempty"`
 	Trace         *db.Trace       `json:"trace,omitempty"`
+	TraceID       *string         `json:"trace_id,omitempty"`
 }
 
 func newReceiptJSON(r integrations.ReceiptSummary) receiptJSON {
 	j := receiptJSON{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt.String(), StatusCode: r.StatusCode,
 		Outcome: r.Outcome, Refs: r.Refs, WaitingFor: r.WaitingFor, Waiting: r.WaitingDescription, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
-		DurationMS: r.DurationMS, SizeBytes: r.SizeBytes}
+		DurationMS: r.DurationMS, SizeBytes: r.SizeBytes, TraceID: r.TraceID}
 	if r.CompletedAt != nil {
 		s := r.CompletedAt.String()
 		j.CompletedAt = &s
@@ -218,6 +219,9 @@ func printReceipt(w io.Writer, r receiptJSON) {
 	}
 	if r.TemporalUIURL != nil {
 		fmt.Fprintf(w, "temporal ui\t%s\n", *r.TemporalUIURL)
+	}
+	if r.TraceID != nil {
+		fmt.Fprintf(w, "trace id\t%s\n", *r.TraceID)
 	}
 	if len(r.Response) > 0 {
 		fmt.Fprintf(w, "response\t%s\n", r.Response)
@@ -418,7 +422,7 @@ func withTemporal(ctx context.Context, cfg config.Config, fn func(client.Client,
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	tc, err := DialTemporal(dialCtx, cfg, log)
+	tc, err := DialTemporal(dialCtx, cfg, log, nil)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -13,6 +14,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/tracing"
 )
 
 func newLogger(cfg config.Config) (*zap.Logger, error) {
@@ -21,11 +23,13 @@ func newLogger(cfg config.Config) (*zap.Logger, error) {
 
 // runProcess starts a long-running process and runs it: the logger the
 // configuration asks for (flushed at the end), then check when given, the
-// service key, the database open opens and the Temporal client dial makes.
-// What was opened is closed when run returns or a later step fails.
-func runProcess(ctx context.Context, cfg config.Config, check func() error,
-	open func(context.Context, config.Config, *zap.Logger) (*db.DB, error),
-	dial func(context.Context, config.Config, *zap.Logger) (client.Client, error),
+// service key, the tracing the OpenTelemetry environment asks for (spans
+// of service name are flushed at the end), the database open opens and
+// the Temporal client dial makes. What was opened is closed when run
+// returns or a later step fails.
+func runProcess(ctx context.Context, cfg config.Config, name string, check func() error,
+	open func(context.Context, config.Config, *zap.Logger, *tracing.Tracing) (*db.DB, error),
+	dial func(context.Context, config.Config, *zap.Logger, *tracing.Tracing) (client.Client, error),
 	run func(*Runtime, context.Context) error) error {
 	log, err := newLogger(cfg)
 	if err != nil {
@@ -41,19 +45,24 @@ func runProcess(ctx context.Context, cfg config.Config, check func() error,
 	if err != nil {
 		return err
 	}
-	d, err := open(ctx, cfg, log)
+	tr, err := StartTracing(ctx, name, log)
+	if err != nil {
+		return err
+	}
+	defer StopTracing(tr, log)
+	d, err := open(ctx, cfg, log, tr)
 	if err != nil {
 		return err
 	}
 	main, rate := d.PoolSizes()
 	log.Info("database pools", zap.Int32("max_conns", main), zap.Int32("rate_limit_max_conns", rate),
 		zap.Int32("most_connections", main+rate))
-	tc, err := dial(ctx, cfg, log)
+	tc, err := dial(ctx, cfg, log, tr)
 	if err != nil {
 		d.Close()
 		return err
 	}
-	rt := &Runtime{Cfg: cfg, Log: log, DB: d, Temporal: tc, ServiceKey: key}
+	rt := &Runtime{Cfg: cfg, Log: log, DB: d, Temporal: tc, ServiceKey: key, Tracing: tr}
 	defer rt.Close()
 	rt.ResealSecrets(ctx)
 	return run(rt, ctx)
@@ -66,16 +75,16 @@ func serveCmd() *cobra.Command {
 		Short: "Run the HTTP server: /api/v1, /api/in/{token}, /console, /healthz, /readyz (and /metrics on its own listener)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			migrated := func(ctx context.Context, cfg config.Config, log *zap.Logger) (*db.DB, error) {
+			migrated := func(ctx context.Context, cfg config.Config, log *zap.Logger, tr *tracing.Tracing) (*db.DB, error) {
 				if err := Migrate(ctx, cfg, log); err != nil {
 					return nil, err
 				}
-				return connectAPI(ctx, cfg)
+				return connectAPI(ctx, cfg, tr)
 			}
 			// A lazy client: the API starts while Temporal is still coming up,
 			// and /readyz says so until it answers.
-			lazy := func(_ context.Context, cfg config.Config, log *zap.Logger) (client.Client, error) {
-				return client.NewLazyClient(temporalOptions(cfg, log))
+			lazy := func(_ context.Context, cfg config.Config, log *zap.Logger, tr *tracing.Tracing) (client.Client, error) {
+				return client.NewLazyClient(temporalOptions(cfg, log, tr))
 			}
 			serve := func(rt *Runtime, ctx context.Context) error {
 				h, metrics, err := rt.APIHandler()
@@ -108,7 +117,7 @@ func serveCmd() *cobra.Command {
 				})
 				return g.Wait()
 			}
-			return runProcess(cmd.Context(), cfg, nil, migrated, lazy, serve)
+			return runProcess(cmd.Context(), cfg, "commerce-api", nil, migrated, lazy, serve)
 		},
 	}
 	// Configured by its environment and flags alone, never by a dev directory.
@@ -129,8 +138,10 @@ func workerCmd() *cobra.Command {
 				_, err := cfg.Nightly()
 				return err
 			}
-			open := func(ctx context.Context, cfg config.Config, _ *zap.Logger) (*db.DB, error) { return openDB(ctx, cfg) }
-			return runProcess(cmd.Context(), cfg, nightly, open, DialTemporal, (*Runtime).RunWorkerProcess)
+			open := func(ctx context.Context, cfg config.Config, _ *zap.Logger, tr *tracing.Tracing) (*db.DB, error) {
+				return openDB(ctx, cfg, tr)
+			}
+			return runProcess(cmd.Context(), cfg, "commerce-worker", nightly, open, DialTemporal, (*Runtime).RunWorkerProcess)
 		},
 	}
 	// Configured by its environment and flags alone, never by a dev directory.
@@ -144,7 +155,7 @@ func workerCmd() *cobra.Command {
 // their refs (a worker does it too, in the background), printing its
 // progress on standard error.
 func backfillRefs(cmd *cobra.Command, cfg config.Config) error {
-	d, err := ConnectDB(cmd.Context(), cfg)
+	d, err := ConnectDB(cmd.Context(), cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -188,4 +199,27 @@ func migrateCmd() *cobra.Command {
 	jsonFlag(cmd)
 	dbFlags(cmd, &cfg)
 	return cmd
+}
+
+// StartTracing starts the process's tracing as the OpenTelemetry
+// environment configures it (nil: off, the environment names no OTLP
+// endpoint) and logs whether it is on.
+func StartTracing(ctx context.Context, service string, log *zap.Logger) (*tracing.Tracing, error) {
+	tr, err := tracing.FromEnv(ctx, service)
+	if err != nil {
+		return nil, err
+	}
+	if tr.On() {
+		log.Info("tracing on: spans are exported over OTLP", zap.String("service", service))
+	}
+	return tr, nil
+}
+
+// StopTracing exports the spans still buffered, waiting 5 seconds at most.
+func StopTracing(tr *tracing.Tracing, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil {
+		log.Warn("exporting the last spans", zap.Error(err))
+	}
 }

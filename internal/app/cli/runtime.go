@@ -29,6 +29,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/metrics"
 	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/internal/tracing"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -40,6 +41,8 @@ type Runtime struct {
 	DB         *db.DB
 	Temporal   client.Client
 	ServiceKey []byte
+	// Tracing is the process's tracing (nil: off).
+	Tracing *tracing.Tracing
 }
 
 // Close releases the runtime's connections.
@@ -69,12 +72,15 @@ func Migrate(ctx context.Context, cfg config.Config, log *zap.Logger) error {
 // 10 s, which a server restarted in a few seconds would add to the outage.
 var ReconnectBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}
 
-// temporalOptions are the client options of every process.
-func temporalOptions(cfg config.Config, log *zap.Logger) client.Options {
+// temporalOptions are the client options of every process; with tracing
+// on, the client carries the trace into the workflows it starts, and a
+// worker made on it traces their runs and activities.
+func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing) client.Options {
 	return client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    logging.Temporal(log.Named("temporal").WithOptions(zap.IncreaseLevel(zap.WarnLevel))),
+		Interceptors: tr.Temporal(),
+		HostPort:     cfg.TemporalAddress,
+		Namespace:    cfg.TemporalNamespace,
+		Logger:       logging.Temporal(log.Named("temporal").WithOptions(zap.IncreaseLevel(zap.WarnLevel))),
 		// The SDK's series (workflow task schedule-to-start among them)
 		// beside the process's own on /metrics.
 		MetricsHandler: metrics.Temporal(),
@@ -85,10 +91,10 @@ func temporalOptions(cfg config.Config, log *zap.Logger) client.Options {
 
 // DialTemporal connects to Temporal, retrying while it is not up yet (in a
 // compose stack the server starts after the service) until ctx ends.
-func DialTemporal(ctx context.Context, cfg config.Config, log *zap.Logger) (client.Client, error) {
+func DialTemporal(ctx context.Context, cfg config.Config, log *zap.Logger, tr *tracing.Tracing) (client.Client, error) {
 	delay := 500 * time.Millisecond
 	for {
-		c, err := client.DialContext(ctx, temporalOptions(cfg, log))
+		c, err := client.DialContext(ctx, temporalOptions(cfg, log, tr))
 		if err == nil {
 			return c, nil
 		}
@@ -159,7 +165,7 @@ func (rt *Runtime) APIHandler() (handler, series http.Handler, err error) {
 	}
 	s := api.New(api.Deps{
 		DB: rt.DB, Temporal: rt.Temporal, Namespace: rt.Cfg.TemporalNamespace, Logger: rt.Log, Cursors: cursor.New(key), Sealer: sealer, BaseURL: rt.Cfg.BaseURL,
-		TemporalUIURL: rt.Cfg.TemporalUIURL, Targets: targets,
+		TemporalUIURL: rt.Cfg.TemporalUIURL, Targets: targets, Tracing: rt.Tracing,
 	})
 	if consoleOn {
 		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: s.Service(), Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
@@ -335,7 +341,8 @@ func (rt *Runtime) RunWorker(ctx context.Context, polling *atomic.Bool) error {
 		return err
 	}
 	rt.workerSeries()
-	return worker.Run(ctx, worker.Deps{Cfg: rt.Cfg, Log: rt.Log, DB: rt.DB, Temporal: rt.Temporal, Sealer: sealer, Polling: polling})
+	return worker.Run(ctx, worker.Deps{Cfg: rt.Cfg, Log: rt.Log, DB: rt.DB, Temporal: rt.Temporal, Sealer: sealer, Polling: polling,
+		Tracing: rt.Tracing})
 }
 
 // RunWorkerProcess is `commerce worker`: RunWorker, with the worker's

@@ -199,7 +199,12 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	}); err != nil {
 		return err
 	}
-	d, err := cli.ConnectDB(ctx, cfg)
+	tr, err := cli.StartTracing(ctx, "commerce", log)
+	if err != nil {
+		return err
+	}
+	defer cli.StopTracing(tr, log)
+	d, err := cli.ConnectDB(ctx, cfg, tr)
 	if err != nil {
 		return err
 	}
@@ -253,11 +258,11 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	// Receipts link to their workflows in the embedded server's Web UI.
 	cfg.TemporalUIURL = tsrv.UIURL()
 
-	rt := &cli.Runtime{Cfg: cfg, Log: log, DB: d, ServiceKey: key}
+	rt := &cli.Runtime{Cfg: cfg, Log: log, DB: d, ServiceKey: key, Tracing: tr}
 	if err := step(out, "Temporal client", func() error {
 		dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		rt.Temporal, err = cli.DialTemporal(dialCtx, cfg, log)
+		rt.Temporal, err = cli.DialTemporal(dialCtx, cfg, log, tr)
 		return err
 	}); err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/relay"
 	"github.com/commerce-integration/commerce/internal/retention"
 	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/internal/tracing"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -50,6 +51,10 @@ type Deps struct {
 	// Polling, when set, is set once the worker polls its task queue and
 	// cleared when it stops (the worker's readiness).
 	Polling *atomic.Bool
+	// Tracing makes deliveries client spans that send their traceparent
+	// (nil: off). The workflows' and activities' spans come from the
+	// Temporal client's interceptors.
+	Tracing *tracing.Tracing
 }
 
 // Activities are the worker's activities, with what the configuration
@@ -68,7 +73,7 @@ func Activities(d Deps) (*activities.Activities, error) {
 	}
 	wf := workflows.NewClient(d.Temporal, d.Cfg.TemporalNamespace).WithDelivery(delivery)
 	return &activities.Activities{DB: d.DB, Log: d.Log.Named("activities"), BaseURL: d.Cfg.BaseURL,
-		Sealer: d.Sealer, Webhooks: outbound.Client(targets), Delivery: delivery,
+		Sealer: d.Sealer, Webhooks: d.Tracing.Client(outbound.Client(targets)), Delivery: delivery,
 		Replays: &integrations.Posts{DB: d.DB, Workflows: wf, Log: d.Log.Named("replays"), Sealer: d.Sealer, BaseURL: d.Cfg.BaseURL}}, nil
 }
 
