@@ -245,6 +245,18 @@ func TestMemberReadsButCannotActAndFormsNeedTheirToken(t *testing.T) {
 		}
 	}
 	_, page := member.get("/console/receipts/" + f.receipt)
+	if strings.Contains(page, `id="trace-id"`) {
+		t.Fatal("a receipt received untraced shows a trace")
+	}
+	// A receipt received in a trace shows its id.
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	if _, err := f.d.Pool().Exec(context.Background(), `UPDATE inbound_receipts SET trace_id = $2 WHERE id = $1`, f.receipt, traceID); err != nil {
+		t.Fatal(err)
+	}
+	_, page = member.get("/console/receipts/" + f.receipt)
+	if !strings.Contains(page, `<code id="trace-id">`+traceID+`</code>`) {
+		t.Fatalf("the receipt page does not show its trace id: %s", page)
+	}
 	if !strings.Contains(page, `<time datetime="`) || !strings.Contains(page, `&#34;invoice_ref&#34;: &#34;INV-9&#34;`) ||
 		!strings.Contains(page, `<code>amount_minor</code> <span class="money">GBP 1,234.56</span>`) {
 		t.Fatalf("receipt page lacks its time element or pretty body: %s", page)
