@@ -25,7 +25,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/bench/internal/bulk"
 	"github.com/commerce-integration/commerce/bench/internal/embedded"
@@ -34,6 +37,9 @@ import (
 	"github.com/commerce-integration/commerce/bench/internal/procs"
 	"github.com/commerce-integration/commerce/bench/internal/products"
 	"github.com/commerce-integration/commerce/bench/internal/webhooks"
+	"github.com/commerce-integration/commerce/internal/logging"
+	"github.com/commerce-integration/commerce/internal/tracing"
+	"github.com/commerce-integration/commerce/internal/tracing/w3c"
 )
 
 type options struct {
@@ -62,7 +68,7 @@ func main() {
 	flag.IntVar(&o.posts, "posts", 500, "inbound posts per path, one client")
 	flag.IntVar(&o.clients, "clients", 8, "inbound concurrent clients")
 	flag.IntVar(&o.rounds, "rounds", 5, "bulk rounds per case")
-	flag.StringVar(&o.only, "only", "", "run only this harness and write its result to -result (products, bulk, inbound, webhooks)")
+	flag.StringVar(&o.only, "only", "", "run only this harness and write its result to -result (products, bulk, inbound, webhooks, traced)")
 	flag.StringVar(&o.result, "result", "", "with -only: the file the result is written to, as JSON")
 	harness.Main(func(ctx context.Context) error {
 		if o.only != "" {
@@ -78,6 +84,8 @@ type results struct {
 	Bulk     []bulk.Case
 	Inbound  inbound.Result
 	Webhooks webhooks.Result
+	// Traced is the inbound harness again with tracing on.
+	Traced inbound.Result
 }
 
 func profile(o options, name string) string {
@@ -97,6 +105,9 @@ func runOne(ctx context.Context, o options) error {
 		r, err = bulk.Run(ctx, bulk.Options{Rounds: o.rounds, ProfileCase: "none changed", ProfileFile: profile(o, "bulk.cpu.pprof")})
 	case "inbound":
 		r, err = inbound.Run(ctx, inbound.Options{Posts: o.posts, Clients: o.clients, Store: o.store, CPUProfile: profile(o, "inbound.cpu.pprof")})
+	case "traced":
+		r, err = inbound.Run(ctx, inbound.Options{Posts: o.posts, Clients: o.clients, Store: o.store, Traced: true,
+			CPUProfile: profile(o, "traced.cpu.pprof")})
 	case "webhooks":
 		r, err = webhooks.Run(ctx, webhooks.Options{Events: o.events, Rounds: o.webhookRounds, Store: o.store,
 			CPUProfile: profile(o, "webhooks.cpu.pprof")})
@@ -129,9 +140,10 @@ func runAll(ctx context.Context, o options) error {
 		}
 	}
 	var all results
-	targets := map[string]any{"products": &all.Products, "bulk": &all.Bulk, "inbound": &all.Inbound, "webhooks": &all.Webhooks}
+	targets := map[string]any{"products": &all.Products, "bulk": &all.Bulk, "inbound": &all.Inbound, "webhooks": &all.Webhooks,
+		"traced": &all.Traced}
 	started := time.Now()
-	for _, name := range []string{"products", "bulk", "inbound", "webhooks"} {
+	for _, name := range []string{"products", "bulk", "inbound", "webhooks", "traced"} {
 		fmt.Printf("\n=== %s ===\n", name)
 		file := filepath.Join(dir, name+".json")
 		cmd := exec.CommandContext(ctx, self, "-only", name, "-result", file, "-temporal-store", o.store, "-profiles", o.profiles,
@@ -199,6 +211,7 @@ func printTable(w io.Writer, r results, o options) error {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 	p := r.Products
 	in := r.Inbound
+	tr := r.Traced
 	wh := r.Webhooks
 	extra := in.TemporalP50 - in.DirectP50
 	rows := []row{
@@ -212,6 +225,15 @@ func printTable(w io.Writer, r results, o options) error {
 			fmt.Sprintf("direct %.0f/s", in.DirectRate), fmt.Sprintf("%.2f", in.TemporalRate/in.DirectRate), ">= 0.4", in.TemporalRate/in.DirectRate >= 0.4},
 		{"bulk 10,000 products, none changed, API / raw COPY", ms(none.API), "raw COPY " + ms(none.Raw),
 			fmt.Sprintf("%.2f", float64(none.API)/float64(none.Raw)), "<= 1.3", none.Raw > 0 && float64(none.API)/float64(none.Raw) <= 1.3},
+		tracingOffRow(in),
+		// Two processes a few minutes apart: the untraced direct path of
+		// each says how far the machine drifted between them.
+		{"inbound post p50 through Temporal, tracing on / off", ms(tr.TemporalP50),
+			fmt.Sprintf("off %s (direct path: on-run %s, off-run %s)", ms(in.TemporalP50), ms(tr.DirectP50), ms(in.DirectP50)),
+			fmt.Sprintf("%.2f", float64(tr.TemporalP50)/float64(in.TemporalP50)), "reported", true},
+		{fmt.Sprintf("inbound posts per second, %d clients, tracing on / off", o.clients),
+			fmt.Sprintf("%.0f/s", tr.TemporalRate), fmt.Sprintf("off %.0f/s (direct path: on-run %.0f/s, off-run %.0f/s)", in.TemporalRate, tr.DirectRate, in.DirectRate),
+			fmt.Sprintf("%.2f (%.1f KB of OTLP a post)", tr.TemporalRate/in.TemporalRate, tr.ExportedPerPost/1024), "reported", true},
 		{"process RSS under the products load (API, bare handler, clients; no embedded server)", fmt.Sprintf("%.0f MB", float64(p.PeakRSS)/(1<<20)), "-",
 			fmt.Sprintf("%.0f MB (anonymous %.0f MB)", float64(p.PeakRSS)/(1<<20), float64(p.PeakAnon)/(1<<20)), "<= 150 MB", p.PeakRSS > 0 && p.PeakRSS <= 150<<20},
 	}
@@ -228,4 +250,33 @@ func printTable(w io.Writer, r results, o options) error {
 		fmt.Fprintf(w, "\n%d of %d targets not met\n", failed, len(rows))
 	}
 	return nil
+}
+
+// tracingOffRow measures what tracing off adds to an inbound post: off, a
+// process installs no middleware, tracer or interceptor, and what runs is
+// the hooks that find no span in the context (package tracing). They run
+// here as often as one post that emits an event and delivers it runs them,
+// and their time is set against the post's p50.
+func tracingOffRow(in inbound.Result) row {
+	ctx := context.Background()
+	log := zap.NewNop()
+	r := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			// The request: its log line and its route name.
+			_ = logging.Traced(ctx, log)
+			tracing.NameRoute(ctx, "POST", "/api/in/{token}")
+			// The receipt's trace id, the event's traceparent, the
+			// delivery's start and its attempt's log line.
+			_ = w3c.TraceID(ctx)
+			_ = w3c.Parent(ctx)
+			_ = w3c.WithParent(ctx, nil)
+			_ = logging.Traced(ctx, log)
+		}
+	})
+	perPost := time.Duration(r.NsPerOp())
+	share := float64(perPost) / float64(in.TemporalP50)
+	return row{"tracing off: what it adds to an inbound post (the hooks that find no span)",
+		fmt.Sprintf("%d ns, %d allocs", r.NsPerOp(), r.AllocsPerOp()), "post p50 " + fmt.Sprintf("%.1f ms", float64(in.TemporalP50)/1e6),
+		fmt.Sprintf("%.4f%%", share*100), "< 0.1% and no allocation", share < 0.001 && r.AllocsPerOp() == 0}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
@@ -40,8 +41,10 @@ func StoreFlag(p *string) {
 
 // Temporal starts the embedded Temporal server (no UI) on store (SQLite
 // in a temporary directory) and a worker running the service's workflows
-// with acts, and returns a client and a function that stops it all.
-func Temporal(ctx context.Context, acts *activities.Activities, store string) (client.Client, func(), error) {
+// with acts, and returns a client and a function that stops it all. The
+// client, and the worker made on it, have the interceptors given (the
+// tracing ones of a traced run).
+func Temporal(ctx context.Context, acts *activities.Activities, store string, interceptors ...interceptor.ClientInterceptor) (client.Client, func(), error) {
 	switch store {
 	case StoreSQLite, "", StorePostgres:
 	default:
@@ -80,7 +83,8 @@ func Temporal(ctx context.Context, acts *activities.Activities, store string) (c
 		return nil, nil, err
 	}
 	stops = append(stops, tsrv.Stop)
-	tc, err := client.DialContext(ctx, client.Options{HostPort: tsrv.FrontendAddress(), Namespace: "default", Logger: quiet{}})
+	tc, err := client.DialContext(ctx, client.Options{HostPort: tsrv.FrontendAddress(), Namespace: "default", Logger: quiet{},
+		Interceptors: interceptors})
 	if err != nil {
 		stop()
 		return nil, nil, err

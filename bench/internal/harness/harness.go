@@ -37,14 +37,19 @@ func Main(run func(context.Context) error) {
 // created when missing), connects to it, and returns the connection and a
 // function that closes it and drops the schema.
 func Database(ctx context.Context, schema string) (*db.DB, func(), error) {
-	return database(ctx, schema, false, false)
+	return database(ctx, schema, false, false, nil)
+}
+
+// TracedDatabase is Database with its statements traced by tracer.
+func TracedDatabase(ctx context.Context, schema string, tracer pgx.QueryTracer) (*db.DB, func(), error) {
+	return database(ctx, schema, false, false, tracer)
 }
 
 // ReusedDatabase is Database on the schema as an earlier run left it
 // (created when missing), so that data slow to load is loaded once; the
 // function it returns drops the schema only when keep is false.
 func ReusedDatabase(ctx context.Context, schema string, keep bool) (*db.DB, func(), error) {
-	return database(ctx, schema, true, keep)
+	return database(ctx, schema, true, keep, nil)
 }
 
 // BenchURL is the bench database's URL: BENCH_DATABASE_URL, or the
@@ -56,7 +61,7 @@ func BenchURL() string {
 	return "postgres://postgres@127.0.0.1:5432/commerce_bench?sslmode=disable"
 }
 
-func database(ctx context.Context, schema string, reuse, keep bool) (*db.DB, func(), error) {
+func database(ctx context.Context, schema string, reuse, keep bool, tracer pgx.QueryTracer) (*db.DB, func(), error) {
 	base := BenchURL()
 	if _, err := db.EnsureDatabase(ctx, base); err != nil {
 		return nil, nil, err
@@ -88,7 +93,7 @@ func database(ctx context.Context, schema string, reuse, keep bool) (*db.DB, fun
 		release()
 		return nil, nil, err
 	}
-	d, err := db.Connect(ctx, u.String(), 0)
+	d, err := db.ConnectWith(ctx, u.String(), db.Options{Tracer: tracer})
 	if err != nil {
 		release()
 		return nil, nil, err

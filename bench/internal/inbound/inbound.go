@@ -21,8 +21,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,6 +40,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/internal/tracing"
 )
 
 const (
@@ -58,6 +61,11 @@ type Options struct {
 	// CPUProfile, when set, is where a CPU profile of the one-client runs
 	// (both paths, interleaved) is written.
 	CPUProfile string
+	// Traced runs the path through Temporal with tracing on, as a process
+	// whose environment names an OTLP collector: every span is exported,
+	// over OTLP/HTTP, to a collector in this process that reads and drops
+	// them. The direct path stays untraced: it is the run's yardstick.
+	Traced bool
 }
 
 // Result is what a run measured: the one-client medians, and the posts per
@@ -65,6 +73,9 @@ type Options struct {
 type Result struct {
 	TemporalP50, DirectP50   time.Duration
 	TemporalRate, DirectRate float64
+	// ExportedPerPost is, in a traced run, the OTLP bytes exported per
+	// post through Temporal.
+	ExportedPerPost float64
 }
 
 // Run measures both paths.
@@ -78,7 +89,9 @@ type bench struct {
 	temporal string // base URL of the full API
 	direct   string // base URL of the bare handler
 	seq      int
-	mu       sync.Mutex
+	// throughTemporal counts the posts sent through Temporal.
+	throughTemporal int
+	mu              sync.Mutex
 	// sent holds the one-client posts through Temporal, for phases.
 	sent   []sentPost
 	record bool
@@ -94,7 +107,12 @@ type sentPost struct {
 func run(ctx context.Context, o Options) (Result, error) {
 	posts, clients := o.Posts, o.Clients
 	var res Result
-	d, done, err := harness.Database(ctx, schema)
+	tr, collector, err := tracingFor(ctx, o.Traced)
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = tr.Shutdown(context.Background()) }()
+	d, done, err := harness.TracedDatabase(ctx, schema, tr.SQL())
 	if err != nil {
 		return res, err
 	}
@@ -113,18 +131,28 @@ func run(ctx context.Context, o Options) (Result, error) {
 	}
 
 	acts := &activities.Activities{DB: d, Log: zap.NewNop(), BaseURL: "http://bench"}
-	tc, stopTemporal, err := embedded.Temporal(ctx, acts, o.Store)
+	tc, stopTemporal, err := embedded.Temporal(ctx, acts, o.Store, tr.Temporal()...)
 	if err != nil {
 		return res, err
 	}
 	defer stopTemporal()
 
 	full, err := harness.Listen(api.New(api.Deps{DB: d, Temporal: tc, Namespace: "default", Logger: zap.NewNop(),
-		Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://bench"}).Handler())
+		Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://bench", Tracing: tr}).Handler())
 	if err != nil {
 		return res, err
 	}
-	direct, err := harness.Listen(&directHandler{d: d, acts: acts})
+	directDB := d
+	if o.Traced {
+		// The direct path's database work goes through an untraced pool.
+		untraced, doneUntraced, err := harness.ReusedDatabase(ctx, schema, true)
+		if err != nil {
+			return res, err
+		}
+		defer doneUntraced()
+		directDB = untraced
+	}
+	direct, err := harness.Listen(&directHandler{d: directDB, acts: &activities.Activities{DB: directDB, Log: zap.NewNop(), BaseURL: "http://bench"}})
 	if err != nil {
 		return res, err
 	}
@@ -185,6 +213,14 @@ func run(ctx context.Context, o Options) (Result, error) {
 			slices.Sort(lat)
 			fmt.Printf("%-36s %10.0f %7.2fms %7.2fms\n", p.name, rate, ms(pct(lat, 50)), ms(pct(lat, 99)))
 		}
+	}
+	if o.Traced {
+		// Every span ended is exported before the count is read.
+		if err := tr.Shutdown(ctx); err != nil {
+			return res, err
+		}
+		res.ExportedPerPost = float64(collector.bytes.Load()) / float64(b.throughTemporal)
+		fmt.Printf("\ntracing on: %.1f KB of OTLP exported per post through Temporal (%d posts)\n", res.ExportedPerPost/1024, b.throughTemporal)
 	}
 	return res, nil
 }
@@ -267,6 +303,9 @@ func (b *bench) post(base, token string) (time.Duration, error) {
 	b.mu.Lock()
 	b.seq++
 	ref := b.seq
+	if base == b.temporal {
+		b.throughTemporal++
+	}
 	b.mu.Unlock()
 	body := fmt.Sprintf(`{"order_ref": "SO-B", "invoice_ref": "INV-%07d", "amount_minor": 100, "currency": "GBP"}`, ref)
 	start := time.Now()
@@ -405,4 +444,37 @@ func (b *bench) phases(ctx context.Context, c client.Client) error {
 		fmt.Printf("  %-44s %7.2fms\n", ph.name, ms(pct(ph.d, 50)))
 	}
 	return nil
+}
+
+// tracingFor is the run's tracing: off, or on as FromEnv makes it for a
+// process whose environment names an OTLP/HTTP collector, here one in this
+// process that counts what it is sent and drops it.
+func tracingFor(ctx context.Context, on bool) (*tracing.Tracing, *collector, error) {
+	if !on {
+		return nil, nil, nil
+	}
+	c := &collector{}
+	url, err := harness.Listen(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+		"OTEL_TRACES_SAMPLER": "always_on"} {
+		if err := os.Setenv(k, v); err != nil {
+			return nil, nil, err
+		}
+	}
+	tr, err := tracing.FromEnv(ctx, "commerce-bench")
+	return tr, c, err
+}
+
+// collector is an OTLP/HTTP trace receiver that counts the bytes it is
+// sent and answers success.
+type collector struct{ bytes atomic.Int64 }
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n, _ := io.Copy(io.Discard, r.Body)
+	c.bytes.Add(n)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(http.StatusOK)
 }
