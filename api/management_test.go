@@ -308,3 +308,78 @@ func TestManagementReadsAndWritesWithoutWorkflows(t *testing.T) {
 		t.Fatalf("audit log %v, want %v", actions, want)
 	}
 }
+
+// A subscription's delivery settings: set at creation or by PATCH, where
+// null lifts the rate limit and an absent field stays as it is; each is
+// checked against its range; list and detail carry them with the state
+// and the backlog, in the documented shape.
+func TestSubscriptionDeliverySettings(t *testing.T) {
+	f := newFixture(t)
+	_, validate := f.openAPI(t)
+	status, _, body := f.do("POST", "/api/v1/webhooks/subscriptions", f.key, strings.NewReader(
+		`{"url": "https://hooks.example/s", "rate_limit_per_second": 5, "max_in_flight": 2, "ordering": "per_entity"}`))
+	var created struct {
+		ID                 uuid.UUID `json:"id"`
+		RateLimitPerSecond *int      `json:"rate_limit_per_second"`
+		MaxInFlight        int       `json:"max_in_flight"`
+		Ordering           string    `json:"ordering"`
+		State              string    `json:"state"`
+		Backlog            struct{ Pending, Failed, Held int }
+	}
+	if err := json.Unmarshal(body, &created); status != 201 || err != nil || created.RateLimitPerSecond == nil || *created.RateLimitPerSecond != 5 ||
+		created.MaxInFlight != 2 || created.Ordering != "per_entity" || created.State != "healthy" {
+		t.Fatalf("create with settings: %d %s", status, body)
+	}
+	sub := "/api/v1/webhooks/subscriptions/" + created.ID.String()
+	patch := func(body string) (int, string) {
+		status, _, b := f.do("PATCH", sub, f.key, strings.NewReader(body))
+		return status, string(b)
+	}
+	// Absent fields stay; a rate is changed.
+	if status, body := patch(`{"rate_limit_per_second": 7}`); status != 200 || !strings.Contains(body, `"rate_limit_per_second":7`) ||
+		!strings.Contains(body, `"max_in_flight":2`) || !strings.Contains(body, `"ordering":"per_entity"`) {
+		t.Fatalf("patch the rate: %d %s", status, body)
+	}
+	if status, body := patch(`{"max_in_flight": 3}`); status != 200 || !strings.Contains(body, `"rate_limit_per_second":7`) || !strings.Contains(body, `"max_in_flight":3`) {
+		t.Fatalf("patch the cap, the rate left: %d %s", status, body)
+	}
+	// null lifts the limit.
+	if status, body := patch(`{"rate_limit_per_second": null, "ordering": "none"}`); status != 200 || !strings.Contains(body, `"rate_limit_per_second":null`) ||
+		!strings.Contains(body, `"ordering":"none"`) {
+		t.Fatalf("patch the rate to null: %d %s", status, body)
+	}
+	for _, bad := range []string{`{"rate_limit_per_second": 0}`, `{"rate_limit_per_second": 1001}`, `{"max_in_flight": 0}`,
+		`{"max_in_flight": 101}`, `{"ordering": "fifo"}`, `{"rate_limit_per_second": "5"}`} {
+		if status, body := patch(bad); status != 400 && status != 422 || !strings.Contains(body, `"error"`) {
+			t.Errorf("PATCH %s: %d %s, want a refusal", bad, status, body)
+		}
+	}
+	if f.one(`SELECT coalesce(rate_limit_per_second::text, 'null') || ' ' || max_in_flight || ' ' || ordering FROM webhook_subscriptions WHERE id = $2 AND org_id = $1`,
+		created.ID) != "null 3 none" {
+		t.Fatal("a refused PATCH changed the subscription")
+	}
+	// The backlog counts the deliveries not delivered yet, by status.
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := f.db.Pool().Exec(context.Background(), sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, st := range []string{"pending", "failed", "failed", "held", "held", "held", "succeeded", "exhausted"} {
+		ev := uuid.New()
+		exec(`INSERT INTO events (id, org_id, type, data) VALUES ($1, $2, 'customer.created', '{}')`, ev, f.org.ID)
+		exec(`INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id, status) VALUES ($1, $2, $3, $4, $5)`,
+			uuid.New(), f.org.ID, ev, created.ID, st)
+	}
+	exec(`UPDATE webhook_subscriptions SET failing_since = now() WHERE org_id = $1 AND id = $2`, f.org.ID, created.ID)
+	for _, path := range []string{sub, "/api/v1/webhooks/subscriptions"} {
+		req, _ := http.NewRequest("GET", f.srv.URL+path, nil)
+		status, hdr, body := f.do("GET", path, f.key, nil)
+		if err := validate(req, status, hdr, body); status != 200 || err != nil {
+			t.Fatalf("GET %s: %d %v %s", path, status, err, body)
+		}
+		if !strings.Contains(string(body), `"state":"failing"`) || !strings.Contains(string(body), `"backlog":{"pending":1,"failed":2,"held":3}`) {
+			t.Fatalf("GET %s: state or backlog %s", path, body)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -27,8 +28,11 @@ type ListSubscriptionsOutput struct {
 // CreateSubscriptionInput is POST /api/v1/webhooks/subscriptions.
 type CreateSubscriptionInput struct {
 	Body struct {
-		URL    string   `json:"url" minLength:"1" maxLength:"2000" format:"uri" doc:"The receiver's http(s) URL. Private, loopback and link-local addresses are refused."`
-		Events []string `json:"events,omitempty" doc:"The event types to deliver; empty or absent for every type."`
+		URL                string   `json:"url" minLength:"1" maxLength:"2000" format:"uri" doc:"The receiver's http(s) URL. Private, loopback and link-local addresses are refused."`
+		Events             []string `json:"events,omitempty" doc:"The event types to deliver; empty or absent for every type."`
+		RateLimitPerSecond *int     `json:"rate_limit_per_second,omitempty" minimum:"1" maximum:"1000" doc:"At most this many attempts start in any one second; absent or null for no limit."`
+		MaxInFlight        *int     `json:"max_in_flight,omitempty" minimum:"1" maximum:"100" doc:"At most this many attempts at once; 10 when absent."`
+		Ordering           *string  `json:"ordering,omitempty" enum:"none,per_entity" doc:"per_entity: one entity's deliveries one at a time, in event order; none (the default): no order."`
 	}
 }
 
@@ -47,10 +51,35 @@ type SubscriptionOutput struct{ Body db.Subscription }
 type UpdateSubscriptionInput struct {
 	IDPath
 	Body struct {
-		URL    *string   `json:"url,omitempty" maxLength:"2000" doc:"A new URL."`
-		Events *[]string `json:"events,omitempty" doc:"New event types; empty for every type."`
-		Active *bool     `json:"active,omitempty" doc:"false stops new deliveries (and retries waiting); true starts them again."`
+		URL                *string      `json:"url,omitempty" maxLength:"2000" doc:"A new URL."`
+		Events             *[]string    `json:"events,omitempty" doc:"New event types; empty for every type."`
+		Active             *bool        `json:"active,omitempty" doc:"false stops new deliveries (and retries waiting); true starts them again."`
+		RateLimitPerSecond OptionalRate `json:"rate_limit_per_second,omitzero" doc:"A new rate limit, 1 to 1000 attempts a second; null for no limit; absent leaves it."`
+		MaxInFlight        *int         `json:"max_in_flight,omitempty" minimum:"1" maximum:"100" doc:"A new cap on attempts at once."`
+		Ordering           *string      `json:"ordering,omitempty" enum:"none,per_entity" doc:"A new ordering."`
 	}
+}
+
+// OptionalRate is rate_limit_per_second in a PATCH, where null (no limit)
+// and absent (no change) differ.
+type OptionalRate struct {
+	Set   bool
+	Value *int
+}
+
+// UnmarshalJSON is called only for a field that is present.
+func (o *OptionalRate) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	return json.Unmarshal(b, &o.Value)
+}
+
+// IsZero makes an absent field absent when written.
+func (o OptionalRate) IsZero() bool { return !o.Set }
+
+// Schema documents the field as a nullable integer of 1 to 1000.
+func (OptionalRate) Schema(huma.Registry) *huma.Schema {
+	lo, hi := 1.0, 1000.0
+	return &huma.Schema{Type: huma.TypeInteger, Nullable: true, Minimum: &lo, Maximum: &hi}
 }
 
 // RotateSecretOutput is a subscription's new secret.
@@ -80,7 +109,7 @@ type RecoverOutput struct {
 // ListWebhookDeliveriesInput is the query of GET /api/v1/webhooks/deliveries.
 type ListWebhookDeliveriesInput struct {
 	SubscriptionID string `query:"subscription_id" format:"uuid" doc:"Only deliveries to this subscription."`
-	Status         string `query:"status" enum:"pending,succeeded,failed,exhausted" doc:"Only deliveries in this state."`
+	Status         string `query:"status" enum:"pending,succeeded,failed,exhausted,held,skipped" doc:"Only deliveries in this state."`
 	EventType      string `query:"event_type" maxLength:"100" doc:"Only deliveries of this event type."`
 	SmallPage
 }
@@ -181,7 +210,8 @@ func (s *Server) createSubscription(ctx context.Context, in *CreateSubscriptionI
 	if err := checkEvents(events); err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	created, err := s.manage.CreateSubscription(ctx, actor(ctx), orgID(ctx), in.Body.URL, events)
+	created, err := s.manage.CreateSubscription(ctx, actor(ctx), db.NewSubscription{OrgID: orgID(ctx), URL: in.Body.URL, EventTypes: events,
+		RateLimit: in.Body.RateLimitPerSecond, MaxInFlight: in.Body.MaxInFlight, Ordering: in.Body.Ordering})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -207,7 +237,9 @@ func (s *Server) updateSubscription(ctx context.Context, in *UpdateSubscriptionI
 		}
 	}
 	x, err := byID(ctx, s, in.ID, "subscription", func(a integrations.Actor, org, id uuid.UUID) (db.Subscription, error) {
-		return s.manage.UpdateSubscription(ctx, a, org, id, db.SubscriptionChange{URL: in.Body.URL, EventTypes: in.Body.Events, Active: in.Body.Active})
+		return s.manage.UpdateSubscription(ctx, a, org, id, db.SubscriptionChange{URL: in.Body.URL, EventTypes: in.Body.Events, Active: in.Body.Active,
+			RateLimitSet: in.Body.RateLimitPerSecond.Set, RateLimit: in.Body.RateLimitPerSecond.Value,
+			MaxInFlight: in.Body.MaxInFlight, Ordering: in.Body.Ordering})
 	})
 	if err != nil {
 		return nil, err

@@ -18,6 +18,24 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for CreateSubscriptionInputBodyOrdering.
+const (
+	CreateSubscriptionInputBodyOrderingNone      CreateSubscriptionInputBodyOrdering = "none"
+	CreateSubscriptionInputBodyOrderingPerEntity CreateSubscriptionInputBodyOrdering = "per_entity"
+)
+
+// Valid indicates whether the value is a known member of the CreateSubscriptionInputBodyOrdering enum.
+func (e CreateSubscriptionInputBodyOrdering) Valid() bool {
+	switch e {
+	case CreateSubscriptionInputBodyOrderingNone:
+		return true
+	case CreateSubscriptionInputBodyOrderingPerEntity:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryStatusCancelled      DeliveryStatus = "cancelled"
@@ -111,6 +129,54 @@ func (e EndpointItemState) Valid() bool {
 	case EndpointItemStateDeleted:
 		return true
 	case EndpointItemStatePaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EntityType.
+const (
+	EntityTypeCustomer        EntityType = "customer"
+	EntityTypeDelivery        EntityType = "delivery"
+	EntityTypeEndpoint        EntityType = "endpoint"
+	EntityTypeOrder           EntityType = "order"
+	EntityTypeProductBatch    EntityType = "product_batch"
+	EntityTypePurchaseOrder   EntityType = "purchase_order"
+	EntityTypeReceipt         EntityType = "receipt"
+	EntityTypeRequest         EntityType = "request"
+	EntityTypeStockLine       EntityType = "stock_line"
+	EntityTypeSubscription    EntityType = "subscription"
+	EntityTypeSupplierInvoice EntityType = "supplier_invoice"
+	EntityTypeWebhookDelivery EntityType = "webhook_delivery"
+)
+
+// Valid indicates whether the value is a known member of the EntityType enum.
+func (e EntityType) Valid() bool {
+	switch e {
+	case EntityTypeCustomer:
+		return true
+	case EntityTypeDelivery:
+		return true
+	case EntityTypeEndpoint:
+		return true
+	case EntityTypeOrder:
+		return true
+	case EntityTypeProductBatch:
+		return true
+	case EntityTypePurchaseOrder:
+		return true
+	case EntityTypeReceipt:
+		return true
+	case EntityTypeRequest:
+		return true
+	case EntityTypeStockLine:
+		return true
+	case EntityTypeSubscription:
+		return true
+	case EntityTypeSupplierInvoice:
+		return true
+	case EntityTypeWebhookDelivery:
 		return true
 	default:
 		return false
@@ -693,6 +759,42 @@ func (e RequestThreadStatus) Valid() bool {
 	}
 }
 
+// Defines values for RotateSecretOutputBodyOrdering.
+const (
+	RotateSecretOutputBodyOrderingNone      RotateSecretOutputBodyOrdering = "none"
+	RotateSecretOutputBodyOrderingPerEntity RotateSecretOutputBodyOrdering = "per_entity"
+)
+
+// Valid indicates whether the value is a known member of the RotateSecretOutputBodyOrdering enum.
+func (e RotateSecretOutputBodyOrdering) Valid() bool {
+	switch e {
+	case RotateSecretOutputBodyOrderingNone:
+		return true
+	case RotateSecretOutputBodyOrderingPerEntity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RotateSecretOutputBodyState.
+const (
+	RotateSecretOutputBodyStateFailing RotateSecretOutputBodyState = "failing"
+	RotateSecretOutputBodyStateHealthy RotateSecretOutputBodyState = "healthy"
+)
+
+// Valid indicates whether the value is a known member of the RotateSecretOutputBodyState enum.
+func (e RotateSecretOutputBodyState) Valid() bool {
+	switch e {
+	case RotateSecretOutputBodyStateFailing:
+		return true
+	case RotateSecretOutputBodyStateHealthy:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StockMovementKind.
 const (
 	StockMovementKindAdjustment StockMovementKind = "adjustment"
@@ -714,6 +816,78 @@ func (e StockMovementKind) Valid() bool {
 	case StockMovementKindScrap:
 		return true
 	case StockMovementKindTransfer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubscriptionOrdering.
+const (
+	SubscriptionOrderingNone      SubscriptionOrdering = "none"
+	SubscriptionOrderingPerEntity SubscriptionOrdering = "per_entity"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionOrdering enum.
+func (e SubscriptionOrdering) Valid() bool {
+	switch e {
+	case SubscriptionOrderingNone:
+		return true
+	case SubscriptionOrderingPerEntity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubscriptionState.
+const (
+	SubscriptionStateFailing SubscriptionState = "failing"
+	SubscriptionStateHealthy SubscriptionState = "healthy"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionState enum.
+func (e SubscriptionState) Valid() bool {
+	switch e {
+	case SubscriptionStateFailing:
+		return true
+	case SubscriptionStateHealthy:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubscriptionSecretOutputBodyOrdering.
+const (
+	SubscriptionSecretOutputBodyOrderingNone      SubscriptionSecretOutputBodyOrdering = "none"
+	SubscriptionSecretOutputBodyOrderingPerEntity SubscriptionSecretOutputBodyOrdering = "per_entity"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionSecretOutputBodyOrdering enum.
+func (e SubscriptionSecretOutputBodyOrdering) Valid() bool {
+	switch e {
+	case SubscriptionSecretOutputBodyOrderingNone:
+		return true
+	case SubscriptionSecretOutputBodyOrderingPerEntity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubscriptionSecretOutputBodyState.
+const (
+	SubscriptionSecretOutputBodyStateFailing SubscriptionSecretOutputBodyState = "failing"
+	SubscriptionSecretOutputBodyStateHealthy SubscriptionSecretOutputBodyState = "healthy"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionSecretOutputBodyState enum.
+func (e SubscriptionSecretOutputBodyState) Valid() bool {
+	switch e {
+	case SubscriptionSecretOutputBodyStateFailing:
+		return true
+	case SubscriptionSecretOutputBodyStateHealthy:
 		return true
 	default:
 		return false
@@ -759,6 +933,24 @@ func (e TraceDeliveryStatus) Valid() bool {
 	case TraceDeliveryStatusPending:
 		return true
 	case TraceDeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateSubscriptionInputBodyOrdering.
+const (
+	UpdateSubscriptionInputBodyOrderingNone      UpdateSubscriptionInputBodyOrdering = "none"
+	UpdateSubscriptionInputBodyOrderingPerEntity UpdateSubscriptionInputBodyOrdering = "per_entity"
+)
+
+// Valid indicates whether the value is a known member of the UpdateSubscriptionInputBodyOrdering enum.
+func (e UpdateSubscriptionInputBodyOrdering) Valid() bool {
+	switch e {
+	case UpdateSubscriptionInputBodyOrderingNone:
+		return true
+	case UpdateSubscriptionInputBodyOrderingPerEntity:
 		return true
 	default:
 		return false
@@ -940,7 +1132,9 @@ func (e ListStockMovementsParamsKind) Valid() bool {
 const (
 	ListWebhookDeliveriesParamsStatusExhausted ListWebhookDeliveriesParamsStatus = "exhausted"
 	ListWebhookDeliveriesParamsStatusFailed    ListWebhookDeliveriesParamsStatus = "failed"
+	ListWebhookDeliveriesParamsStatusHeld      ListWebhookDeliveriesParamsStatus = "held"
 	ListWebhookDeliveriesParamsStatusPending   ListWebhookDeliveriesParamsStatus = "pending"
+	ListWebhookDeliveriesParamsStatusSkipped   ListWebhookDeliveriesParamsStatus = "skipped"
 	ListWebhookDeliveriesParamsStatusSucceeded ListWebhookDeliveriesParamsStatus = "succeeded"
 )
 
@@ -951,7 +1145,11 @@ func (e ListWebhookDeliveriesParamsStatus) Valid() bool {
 		return true
 	case ListWebhookDeliveriesParamsStatusFailed:
 		return true
+	case ListWebhookDeliveriesParamsStatusHeld:
+		return true
 	case ListWebhookDeliveriesParamsStatusPending:
+		return true
+	case ListWebhookDeliveriesParamsStatusSkipped:
 		return true
 	case ListWebhookDeliveriesParamsStatusSucceeded:
 		return true
@@ -1072,9 +1270,21 @@ type CreateSubscriptionInputBody struct {
 	// Events The event types to deliver; empty or absent for every type.
 	Events *[]string `json:"events,omitempty"`
 
+	// MaxInFlight At most this many attempts at once; 10 when absent.
+	MaxInFlight *int64 `json:"max_in_flight,omitempty"`
+
+	// Ordering per_entity: one entity's deliveries one at a time, in event order; none (the default): no order.
+	Ordering *CreateSubscriptionInputBodyOrdering `json:"ordering,omitempty"`
+
+	// RateLimitPerSecond At most this many attempts start in any one second; absent or null for no limit.
+	RateLimitPerSecond *int64 `json:"rate_limit_per_second,omitempty"`
+
 	// Url The receiver's http(s) URL. Private, loopback and link-local addresses are refused.
 	Url string `json:"url"`
 }
+
+// CreateSubscriptionInputBodyOrdering per_entity: one entity's deliveries one at a time, in event order; none (the default): no order.
+type CreateSubscriptionInputBodyOrdering string
 
 // Customer defines model for Customer.
 type Customer struct {
@@ -1170,6 +1380,18 @@ type Delivery struct {
 // DeliveryStatus defines model for Delivery.Status.
 type DeliveryStatus string
 
+// DeliveryBacklog defines model for DeliveryBacklog.
+type DeliveryBacklog struct {
+	// Failed Failed, waiting for their next retry.
+	Failed int64 `json:"failed"`
+
+	// Held Held while the subscription is failing, with no attempt spent.
+	Held int64 `json:"held"`
+
+	// Pending Not attempted yet (waiting for their turn, their rate or their entity).
+	Pending int64 `json:"pending"`
+}
+
 // DeliveryDetail defines model for DeliveryDetail.
 type DeliveryDetail struct {
 	Carrier        *string             `json:"carrier"`
@@ -1246,6 +1468,16 @@ type EndpointItem struct {
 // EndpointItemState defines model for EndpointItem.State.
 type EndpointItemState string
 
+// Entity defines model for Entity.
+type Entity struct {
+	// Id The record's id; for a product_batch, the event's own id (each batch is its own entity).
+	Id   string     `json:"id"`
+	Type EntityType `json:"type"`
+}
+
+// EntityType defines model for Entity.Type.
+type EntityType string
+
 // ErrorBody defines model for ErrorBody.
 type ErrorBody struct {
 	// Error What went wrong.
@@ -1258,8 +1490,11 @@ type ErrorBody struct {
 type Event struct {
 	CreatedAt time.Time              `json:"created_at"`
 	Data      map[string]interface{} `json:"data"`
-	Id        openapi_types.UUID     `json:"id"`
-	Type      string                 `json:"type"`
+
+	// Entity What the event is about: the record whose events a subscription with per_entity ordering receives in order. Not in the delivered envelope.
+	Entity Entity             `json:"entity"`
+	Id     openapi_types.UUID `json:"id"`
+	Type   string             `json:"type"`
 }
 
 // InboundAnswerDoc defines model for InboundAnswerDoc.
@@ -2028,7 +2263,8 @@ type RequestThreadStatus string
 
 // RotateSecretOutputBody defines model for RotateSecretOutputBody.
 type RotateSecretOutputBody struct {
-	Active bool `json:"active"`
+	Active  bool            `json:"active"`
+	Backlog DeliveryBacklog `json:"backlog"`
 
 	// ConsecutiveFailures Failed attempts in a row, across the subscription's deliveries.
 	ConsecutiveFailures int64     `json:"consecutive_failures"`
@@ -2043,16 +2279,34 @@ type RotateSecretOutputBody struct {
 	LastFailureError *string `json:"last_failure_error"`
 
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
-	LastFailureStatus *int64             `json:"last_failure_status"`
-	OrgId             openapi_types.UUID `json:"org_id"`
+	LastFailureStatus *int64 `json:"last_failure_status"`
+
+	// MaxInFlight At most this many attempts run at once.
+	MaxInFlight int64 `json:"max_in_flight"`
+
+	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
+	Ordering RotateSecretOutputBodyOrdering `json:"ordering"`
+	OrgId    openapi_types.UUID             `json:"org_id"`
 
 	// PreviousSecretExpiresAt Until then deliveries carry a second v1, made with the secret replaced.
 	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
 
+	// RateLimitPerSecond At most this many attempts start in any one second, across all workers (first attempts, resends, recovers and nightly retries alike); null for no limit.
+	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
+
 	// Secret The new signing secret: shown this once; null in the answer to a retry with the same Idempotency-Key.
 	Secret *string `json:"secret"`
-	Url    string  `json:"url"`
+
+	// State failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success.
+	State RotateSecretOutputBodyState `json:"state"`
+	Url   string                      `json:"url"`
 }
+
+// RotateSecretOutputBodyOrdering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
+type RotateSecretOutputBodyOrdering string
+
+// RotateSecretOutputBodyState failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success.
+type RotateSecretOutputBodyState string
 
 // RowError defines model for RowError.
 type RowError struct {
@@ -2145,7 +2399,8 @@ type StockMovementKind string
 
 // Subscription defines model for Subscription.
 type Subscription struct {
-	Active bool `json:"active"`
+	Active  bool            `json:"active"`
+	Backlog DeliveryBacklog `json:"backlog"`
 
 	// ConsecutiveFailures Failed attempts in a row, across the subscription's deliveries.
 	ConsecutiveFailures int64     `json:"consecutive_failures"`
@@ -2160,14 +2415,33 @@ type Subscription struct {
 	LastFailureError *string `json:"last_failure_error"`
 
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
-	LastFailureStatus *int64             `json:"last_failure_status"`
-	OrgId             openapi_types.UUID `json:"org_id"`
-	Url               string             `json:"url"`
+	LastFailureStatus *int64 `json:"last_failure_status"`
+
+	// MaxInFlight At most this many attempts run at once.
+	MaxInFlight int64 `json:"max_in_flight"`
+
+	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
+	Ordering SubscriptionOrdering `json:"ordering"`
+	OrgId    openapi_types.UUID   `json:"org_id"`
+
+	// RateLimitPerSecond At most this many attempts start in any one second, across all workers (first attempts, resends, recovers and nightly retries alike); null for no limit.
+	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
+
+	// State failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success.
+	State SubscriptionState `json:"state"`
+	Url   string            `json:"url"`
 }
+
+// SubscriptionOrdering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
+type SubscriptionOrdering string
+
+// SubscriptionState failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success.
+type SubscriptionState string
 
 // SubscriptionSecretOutputBody defines model for SubscriptionSecretOutputBody.
 type SubscriptionSecretOutputBody struct {
-	Active bool `json:"active"`
+	Active  bool            `json:"active"`
+	Backlog DeliveryBacklog `json:"backlog"`
 
 	// ConsecutiveFailures Failed attempts in a row, across the subscription's deliveries.
 	ConsecutiveFailures int64     `json:"consecutive_failures"`
@@ -2182,13 +2456,31 @@ type SubscriptionSecretOutputBody struct {
 	LastFailureError *string `json:"last_failure_error"`
 
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
-	LastFailureStatus *int64             `json:"last_failure_status"`
-	OrgId             openapi_types.UUID `json:"org_id"`
+	LastFailureStatus *int64 `json:"last_failure_status"`
+
+	// MaxInFlight At most this many attempts run at once.
+	MaxInFlight int64 `json:"max_in_flight"`
+
+	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
+	Ordering SubscriptionSecretOutputBodyOrdering `json:"ordering"`
+	OrgId    openapi_types.UUID                   `json:"org_id"`
+
+	// RateLimitPerSecond At most this many attempts start in any one second, across all workers (first attempts, resends, recovers and nightly retries alike); null for no limit.
+	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
 
 	// Secret The signing secret: shown this once, kept sealed; null in the answer to a retry with the same Idempotency-Key.
 	Secret *string `json:"secret"`
-	Url    string  `json:"url"`
+
+	// State failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success.
+	State SubscriptionSecretOutputBodyState `json:"state"`
+	Url   string                            `json:"url"`
 }
+
+// SubscriptionSecretOutputBodyOrdering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
+type SubscriptionSecretOutputBodyOrdering string
+
+// SubscriptionSecretOutputBodyState failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success.
+type SubscriptionSecretOutputBodyState string
 
 // Supplier defines model for Supplier.
 type Supplier struct {
@@ -2304,9 +2596,21 @@ type UpdateSubscriptionInputBody struct {
 	// Events New event types; empty for every type.
 	Events *[]string `json:"events,omitempty"`
 
+	// MaxInFlight A new cap on attempts at once.
+	MaxInFlight *int64 `json:"max_in_flight,omitempty"`
+
+	// Ordering A new ordering.
+	Ordering *UpdateSubscriptionInputBodyOrdering `json:"ordering,omitempty"`
+
+	// RateLimitPerSecond A new rate limit, 1 to 1000 attempts a second; null for no limit; absent leaves it.
+	RateLimitPerSecond *int `json:"rate_limit_per_second,omitempty"`
+
 	// Url A new URL.
 	Url *string `json:"url,omitempty"`
 }
+
+// UpdateSubscriptionInputBodyOrdering A new ordering.
+type UpdateSubscriptionInputBodyOrdering string
 
 // Variance defines model for Variance.
 type Variance struct {

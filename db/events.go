@@ -22,8 +22,9 @@ const (
 // emit writes an event to the outbox in the caller's transaction, so the
 // event exists exactly when the change it reports does, and wakes the relay
 // when the transaction commits. The event is made by its domain.EventKind,
-// so its data is its type's. It keeps the span that wrote it (none with
-// tracing off), so that its deliveries join the same trace.
+// so its data is its type's, and it names the entity it is about. It keeps
+// the span that wrote it (none with tracing off), so that its deliveries
+// join the same trace.
 func emit(ctx context.Context, q querier, orgID uuid.UUID, e domain.Event) error {
 	return emitFor(ctx, q, orgID, nil, e)
 }
@@ -32,15 +33,21 @@ func emit(ctx context.Context, q querier, orgID uuid.UUID, e domain.Event) error
 // receipt's trace lists: receiptID, when given, is the event's receipt_id
 // (otherwise the column's default, the receipt an inbound apply step set).
 func emitFor(ctx context.Context, q querier, orgID uuid.UUID, receiptID *uuid.UUID, e domain.Event) error {
+	id := NewID()
+	entity := e.Entity
+	if entity.ID == "" {
+		entity.ID = id.String() // a products batch is its own entity
+	}
 	if receiptID != nil {
 		_, err := q.Exec(ctx, `
-			WITH e AS (INSERT INTO events (id, org_id, type, data, receipt_id, trace_parent) VALUES ($1, $2, $3, $4, $5, $6))
-			SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data, *receiptID, w3c.Parent(ctx))
+			WITH e AS (INSERT INTO events (id, org_id, type, data, receipt_id, trace_parent, entity_type, entity_id)
+			           VALUES ($1, $2, $3, $4, $5, $6, $7, $8))
+			SELECT pg_notify('`+eventsChannel+`', '')`, id, orgID, e.Type, e.Data, *receiptID, w3c.Parent(ctx), entity.Type, entity.ID)
 		return err
 	}
 	_, err := q.Exec(ctx, `
-		WITH e AS (INSERT INTO events (id, org_id, type, data, trace_parent) VALUES ($1, $2, $3, $4, $5))
-		SELECT pg_notify('`+eventsChannel+`', '')`, NewID(), orgID, e.Type, e.Data, w3c.Parent(ctx))
+		WITH e AS (INSERT INTO events (id, org_id, type, data, trace_parent, entity_type, entity_id) VALUES ($1, $2, $3, $4, $5, $6, $7))
+		SELECT pg_notify('`+eventsChannel+`', '')`, id, orgID, e.Type, e.Data, w3c.Parent(ctx), entity.Type, entity.ID)
 	return err
 }
 

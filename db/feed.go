@@ -17,13 +17,20 @@ type Event struct {
 	Type      string            `json:"type"`
 	CreatedAt domain.Timestamp  `json:"created_at"`
 	Data      domain.JSONObject `json:"data"`
+	// Entity is what the event is about; null for events written before
+	// events named it.
+	Entity *domain.Entity `json:"entity" doc:"What the event is about: the record whose events a subscription with per_entity ordering receives in order. Not in the delivered envelope."`
 }
 
-const eventColumns = `e.id, e.type, e.created_at, e.data`
+const eventColumns = `e.id, e.type, e.created_at, e.data, e.entity_type, e.entity_id`
 
 func scanEvent(r pgx.Row) (Event, error) {
 	var e Event
-	err := r.Scan(&e.ID, &e.Type, &e.CreatedAt, &e.Data)
+	var typ, id *string
+	err := r.Scan(&e.ID, &e.Type, &e.CreatedAt, &e.Data, &typ, &id)
+	if typ != nil && id != nil {
+		e.Entity = &domain.Entity{Type: *typ, ID: *id}
+	}
 	return e, err
 }
 

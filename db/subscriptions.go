@@ -17,15 +17,16 @@ import (
 func (d *DB) ListSubscriptionsPage(ctx context.Context, orgID uuid.UUID, p Page) ([]Subscription, error) {
 	c := newConds()
 	c.add("s.org_id = ?", orgID)
-	return listPage(ctx, d.pool, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions s`, "webhook_subscriptions",
+	list, err := listPage(ctx, d.pool, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions s`, "webhook_subscriptions",
 		"s", c, p, scanSubscription)
+	return d.withBacklog(ctx, orgID, list, err)
 }
 
 // GetSubscription returns one of the organisation's subscriptions.
 func (d *DB) GetSubscription(ctx context.Context, orgID, id uuid.UUID) (Subscription, error) {
 	s, err := scanSubscription(d.pool.QueryRow(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
 		WHERE org_id = $1 AND id = $2`, orgID, id))
-	return s, notFound(err, "subscription")
+	return d.oneWithBacklog(ctx, s, notFound(err, "subscription"))
 }
 
 // SubscriptionChange is what PATCH changes; nil leaves a field as it is.
@@ -34,6 +35,24 @@ type SubscriptionChange struct {
 	URL        *string
 	EventTypes *[]string
 	Active     *bool
+	// RateLimitSet says the rate is changed, to RateLimit (nil: no limit).
+	RateLimitSet bool
+	RateLimit    *int
+	MaxInFlight  *int
+	Ordering     *string
+}
+
+// check refuses settings out of their ranges, with the API's words.
+func (ch SubscriptionChange) check() error {
+	switch {
+	case ch.RateLimitSet && ch.RateLimit != nil && (*ch.RateLimit < 1 || *ch.RateLimit > 1000):
+		return domain.Errorf(domain.EINVALID, "rate_limit_per_second must be 1 to 1000, or null for no limit")
+	case ch.MaxInFlight != nil && (*ch.MaxInFlight < 1 || *ch.MaxInFlight > 100):
+		return domain.Errorf(domain.EINVALID, "max_in_flight must be 1 to 100")
+	case ch.Ordering != nil && *ch.Ordering != OrderingNone && *ch.Ordering != OrderingPerEntity:
+		return domain.Errorf(domain.EINVALID, "ordering must be none or per_entity")
+	}
+	return nil
 }
 
 // checkEventTypes refuses unknown event types.
@@ -56,11 +75,17 @@ func (d *DB) UpdateSubscription(ctx context.Context, orgID, id uuid.UUID, ch Sub
 	if ch.URL != nil && len(*ch.URL) > 2000 {
 		return Subscription{}, domain.Errorf(domain.EINVALID, "the URL is longer than 2000 characters")
 	}
+	if err := ch.check(); err != nil {
+		return Subscription{}, err
+	}
 	s, err := scanSubscription(d.pool.QueryRow(ctx, `
 		UPDATE webhook_subscriptions SET url = coalesce($3, url), event_types = coalesce($4, event_types),
-		       active = coalesce($5, active), updated_at = now()
-		WHERE org_id = $1 AND id = $2 RETURNING `+subscriptionColumns, orgID, id, ch.URL, ch.EventTypes, ch.Active))
-	return s, notFound(err, "subscription")
+		       active = coalesce($5, active),
+		       rate_limit_per_second = CASE WHEN $6 THEN $7 ELSE rate_limit_per_second END,
+		       max_in_flight = coalesce($8, max_in_flight), ordering = coalesce($9, ordering), updated_at = now()
+		WHERE org_id = $1 AND id = $2 RETURNING `+subscriptionColumns, orgID, id, ch.URL, ch.EventTypes, ch.Active,
+		ch.RateLimitSet, ch.RateLimit, ch.MaxInFlight, ch.Ordering))
+	return d.oneWithBacklog(ctx, s, notFound(err, "subscription"))
 }
 
 // DeleteSubscription removes one of the organisation's subscriptions with
@@ -88,16 +113,15 @@ type RotatedSecret struct {
 func (d *DB) RotateSubscriptionSecret(ctx context.Context, sealer *secrets.Sealer, orgID, id uuid.UUID) (RotatedSecret, error) {
 	out := RotatedSecret{Secret: secrets.NewSigningSecret()}
 	var expires time.Time
-	err := d.pool.QueryRow(ctx, `
+	s, err := scanSubscriptionWith(d.pool.QueryRow(ctx, `
 		UPDATE webhook_subscriptions SET previous_secret_sealed = secret_sealed, secret_sealed = $3,
 		       previous_secret_expires_at = now() + make_interval(secs => $4), updated_at = now()
 		WHERE org_id = $1 AND id = $2
 		RETURNING `+subscriptionColumns+`, previous_secret_expires_at`,
-		orgID, id, sealer.Seal(out.Secret, sealedAt(subscriptionSecrets, id)), domain.SecretRotationOverlap.Seconds()).Scan(
-		&out.ID, &out.OrgID, &out.URL, &out.EventTypes, &out.Active, &out.CreatedAt,
-		&out.ConsecutiveFailures, &out.FailingSince, &out.LastFailureStatus, &out.LastFailureError, &expires)
+		orgID, id, sealer.Seal(out.Secret, sealedAt(subscriptionSecrets, id)), domain.SecretRotationOverlap.Seconds()), &expires)
+	out.Subscription, err = d.oneWithBacklog(ctx, s, notFound(err, "subscription"))
 	out.PreviousExpiresAt = domain.NewTimestamp(expires)
-	return out, notFound(err, "subscription")
+	return out, err
 }
 
 // DeliveryListFilter narrows the organisation's delivery list.

@@ -23,7 +23,36 @@ type Subscription struct {
 	EventTypes []string         `json:"events"`
 	Active     bool             `json:"active"`
 	CreatedAt  domain.Timestamp `json:"created_at"`
+	SubscriptionSettings
+	// State is healthy, or failing (FailingSince says since when).
+	State string `json:"state" enum:"healthy,failing" doc:"failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success."`
+	// Backlog counts its deliveries not delivered yet.
+	Backlog DeliveryBacklog `json:"backlog"`
 	SubscriptionHealth
+}
+
+// SubscriptionSettings say how a subscription's deliveries go to its
+// receiver (docs/webhooks.md#delivery-controls).
+type SubscriptionSettings struct {
+	RateLimitPerSecond *int   `json:"rate_limit_per_second" minimum:"1" maximum:"1000" doc:"At most this many deliveries start in any one second, across all workers (a first attempt, a held delivery's release, a probe; a nightly retry or a resend goes at once); null for no limit."`
+	MaxInFlight        int    `json:"max_in_flight" minimum:"1" maximum:"100" doc:"At most this many first attempts, releases and probes run at once."`
+	Ordering           string `json:"ordering" enum:"none,per_entity" doc:"per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order."`
+}
+
+// The subscription states and orderings.
+const (
+	SubscriptionHealthy = "healthy"
+	SubscriptionFailing = "failing"
+	OrderingNone        = "none"
+	OrderingPerEntity   = "per_entity"
+)
+
+// DeliveryBacklog is a subscription's deliveries not delivered yet, by
+// status.
+type DeliveryBacklog struct {
+	Pending int `json:"pending" doc:"Not attempted yet (waiting for their turn, their rate or their entity)."`
+	Failed  int `json:"failed" doc:"Failed, waiting for their next retry."`
+	Held    int `json:"held" doc:"Held while the subscription is failing, with no attempt spent."`
 }
 
 // SubscriptionHealth is how a subscription's receiver is doing
@@ -36,13 +65,68 @@ type SubscriptionHealth struct {
 }
 
 const subscriptionColumns = `id, org_id, url, event_types, active, created_at,
-	consecutive_failures, failing_since, last_failure_status, last_failure_error`
+	consecutive_failures, failing_since, last_failure_status, last_failure_error,
+	rate_limit_per_second, max_in_flight, ordering`
 
-func scanSubscription(row pgx.Row) (Subscription, error) {
+func scanSubscription(row pgx.Row) (Subscription, error) { return scanSubscriptionWith(row) }
+
+// scanSubscriptionWith scans subscriptionColumns and then extra.
+func scanSubscriptionWith(row pgx.Row, extra ...any) (Subscription, error) {
 	var s Subscription
-	err := row.Scan(&s.ID, &s.OrgID, &s.URL, &s.EventTypes, &s.Active, &s.CreatedAt,
-		&s.ConsecutiveFailures, &s.FailingSince, &s.LastFailureStatus, &s.LastFailureError)
+	err := row.Scan(append([]any{&s.ID, &s.OrgID, &s.URL, &s.EventTypes, &s.Active, &s.CreatedAt,
+		&s.ConsecutiveFailures, &s.FailingSince, &s.LastFailureStatus, &s.LastFailureError,
+		&s.RateLimitPerSecond, &s.MaxInFlight, &s.Ordering}, extra...)...)
+	s.State = SubscriptionHealthy
+	if s.FailingSince != nil {
+		s.State = SubscriptionFailing
+	}
 	return s, err
+}
+
+// withBacklog fills in the backlog of the organisation's subscriptions
+// list, in one statement (an index holds the deliveries not delivered).
+func (d *DB) withBacklog(ctx context.Context, orgID uuid.UUID, list []Subscription, err error) ([]Subscription, error) {
+	if err != nil || len(list) == 0 {
+		return list, err
+	}
+	ids := make([]uuid.UUID, len(list))
+	at := make(map[uuid.UUID]*DeliveryBacklog, len(list))
+	for i := range list {
+		ids[i] = list[i].ID
+		at[list[i].ID] = &list[i].Backlog
+	}
+	rows, err := d.pool.Query(ctx, `
+		SELECT subscription_id, status, count(*) FROM webhook_deliveries
+		WHERE org_id = $1 AND subscription_id = ANY ($2) AND status IN ('pending', 'failed', 'held')
+		GROUP BY subscription_id, status`, orgID, ids)
+	if err != nil {
+		return list, err
+	}
+	var sub uuid.UUID
+	var status string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&sub, &status, &n}, func() error {
+		b := at[sub]
+		switch domain.WebhookStatus(status) {
+		case domain.WebhookPending:
+			b.Pending = n
+		case domain.WebhookFailed:
+			b.Failed = n
+		case domain.WebhookHeld:
+			b.Held = n
+		}
+		return nil
+	})
+	return list, err
+}
+
+// oneWithBacklog is withBacklog of one subscription.
+func (d *DB) oneWithBacklog(ctx context.Context, s Subscription, err error) (Subscription, error) {
+	if err != nil {
+		return s, err
+	}
+	list, err := d.withBacklog(ctx, s.OrgID, []Subscription{s}, nil)
+	return list[0], err
 }
 
 // NewSubscription is what adding a subscription takes. An empty EventTypes
@@ -51,6 +135,11 @@ type NewSubscription struct {
 	OrgID      uuid.UUID
 	URL        string
 	EventTypes []string
+	// The settings; nil leaves each at its default (no rate limit, 10 in
+	// flight, no ordering).
+	RateLimit   *int
+	MaxInFlight *int
+	Ordering    *string
 }
 
 // CreatedSubscription is a new subscription with its secret, which is never
@@ -71,6 +160,9 @@ func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in 
 	if len(in.URL) > 2000 {
 		return CreatedSubscription{}, domain.Errorf(domain.EINVALID, "the URL is longer than 2000 characters")
 	}
+	if err := (SubscriptionChange{RateLimitSet: true, RateLimit: in.RateLimit, MaxInFlight: in.MaxInFlight, Ordering: in.Ordering}).check(); err != nil {
+		return CreatedSubscription{}, err
+	}
 	if _, err := d.Organisation(ctx, in.OrgID); err != nil {
 		return CreatedSubscription{}, err
 	}
@@ -79,9 +171,9 @@ func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in 
 	}
 	secret, id := secrets.NewSigningSecret(), NewID()
 	s, err := scanSubscription(d.pool.QueryRow(ctx, `
-		INSERT INTO webhook_subscriptions (id, org_id, url, event_types, secret_sealed)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+subscriptionColumns,
-		id, in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret, sealedAt(subscriptionSecrets, id))))
+		INSERT INTO webhook_subscriptions (id, org_id, url, event_types, secret_sealed, rate_limit_per_second, max_in_flight, ordering)
+		VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, 10), coalesce($8, 'none')) RETURNING `+subscriptionColumns,
+		id, in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret, sealedAt(subscriptionSecrets, id)), in.RateLimit, in.MaxInFlight, in.Ordering))
 	return CreatedSubscription{Subscription: s, Secret: secret}, err
 }
 
@@ -92,7 +184,7 @@ func (d *DB) SetSubscriptionActive(ctx context.Context, orgID, id uuid.UUID, act
 	s, err := scanSubscription(d.pool.QueryRow(ctx, `
 		UPDATE webhook_subscriptions SET active = $3, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING `+subscriptionColumns,
 		orgID, id, active))
-	return s, notFound(err, "subscription")
+	return d.oneWithBacklog(ctx, s, notFound(err, "subscription"))
 }
 
 // ListSubscriptions lists an organisation's subscriptions, newest first.
@@ -105,7 +197,8 @@ func (d *DB) ListSubscriptions(ctx context.Context, orgID uuid.UUID) ([]Subscrip
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Subscription, error) { return scanSubscription(r) })
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Subscription, error) { return scanSubscription(r) })
+	return d.withBacklog(ctx, orgID, list, err)
 }
 
 // ---- the outbox relay
@@ -114,7 +207,8 @@ func (d *DB) ListSubscriptions(ctx context.Context, orgID uuid.UUID) ([]Subscrip
 // skipping those another relay holds), creates one delivery per matching
 // active subscription (an operational event only for those that name it,
 // never for the subscription it concerns), and marks the events relayed,
-// in one transaction. It
+// in one transaction. Deliveries are made in event order (their ids
+// follow it), the order a relay admits them in. It
 // returns how many events it took; their deliveries wait in
 // UnstartedWebhookDeliveries for their workflows.
 func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
@@ -122,24 +216,27 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			WITH ev AS (
-				SELECT id, org_id, type, data FROM events WHERE relayed_at IS NULL
+				SELECT id, org_id, type, data, entity_type, entity_id, created_at FROM events WHERE relayed_at IS NULL
 				ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
 			)
-			SELECT ev.id, ev.org_id, s.id
+			SELECT ev.id, ev.org_id, s.id, ev.entity_type || ':' || ev.entity_id
 			FROM ev LEFT JOIN webhook_subscriptions s
 			  ON s.org_id = ev.org_id AND s.active
 			 AND (ev.type = ANY (s.event_types) OR (cardinality(s.event_types) = 0 AND NOT ev.type = ANY ($2::text[])))
-			 AND s.id IS DISTINCT FROM (CASE WHEN ev.type = ANY ($2::text[]) THEN (ev.data->>'subscription_id')::uuid END)`,
+			 AND s.id IS DISTINCT FROM (CASE WHEN ev.type = ANY ($2::text[]) THEN (ev.data->>'subscription_id')::uuid END)
+			ORDER BY ev.created_at, ev.id`,
 			limit, domain.OperationalEventTypes)
 		if err != nil {
 			return err
 		}
 		var events, ids, orgs, evIDs, subs []uuid.UUID
+		var entities []*string
 		seen := map[uuid.UUID]bool{}
 		for rows.Next() {
 			var ev, org uuid.UUID
 			var sub *uuid.UUID
-			if err := rows.Scan(&ev, &org, &sub); err != nil {
+			var entity *string
+			if err := rows.Scan(&ev, &org, &sub, &entity); err != nil {
 				rows.Close()
 				return err
 			}
@@ -149,6 +246,7 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 			}
 			if sub != nil {
 				ids, orgs, evIDs, subs = append(ids, NewID()), append(orgs, org), append(evIDs, ev), append(subs, *sub)
+				entities = append(entities, entity)
 			}
 		}
 		if err := rows.Err(); err != nil {
@@ -160,9 +258,9 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 		}
 		if len(ids) > 0 {
 			if _, err := tx.Exec(ctx, `
-				INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id)
-				SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[])
-				ON CONFLICT (event_id, subscription_id) DO NOTHING`, ids, orgs, evIDs, subs); err != nil {
+				INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id, entity)
+				SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[])
+				ON CONFLICT (event_id, subscription_id) DO NOTHING`, ids, orgs, evIDs, subs, entities); err != nil {
 				return err
 			}
 		}
@@ -207,36 +305,6 @@ func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]domai
 // deliveries: starts and wakes are idempotent, so nothing doubles.
 const ClaimLease = 10 * time.Second
 
-// ClaimWebhookDeliveries claims up to limit deliveries whose workflow has
-// not been started (oldest first) for ClaimLease, in a transaction that
-// commits before it returns: two relays never hold the same delivery, and
-// none holds a transaction open while it starts workflows. The caller marks
-// the ones it started (MarkWebhookDeliveriesStarted) and releases the rest
-// (ReleaseWebhookDeliveries).
-func (d *DB) ClaimWebhookDeliveries(ctx context.Context, limit int) ([]domain.WebhookDeliveryRef, error) {
-	var refs []domain.WebhookDeliveryRef
-	err := d.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, unstartedDeliveries, limit)
-		if err != nil {
-			return err
-		}
-		if refs, err = pgx.CollectRows(rows, scanDeliveryRef); err != nil || len(refs) == 0 {
-			return err
-		}
-		ids := make([]uuid.UUID, len(refs))
-		for i, r := range refs {
-			ids[i] = r.ID
-		}
-		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET start_claimed_until = now() + make_interval(secs => $2)
-			WHERE id = ANY ($1)`, ids, ClaimLease.Seconds())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return refs, nil
-}
-
 // MarkWebhookDeliveriesStarted records that the deliveries' workflows
 // exist (which ends any claim on them).
 func (d *DB) MarkWebhookDeliveriesStarted(ctx context.Context, ids []uuid.UUID) error {
@@ -254,8 +322,10 @@ func (d *DB) ReleaseWebhookDeliveries(ctx context.Context, ids []uuid.UUID) erro
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := d.pool.Exec(ctx, `UPDATE webhook_deliveries SET start_claimed_until = NULL
-		WHERE id = ANY ($1) AND workflow_started_at IS NULL`, ids)
+	_, err := d.pool.Exec(ctx, `
+		WITH released AS (UPDATE webhook_deliveries SET start_claimed_until = NULL
+		                  WHERE id = ANY ($1) AND workflow_started_at IS NULL RETURNING org_id, id)
+		DELETE FROM webhook_in_flight f USING released r WHERE f.org_id = r.org_id AND f.delivery_id = r.id`, ids)
 	return err
 }
 
@@ -373,6 +443,10 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 		if err != nil {
 			return err
 		}
+		probe, err := releaseInFlight(ctx, tx, a.OrgID, a.DeliveryID)
+		if err != nil {
+			return err
+		}
 		if !first {
 			err := tx.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`,
 				a.OrgID, d.SubscriptionID).Scan(&failing)
@@ -386,17 +460,20 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 				return err
 			}
 		}
-		failing, err = subscriptionAttempt(ctx, tx, a, d.SubscriptionID)
+		failing, err = subscriptionAttempt(ctx, tx, a, d.SubscriptionID, probe)
 		return err
 	})
 	return failing, err
 }
 
 // subscriptionAttempt counts an attempt in its subscription's run of
-// failures: the fifth failure in a row makes the subscription failing and
-// emits webhook.subscription.failing; a success ends the run, and after a
-// failing spell emits webhook.subscription.recovered.
-func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID) (failing bool, err error) {
+// failures: the fifth failure in a row makes the subscription failing,
+// with its first probe due ProbeFirst later, and emits
+// webhook.subscription.failing; a probe that fails doubles the wait for
+// the next, up to ProbeMax. A success ends the run, and after a failing
+// spell emits webhook.subscription.recovered (which wakes the relays: the
+// held deliveries go again).
+func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID, probe bool) (failing bool, err error) {
 	succeeded := a.Status == domain.WebhookSucceeded
 	var url string
 	var failures int
@@ -410,10 +487,19 @@ func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord,
 			last_failure_error = CASE WHEN $3 THEN s.last_failure_error ELSE $5 END,
 			failing_since = CASE WHEN $3 THEN NULL
 			                     WHEN s.failing_since IS NULL AND s.consecutive_failures + 1 >= $6 THEN now()
-			                     ELSE s.failing_since END
+			                     ELSE s.failing_since END,
+			probe_interval_seconds = CASE WHEN $3 THEN NULL
+			                     WHEN s.failing_since IS NULL AND s.consecutive_failures + 1 >= $6 THEN $8
+			                     WHEN s.failing_since IS NOT NULL AND $7 THEN least(coalesce(s.probe_interval_seconds, $8) * 2, $9)
+			                     ELSE s.probe_interval_seconds END,
+			probe_at = CASE WHEN $3 THEN NULL
+			                WHEN s.failing_since IS NULL AND s.consecutive_failures + 1 >= $6 THEN now() + make_interval(secs => $8)
+			                WHEN s.failing_since IS NOT NULL AND $7 THEN now() + make_interval(secs => least(coalesce(s.probe_interval_seconds, $8) * 2, $9))
+			                ELSE s.probe_at END
 		FROM old WHERE s.org_id = $1 AND s.id = old.id
 		RETURNING s.url, s.consecutive_failures, s.failing_since, old.failing_since`,
-		a.OrgID, subscriptionID, succeeded, a.StatusCode, a.Error, domain.SubscriptionFailingAfter).Scan(&url, &failures, &since, &was)
+		a.OrgID, subscriptionID, succeeded, a.StatusCode, a.Error, domain.SubscriptionFailingAfter, probe,
+		int(ProbeFirst.Seconds()), int(ProbeMax.Seconds())).Scan(&url, &failures, &since, &was)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A success of a healthy subscription (the common case: it changes
 		// nothing, and takes no lock that deliveries to the subscription
@@ -441,10 +527,15 @@ func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord,
 // EndWebhookDelivery ends a delivery without an attempt (its subscription was
 // disabled): exhausted, with the reason.
 func (d *DB) EndWebhookDelivery(ctx context.Context, orgID, deliveryID uuid.UUID, reason string) error {
-	_, err := d.pool.Exec(ctx, `
-		UPDATE webhook_deliveries SET status = 'exhausted', last_error = $3, next_attempt_at = NULL, updated_at = now()
-		WHERE org_id = $1 AND id = $2`, orgID, deliveryID, reason)
-	return err
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			UPDATE webhook_deliveries SET status = 'exhausted', last_error = $3, next_attempt_at = NULL, updated_at = now()
+			WHERE org_id = $1 AND id = $2`, orgID, deliveryID, reason); err != nil {
+			return err
+		}
+		_, err := releaseInFlight(ctx, tx, orgID, deliveryID)
+		return err
+	})
 }
 
 // ---- support

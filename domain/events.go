@@ -56,6 +56,8 @@ const (
 type Event struct {
 	Type string
 	Data any
+	// Entity is what the event is about (its data's Entity).
+	Entity Entity
 }
 
 // EventKind is an event type whose data is a D.
@@ -66,7 +68,13 @@ type EventKind[D any] struct {
 }
 
 // New is an event of this kind with data d.
-func (k EventKind[D]) New(d D) Event { return Event{Type: k.Type, Data: d} }
+func (k EventKind[D]) New(d D) Event {
+	e := Event{Type: k.Type, Data: d}
+	if n, ok := any(d).(entityNamer); ok {
+		e.Entity = n.Entity()
+	}
+	return e
+}
 
 // Doc is the kind's entry in the catalogue.
 func (k EventKind[D]) Doc() EventDoc {

@@ -3,8 +3,11 @@ package domain
 import (
 	"flag"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated parts of the docs")
@@ -54,5 +57,22 @@ func TestEventCatalogueNamesEachTypeOnce(t *testing.T) {
 	}
 	if len(EventTypes) != len(EventCatalogue) {
 		t.Fatalf("%d event types for %d catalogue entries", len(EventTypes), len(EventCatalogue))
+	}
+}
+
+// Every event type's data names the entity it is about, and New carries it.
+func TestEveryEventNamesItsEntity(t *testing.T) {
+	namer := reflect.TypeFor[entityNamer]()
+	for _, e := range EventCatalogue {
+		if !e.Data.Implements(namer) {
+			t.Errorf("%s: its data %s names no entity", e.Type, e.Data)
+		}
+	}
+	id := uuid.New()
+	if e := OrderInvoiceRecorded.New(OrderInvoiceRecordedData{OrderID: id}); e.Entity != (Entity{EntityOrder, id.String()}) {
+		t.Fatalf("an invoice recorded on an order is about %+v, want the order", e.Entity)
+	}
+	if e := StockMovementCreated.New(StockMovement{ID: uuid.New(), LineID: id}); e.Entity.Key() != "stock_line:"+id.String() {
+		t.Fatalf("a stock movement is about %+v, want its stock line", e.Entity)
 	}
 }

@@ -315,6 +315,9 @@ type WebhookDeliveryRef struct {
 	// TraceParent is the span that wrote the event (nil when it was not
 	// traced): the delivery's workflow starts in its trace.
 	TraceParent *string
+	// NotBefore, when set, is the start slot its subscription's rate gave
+	// the delivery: its workflow starts then.
+	NotBefore time.Time
 }
 
 // ReplayBatchInput names a bulk replay to carry out.

@@ -16,6 +16,8 @@ const (
 	WebhookSucceeded WebhookStatus = "succeeded" // a 2xx answer within 10 s
 	WebhookFailed    WebhookStatus = "failed"    // waiting for the nightly retry
 	WebhookExhausted WebhookStatus = "exhausted" // 5 attempts failed, the subscription was disabled, or its secret cannot be opened
+	WebhookHeld      WebhookStatus = "held"      // waiting, with no attempt spent, while its subscription is failing
+	WebhookSkipped   WebhookStatus = "skipped"   // support let its entity's later deliveries go before it
 )
 
 // SecretUnopenable is the type of the non-retryable error that ends a
@@ -35,7 +37,7 @@ func PreviousSecretSigns(expiresAt *time.Time, now time.Time) bool {
 }
 
 // WebhookStatuses lists the delivery statuses.
-var WebhookStatuses = []WebhookStatus{WebhookPending, WebhookSucceeded, WebhookFailed, WebhookExhausted}
+var WebhookStatuses = []WebhookStatus{WebhookPending, WebhookSucceeded, WebhookFailed, WebhookExhausted, WebhookHeld, WebhookSkipped}
 
 // MaxWebhookAttempts is how many times a delivery is tried on its own;
 // support may resend beyond it.

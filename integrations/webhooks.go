@@ -13,16 +13,19 @@ import (
 
 // CreateSubscription subscribes a URL to the organisation's events; the
 // answer carries the secret, which is never readable again.
-func (m *Service) CreateSubscription(ctx context.Context, actor Actor, orgID uuid.UUID, rawURL string, events []string) (db.CreatedSubscription, error) {
-	u, err := outbound.CheckURL(ctx, rawURL, m.Targets)
+// in.URL is checked here (outbound.CheckURL).
+func (m *Service) CreateSubscription(ctx context.Context, actor Actor, in db.NewSubscription) (db.CreatedSubscription, error) {
+	u, err := outbound.CheckURL(ctx, in.URL, m.Targets)
 	if err != nil {
 		return db.CreatedSubscription{}, domain.Errorf(domain.EINVALID, "url: %v", err)
 	}
-	s, err := m.DB.CreateSubscription(ctx, m.Sealer, db.NewSubscription{OrgID: orgID, URL: u.String(), EventTypes: events})
+	in.URL = u.String()
+	s, err := m.DB.CreateSubscription(ctx, m.Sealer, in)
 	if err != nil {
 		return s, err
 	}
-	m.audit(ctx, actor, orgID, "subscription.create", "subscription", s.ID, map[string]any{"url": outbound.Origin(s.URL), "events": s.EventTypes})
+	m.audit(ctx, actor, in.OrgID, "subscription.create", "subscription", s.ID, map[string]any{"url": outbound.Origin(s.URL), "events": s.EventTypes,
+		"rate_limit_per_second": s.RateLimitPerSecond, "max_in_flight": s.MaxInFlight, "ordering": s.Ordering})
 	return s, nil
 }
 
@@ -49,6 +52,15 @@ func (m *Service) UpdateSubscription(ctx context.Context, actor Actor, orgID, id
 	}
 	if ch.Active != nil {
 		detail["active"] = *ch.Active
+	}
+	if ch.RateLimitSet {
+		detail["rate_limit_per_second"] = ch.RateLimit
+	}
+	if ch.MaxInFlight != nil {
+		detail["max_in_flight"] = *ch.MaxInFlight
+	}
+	if ch.Ordering != nil {
+		detail["ordering"] = *ch.Ordering
 	}
 	m.audit(ctx, actor, orgID, "subscription.update", "subscription", id, detail)
 	return s, nil

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/app/cli"
@@ -193,4 +195,26 @@ func (f *inboundFixture) count(sql string, args ...any) int {
 		f.T.Fatalf("%s: %v", sql, err)
 	}
 	return n
+}
+
+// column reads one text column of many rows ($1 is the organisation).
+func (f *inboundFixture) column(sql string, args ...any) []string {
+	f.T.Helper()
+	rows, err := f.DB.Pool().Query(context.Background(), sql, append([]any{f.org.ID}, args...)...)
+	if err != nil {
+		f.T.Fatalf("%s: %v", sql, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		f.T.Fatalf("%s: %v", sql, err)
+	}
+	return out
+}
+
+// exec runs a statement ($1 is the organisation).
+func (f *inboundFixture) exec(sql string, args ...any) {
+	f.T.Helper()
+	if _, err := f.DB.Pool().Exec(context.Background(), sql, append([]any{f.org.ID}, args...)...); err != nil {
+		f.T.Fatalf("%s: %v", sql, err)
+	}
 }

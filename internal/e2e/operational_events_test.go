@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/worker"
 
+	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -39,11 +43,14 @@ func (rc *receiver) lastData(typ string) map[string]any {
 
 // A receiver that is down: after its fifth failed attempt in a row a
 // second subscription that asked for it hears webhook.subscription.failing,
-// once; each delivery whose last attempt fails is webhook.delivery.exhausted;
-// ten failing posts on an endpoint within 15 minutes are
-// inbound.endpoint.failing; the receiver's first success is
-// webhook.subscription.recovered. A subscription to every event type hears
-// none of them, and the failing subscription none about itself.
+// once, and later deliveries are held, with no attempt spent; each
+// delivery whose last attempt fails is webhook.delivery.exhausted; ten
+// failing posts on an endpoint within 15 minutes are
+// inbound.endpoint.failing. Up again, the probe (the oldest held delivery)
+// succeeds: webhook.subscription.recovered, and every held delivery arrives
+// once, oldest first, as attempt 1, at the subscription's rate. A
+// subscription to every event type hears none of the operational events,
+// and the failing subscription none about itself.
 func TestOperationalEventsReachTheSubscriptionsThatAskForThem(t *testing.T) {
 	f := newInbound(t)
 	// Nightly retries a second apart: a delivery is exhausted in seconds.
@@ -60,6 +67,10 @@ func TestOperationalEventsReachTheSubscriptionsThatAskForThem(t *testing.T) {
 		}
 	})
 	downSub := down.subscribe(f, domain.EventInboundReceiptFailed, domain.EventSubscriptionFailing, domain.EventSubscriptionRecovered)
+	rate := 5
+	if _, err := f.DB.UpdateSubscription(context.Background(), f.org.ID, downSub.ID, db.SubscriptionChange{RateLimitSet: true, RateLimit: &rate}); err != nil {
+		t.Fatal(err)
+	}
 	watcher := newReceiver(t, nil)
 	watcher.subscribe(f, domain.EventSubscriptionFailing, domain.EventSubscriptionRecovered, domain.EventDeliveryExhausted,
 		domain.EventEndpointFailing)
@@ -67,36 +78,63 @@ func TestOperationalEventsReachTheSubscriptionsThatAskForThem(t *testing.T) {
 	everything.subscribe(f)
 
 	url, epID, _ := f.endpoint(domain.ActionERPOrderStatus, false)
-	for range 10 {
-		if a := f.post(url, `{"order_ref": "SO-1"}`); a.status != http.StatusBadRequest {
-			t.Fatalf("a post without its status: %d %s", a.status, a.raw)
+	post := func(n int) {
+		t.Helper()
+		for range n {
+			if a := f.post(url, `{"order_ref": "SO-1"}`); a.status != http.StatusBadRequest {
+				t.Fatalf("a post without its status: %d %s", a.status, a.raw)
+			}
 		}
 	}
-	f.eventuallyWithin(60*time.Second, "the watcher hears the endpoint failing, the subscription failing and a delivery exhausted", func() bool {
-		got := watcher.types()
-		return got[domain.EventEndpointFailing] == 1 && got[domain.EventSubscriptionFailing] == 1 && got[domain.EventDeliveryExhausted] >= 1
+	post(5)
+	f.eventuallyWithin(60*time.Second, "the watcher hears the subscription failing", func() bool {
+		return watcher.types()[domain.EventSubscriptionFailing] == 1
 	})
 	if d := watcher.lastData(domain.EventSubscriptionFailing); d["subscription_id"] != downSub.ID.String() ||
 		d["consecutive_failures"] != float64(domain.SubscriptionFailingAfter) || d["last_status"] != float64(503) {
 		t.Fatalf("webhook.subscription.failing data %v", d)
 	}
+	// Failing: the next five deliveries are held, and spend no attempt.
+	post(5)
+	f.eventuallyWithin(60*time.Second, "the endpoint failing, the five attempted deliveries exhausted, five held", func() bool {
+		got := watcher.types()
+		return got[domain.EventEndpointFailing] == 1 && got[domain.EventDeliveryExhausted] == 5 &&
+			f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'held' AND attempts = 0`,
+				downSub.ID) == 5
+	})
 	if d := watcher.lastData(domain.EventEndpointFailing); d["endpoint_id"] != epID || d["failed_posts"] != float64(10) {
 		t.Fatalf("inbound.endpoint.failing data %v", d)
 	}
-	// Every delivery to the receiver exhausted: one event each.
-	f.eventuallyWithin(60*time.Second, "all ten deliveries exhausted", func() bool {
-		return f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'exhausted'`,
-			downSub.ID) == 10 && watcher.types()[domain.EventDeliveryExhausted] == 10
-	})
-
-	// Up again: the next delivery succeeds, and the watcher hears it.
-	up.Store(true)
-	if a := f.post(url, `{"order_ref": "SO-1"}`); a.status != http.StatusBadRequest {
-		t.Fatalf("a post without its status: %d %s", a.status, a.raw)
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'exhausted'`, downSub.ID); n != 5 {
+		t.Fatalf("%d deliveries exhausted, want the 5 attempted", n)
 	}
-	f.eventually("the watcher hears the subscription recovered", func() bool {
-		return watcher.types()[domain.EventSubscriptionRecovered] == 1
+	held := f.column(`SELECT e.id::text FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.status = 'held' ORDER BY e.created_at, e.id`, downSub.ID)
+
+	// Up again. The probe is due a minute after the subscription became
+	// failing; the test brings it forward rather than wait.
+	up.Store(true)
+	before := down.count()
+	f.exec(`UPDATE webhook_subscriptions SET probe_at = now() WHERE org_id = $1 AND id = $2`, downSub.ID)
+	f.eventually("the watcher hears the subscription recovered, and every held delivery arrives", func() bool {
+		return watcher.types()[domain.EventSubscriptionRecovered] == 1 && down.count()-before == len(held)
 	})
+	down.mu.Lock()
+	arrived := slices.Clone(down.deliveries[before:])
+	down.mu.Unlock()
+	for i, d := range arrived {
+		t.Logf("arrival %d: %s at %s; held %s", i, d.envelope.ID, d.at.Format("15:04:05.000"), held[i])
+	}
+	for i, d := range arrived {
+		if d.envelope.ID.String() != held[i] || d.header.Get(activities.HeaderAttempt) != "1" {
+			t.Fatalf("arrival %d: event %s attempt %s; want %s (held deliveries oldest first), attempt 1",
+				i, d.envelope.ID, d.header.Get(activities.HeaderAttempt), held[i])
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'succeeded' AND attempts = 1`,
+		downSub.ID); n != len(held) {
+		t.Fatalf("%d held deliveries succeeded at attempt 1, want %d", n, len(held))
+	}
 	if d := watcher.lastData(domain.EventSubscriptionRecovered); d["subscription_id"] != downSub.ID.String() || d["failing_since"] == nil {
 		t.Fatalf("webhook.subscription.recovered data %v", d)
 	}

@@ -34,6 +34,8 @@ type receiver struct {
 }
 
 type delivered struct {
+	// at is when the request arrived.
+	at       time.Time
 	header   http.Header
 	envelope db.Envelope
 	verified error
@@ -45,7 +47,7 @@ func newReceiver(t *testing.T, answer func(w http.ResponseWriter, r *http.Reques
 	rc := &receiver{t: t, answer: answer, got: make(chan delivered, 100)}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		d := delivered{header: r.Header.Clone()}
+		d := delivered{header: r.Header.Clone(), at: time.Now()}
 		rc.mu.Lock()
 		d.verified = signature.Verify(r.Header.Get(signature.Header), rc.secret, body, time.Now(), signature.DefaultTolerance)
 		d.standard = verifyStandard(rc.secret, body, r.Header)

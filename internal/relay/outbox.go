@@ -35,6 +35,9 @@ type Outbox struct {
 	Sweep time.Duration
 	// Starts is how many workflow starts run at once (8 when zero).
 	Starts int
+
+	// pacing holds the starts waiting for their slots (pace).
+	pacing sync.WaitGroup
 }
 
 // batch is how many events or deliveries one round takes.
@@ -76,6 +79,7 @@ func (o *Outbox) Run(ctx context.Context) {
 		}
 	})
 	<-done
+	o.pacing.Wait()
 }
 
 // Drain relays every waiting event and starts every waiting delivery, and
@@ -94,10 +98,12 @@ func (o *Outbox) Drain(ctx context.Context) (int, error) {
 	for {
 		// Claimed in a transaction of its own, which has committed: the
 		// workflows start outside it.
-		refs, err := o.DB.ClaimWebhookDeliveries(ctx, batch)
-		if err != nil || len(refs) == 0 {
+		claimed, err := o.DB.ClaimWebhookDeliveries(ctx, batch)
+		if err != nil || len(claimed) == 0 {
 			return started, err
 		}
+		refs, later := due(claimed, time.Now())
+		o.pace(ctx, later)
 		ok, startErr := o.start(ctx, refs)
 		bg := context.WithoutCancel(ctx)
 		if err := o.DB.MarkWebhookDeliveriesStarted(bg, ok); err != nil {
@@ -107,9 +113,52 @@ func (o *Outbox) Drain(ctx context.Context) (int, error) {
 		if startErr != nil {
 			return started, errors.Join(startErr, o.DB.ReleaseWebhookDeliveries(bg, notStarted(refs, ok)))
 		}
-		if len(refs) < batch {
+		if len(claimed) < batch {
 			return started, nil
 		}
+	}
+}
+
+// due splits refs into those to start now and those whose subscription's
+// rate gave them a later slot.
+func due(refs []domain.WebhookDeliveryRef, now time.Time) (nowRefs, later []domain.WebhookDeliveryRef) {
+	for _, r := range refs {
+		if r.NotBefore.After(now) {
+			later = append(later, r)
+		} else {
+			nowRefs = append(nowRefs, r)
+		}
+	}
+	return nowRefs, later
+}
+
+// pace starts each of refs at its slot, in the background, and marks it
+// started (or releases it, for the next round, when its start fails). Its
+// claim lasts past its slot; a relay stopped meanwhile leaves it to
+// another once the claim runs out. Starts are paced here, not by a delay
+// Temporal keeps: the server fires delayed starts a second at a time, and
+// a subscription's rate is finer than that.
+func (o *Outbox) pace(ctx context.Context, refs []domain.WebhookDeliveryRef) {
+	for _, r := range refs {
+		o.pacing.Go(func() {
+			t := time.NewTimer(time.Until(r.NotBefore))
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			bg := context.WithoutCancel(ctx)
+			ok, err := o.start(ctx, []domain.WebhookDeliveryRef{r})
+			if err == nil {
+				err = o.DB.MarkWebhookDeliveriesStarted(bg, ok)
+			} else {
+				err = errors.Join(err, o.DB.ReleaseWebhookDeliveries(bg, []uuid.UUID{r.ID}))
+			}
+			if err != nil && ctx.Err() == nil {
+				o.Log.Warn("starting a paced delivery failed; the next round takes it", zap.Stringer("delivery_id", r.ID), zap.Error(err))
+			}
+		})
 	}
 }
 

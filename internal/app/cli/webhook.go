@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ func webhookCmd() *cobra.Command {
 	cmd.AddCommand(webhookAddCmd(), webhookListCmd(),
 		webhookActiveCmd("disable", false, "Disable a subscription: no new deliveries, and waiting retries end"),
 		webhookActiveCmd("enable", true, "Enable a disabled subscription again (for events from now on)"),
-		webhookDeliveriesCmd(), webhookShowCmd(), webhookResendCmd(), webhookRotateCmd(), webhookRecoverCmd())
+		webhookSettingsCmd(), webhookDeliveriesCmd(), webhookShowCmd(), webhookResendCmd(), webhookRotateCmd(), webhookRecoverCmd())
 	return cmd
 }
 
@@ -36,6 +37,50 @@ type subscriptionJSON struct {
 
 func printSubscription(w io.Writer, s db.Subscription) {
 	fmt.Fprintf(w, "subscription\t%s\nurl\t%s\nevents\t%s\nactive\t%v\n", s.ID, s.URL, eventsText(s.EventTypes), s.Active)
+	rate := "none"
+	if s.RateLimitPerSecond != nil {
+		rate = fmt.Sprintf("%d/s", *s.RateLimitPerSecond)
+	}
+	fmt.Fprintf(w, "rate limit\t%s\nmax in flight\t%d\nordering\t%s\nstate\t%s", rate, s.MaxInFlight, s.Ordering, s.State)
+	if s.FailingSince != nil {
+		fmt.Fprintf(w, " since %s", s.FailingSince)
+	}
+	fmt.Fprintf(w, "\nbacklog\t%d pending, %d failed, %d held\n", s.Backlog.Pending, s.Backlog.Failed, s.Backlog.Held)
+}
+
+// webhookSettingsCmd changes how a subscription's deliveries go to its
+// receiver; flags not given stay as they are.
+func webhookSettingsCmd() *cobra.Command {
+	var rate string
+	var inFlight int
+	var ordering string
+	var cmd *cobra.Command
+	set := func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (db.Subscription, error) {
+		var ch db.SubscriptionChange
+		if cmd.Flags().Changed("rate") {
+			ch.RateLimitSet = true
+			if rate != "none" {
+				n, err := strconv.Atoi(rate)
+				if err != nil {
+					return db.Subscription{}, usagef("--rate: %q is not a whole number or none", rate)
+				}
+				ch.RateLimit = &n
+			}
+		}
+		if cmd.Flags().Changed("max-in-flight") {
+			ch.MaxInFlight = &inFlight
+		}
+		if cmd.Flags().Changed("ordering") {
+			ch.Ordering = &ordering
+		}
+		return operatorService(d, nil, nil, config.Load()).UpdateSubscription(ctx, operator(), orgID, id, ch)
+	}
+	cmd = orgRecordCmd("settings SUBSCRIPTION_ID", "Set a subscription's rate limit, attempts at once and ordering (docs/webhooks.md)",
+		(*db.DB).SubscriptionOrg, set, printSubscription)
+	cmd.Flags().StringVar(&rate, "rate", "none", "attempts a second at most, 1 to 1000, or none")
+	cmd.Flags().IntVar(&inFlight, "max-in-flight", 10, "attempts at once at most, 1 to 100")
+	cmd.Flags().StringVar(&ordering, "ordering", "none", "none, or per_entity: one entity's deliveries one at a time, in event order")
+	return cmd
 }
 
 func eventsText(types []string) string {
@@ -80,7 +125,7 @@ func webhookAddCmd() *cobra.Command {
 				return err
 			}
 			add := func(ctx context.Context, d *db.DB) (subscriptionJSON, error) {
-				s, err := operatorService(d, sealer, nil, cfg).CreateSubscription(ctx, operator(), orgID, url, types)
+				s, err := operatorService(d, sealer, nil, cfg).CreateSubscription(ctx, operator(), db.NewSubscription{OrgID: orgID, URL: url, EventTypes: types})
 				return subscriptionJSON{Subscription: s.Subscription, Secret: s.Secret}, err
 			}
 			return printFromDB(cmd, cfg, add, func(w io.Writer, s subscriptionJSON) {

@@ -76,6 +76,22 @@ func TestWebhookSubscriptionsThroughTheCLI(t *testing.T) {
 			t.Fatalf("webhook %s: %s", step, out)
 		}
 	}
+	// Delivery settings: flags given change, others stay; "none" lifts the
+	// rate; a value out of range is refused.
+	code, out, errOut = run(t, d.URL, "webhook", "settings", sub.ID, "--rate", "5", "--max-in-flight", "2", "--json")
+	var set map[string]any
+	mustJSON(t, out, &set)
+	if code != 0 || set["rate_limit_per_second"] != 5.0 || set["max_in_flight"] != 2.0 || set["ordering"] != "none" || set["state"] != "healthy" {
+		t.Fatalf("webhook settings: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = run(t, d.URL, "webhook", "settings", sub.ID, "--rate", "none", "--ordering", "per_entity")
+	words := strings.Join(strings.Fields(out), " ")
+	if code != 0 || !strings.Contains(words, "rate limit none max in flight 2 ordering per_entity state healthy backlog 0 pending, 0 failed, 0 held") {
+		t.Fatalf("webhook settings, table: %d %s", code, out)
+	}
+	if code, _, errOut := run(t, d.URL, "webhook", "settings", sub.ID, "--max-in-flight", "101"); code == 0 || !strings.Contains(errOut, "max_in_flight must be 1 to 100") {
+		t.Fatalf("max-in-flight 101: %d %s", code, errOut)
+	}
 	if code, _, errOut := run(t, d.URL, "webhook", "disable", uuid.NewString()); code == 0 || !strings.Contains(errOut, "not found") {
 		t.Fatalf("disable unknown: %d %s", code, errOut)
 	}

@@ -115,6 +115,7 @@ func New(d Deps) http.Handler {
 				r.Post("/webhooks", c.createSubscription)
 				r.Post("/webhooks/{id}/recover", c.recover)
 				r.Post("/webhooks/{id}/active", c.setSubscriptionActive)
+				r.Post("/webhooks/{id}/settings", c.setSubscriptionSettings)
 				r.Post("/deliveries/{id}/resend", c.resend)
 			})
 		})

@@ -499,11 +499,7 @@ func TestStaticFilesAreCompressedAndCacheable(t *testing.T) {
 func TestFailingEndpointsAndSubscriptionsSaySo(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	sealer, _ := secrets.NewSealer(make([]byte, 32))
-	sub, err := f.d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: f.org.ID, URL: "https://erp.example.com/hooks"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub := f.subscription()
 	if _, err := f.d.Pool().Exec(ctx, `UPDATE webhook_subscriptions SET failing_since = now(), consecutive_failures = 7,
 		last_failure_status = 503, last_failure_error = 'the receiver answered 503' WHERE id = $1`, sub.ID); err != nil {
 		t.Fatal(err)
@@ -523,4 +519,54 @@ func TestFailingEndpointsAndSubscriptionsSaySo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An owner sets a subscription's delivery settings on the Webhooks page;
+// the page says them, with the backlog; a setting out of its range is
+// refused and changes nothing; the change is in the audit log.
+func TestOwnerSetsASubscriptionsDeliverySettings(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sub := f.subscription()
+	owner, _ := f.signIn("owner@acme.example")
+	_, page := owner.get("/console/webhooks")
+	if !strings.Contains(page, "no rate limit · 10 at once") || !strings.Contains(page, `action="/console/webhooks/`+sub.ID.String()+`/settings"`) {
+		t.Fatalf("the webhooks page lacks the settings or their form: %s", page)
+	}
+	token := csrf(t, page)
+	path := "/console/webhooks/" + sub.ID.String() + "/settings"
+	status, page := owner.post(path, url.Values{"csrf": {token}, "rate_limit_per_second": {"5"}, "max_in_flight": {"2"}, "ordering": {"per_entity"}})
+	if status != 200 || !strings.Contains(page, "at most 5 a second, 2 at once, one at a time per entity") ||
+		!strings.Contains(page, "5/s · 2 at once · per entity, in order") {
+		t.Fatalf("set the settings: %d %s", status, page)
+	}
+	if status, page := owner.post(path, url.Values{"csrf": {token}, "rate_limit_per_second": {"0"}, "max_in_flight": {"2"}, "ordering": {"none"}}); status != 200 ||
+		!strings.Contains(page, "Refused: rate_limit_per_second must be 1 to 1000") {
+		t.Fatalf("a rate of 0: %d %s", status, page)
+	}
+	var settings string
+	if err := f.d.Pool().QueryRow(ctx, `SELECT rate_limit_per_second || ' ' || max_in_flight || ' ' || ordering FROM webhook_subscriptions WHERE id = $1`,
+		sub.ID).Scan(&settings); err != nil || settings != "5 2 per_entity" {
+		t.Fatalf("stored settings %q (%v)", settings, err)
+	}
+	// An empty rate lifts the limit.
+	if status, page := owner.post(path, url.Values{"csrf": {token}, "rate_limit_per_second": {""}, "max_in_flight": {"2"}, "ordering": {"none"}}); status != 200 ||
+		!strings.Contains(page, "no rate limit, 2 at once, in no particular order") {
+		t.Fatalf("lift the rate: %d %s", status, page)
+	}
+	entries, err := f.d.ListAudit(ctx, f.org.ID, db.Page{Limit: 10})
+	if err != nil || len(entries) != 2 || entries[0].Action != "subscription.update" {
+		t.Fatalf("audit %+v %v, want the two updates", entries, err)
+	}
+}
+
+// subscription subscribes https://erp.example.com/hooks to every event.
+func (f *fixture) subscription() db.CreatedSubscription {
+	f.t.Helper()
+	sealer, _ := secrets.NewSealer(make([]byte, 32))
+	sub, err := f.d.CreateSubscription(context.Background(), sealer, db.NewSubscription{OrgID: f.org.ID, URL: "https://erp.example.com/hooks"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sub
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -712,7 +713,8 @@ func (c *console) createSubscription(w http.ResponseWriter, r *http.Request) {
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
 	}
-	s, err := c.Service.CreateSubscription(r.Context(), v.actor(), v.OrgID, strings.TrimSpace(r.PostForm.Get("url")), events)
+	s, err := c.Service.CreateSubscription(r.Context(), v.actor(), db.NewSubscription{OrgID: v.OrgID,
+		URL: strings.TrimSpace(r.PostForm.Get("url")), EventTypes: events})
 	if err != nil {
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
@@ -750,6 +752,58 @@ func (c *console) setSubscriptionActive(w http.ResponseWriter, r *http.Request) 
 		msg = "Subscription to " + s.URL + " switched on."
 	}
 	c.done(w, r, Prefix+"/webhooks", msg)
+}
+
+// setSubscriptionSettings changes how a subscription's deliveries go: its
+// rate (empty: no limit), how many at once, and its ordering.
+func (c *console) setSubscriptionSettings(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	ch := db.SubscriptionChange{RateLimitSet: true}
+	number := func(field string) (*int, error) {
+		s := strings.TrimSpace(r.PostForm.Get(field))
+		if s == "" {
+			return nil, nil
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, domain.Errorf(domain.EINVALID, "%s: %q is not a whole number", field, s)
+		}
+		return &n, nil
+	}
+	if ch.RateLimit, err = number("rate_limit_per_second"); err == nil {
+		ch.MaxInFlight, err = number("max_in_flight")
+	}
+	if err != nil {
+		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	if o := r.PostForm.Get("ordering"); o != "" {
+		ch.Ordering = &o
+	}
+	s, err := c.Service.UpdateSubscription(r.Context(), v.actor(), v.OrgID, id, ch)
+	if err != nil {
+		c.refused(w, r, Prefix+"/webhooks", err)
+		return
+	}
+	c.done(w, r, Prefix+"/webhooks", "Delivery settings of the subscription to "+s.URL+" saved: "+settingsText(s.SubscriptionSettings)+".")
+}
+
+// settingsText says a subscription's settings in words.
+func settingsText(s db.SubscriptionSettings) string {
+	rate := "no rate limit"
+	if s.RateLimitPerSecond != nil {
+		rate = fmt.Sprintf("at most %d a second", *s.RateLimitPerSecond)
+	}
+	order := "in no particular order"
+	if s.Ordering == db.OrderingPerEntity {
+		order = "one at a time per entity, in event order"
+	}
+	return fmt.Sprintf("%s, %d at once, %s", rate, s.MaxInFlight, order)
 }
 
 func (c *console) recover(w http.ResponseWriter, r *http.Request) {

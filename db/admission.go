@@ -1,0 +1,219 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// The admission of deliveries (docs/webhooks.md#delivery-controls): a
+// delivery's workflow is started only when its subscription lets it go, so
+// that a subscription's rate, its cap on attempts at once, its ordering and
+// its failing spells hold whatever the number of workers and relays.
+const (
+	// ProbeFirst is how long after a subscription becomes failing its
+	// first probe is due; each probe that fails doubles the wait, up to
+	// ProbeMax.
+	ProbeFirst = time.Minute
+	ProbeMax   = time.Hour
+	// inFlightLease is how long an admitted attempt holds its place after
+	// its start at most: an attempt takes 10 seconds at most, and a place
+	// whose worker was killed mid-attempt is given back after it.
+	inFlightLease = 2 * time.Minute
+)
+
+// admissionSubscription is a subscription as the relay admits its
+// deliveries: its settings, and where it stands now.
+type admissionSubscription struct {
+	id, org     uuid.UUID
+	active      bool
+	rate        *int
+	maxInFlight int
+	ordering    string
+	failing     bool
+	probeDue    bool
+	nextSlot    *time.Time
+	now         time.Time
+	inFlight    int
+}
+
+// ClaimWebhookDeliveries admits and claims up to limit deliveries whose
+// workflow has not been started, a subscription at a time, the
+// subscriptions whose deliveries waited longest first, in a transaction
+// that commits before it returns. Each subscription, locked meanwhile (so
+// that relays admit its deliveries one after another), lets go, oldest
+// first:
+//
+//   - no more than its max_in_flight less the attempts in flight;
+//   - with a rate, each at a start slot of its own (the ref's NotBefore,
+//     when the caller starts its workflow), 1/rate seconds after the one
+//     before;
+//   - with per_entity ordering, only a delivery no earlier delivery of the
+//     same entity is still open for (pending, failed or held);
+//   - while it is failing, none: its waiting deliveries become held, and
+//     when its probe is due, the oldest goes alone as the probe.
+//
+// Each admitted attempt holds a place among max_in_flight until it is
+// recorded (RecordWebhookAttempt). Two relays never hold the same
+// delivery, and none holds a transaction open while it starts workflows.
+// The caller marks the ones it started (MarkWebhookDeliveriesStarted) and
+// releases the rest (ReleaseWebhookDeliveries).
+func (d *DB) ClaimWebhookDeliveries(ctx context.Context, limit int) ([]domain.WebhookDeliveryRef, error) {
+	var refs []domain.WebhookDeliveryRef
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		subs, err := admissionSubscriptions(ctx, tx, limit)
+		if err != nil {
+			return err
+		}
+		for _, s := range subs {
+			if len(refs) >= limit {
+				break
+			}
+			got, err := admit(ctx, tx, s, limit-len(refs))
+			if err != nil {
+				return err
+			}
+			refs = append(refs, got...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return refs, nil
+}
+
+// admissionSubscriptions locks, in id order (relays lock alike, and never
+// deadlock), the subscriptions with deliveries waiting to start and not
+// claimed, those that waited longest first.
+func admissionSubscriptions(ctx context.Context, tx pgx.Tx, limit int) ([]admissionSubscription, error) {
+	rows, err := tx.Query(ctx, `
+		WITH waiting AS (
+			SELECT subscription_id, min(created_at) AS since FROM webhook_deliveries
+			WHERE workflow_started_at IS NULL AND (start_claimed_until IS NULL OR start_claimed_until < now())
+			GROUP BY subscription_id ORDER BY since LIMIT $1),
+		locked AS (
+			SELECT s.* FROM webhook_subscriptions s WHERE s.id IN (SELECT subscription_id FROM waiting) ORDER BY s.id FOR UPDATE)
+		SELECT l.id, l.org_id, l.active, l.rate_limit_per_second, l.max_in_flight, l.ordering, l.failing_since IS NOT NULL,
+		       coalesce(l.probe_at <= now(), false), l.next_slot_at, now(),
+		       (SELECT count(*) FROM webhook_in_flight f WHERE f.org_id = l.org_id AND f.subscription_id = l.id AND f.until > now())
+		FROM locked l JOIN waiting w ON w.subscription_id = l.id ORDER BY w.since`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (admissionSubscription, error) {
+		var s admissionSubscription
+		err := r.Scan(&s.id, &s.org, &s.active, &s.rate, &s.maxInFlight, &s.ordering, &s.failing, &s.probeDue, &s.nextSlot, &s.now, &s.inFlight)
+		return s, err
+	})
+}
+
+// admit admits up to room of s's waiting deliveries (see
+// ClaimWebhookDeliveries) and claims them.
+func admit(ctx context.Context, tx pgx.Tx, s admissionSubscription, room int) ([]domain.WebhookDeliveryRef, error) {
+	free, probe := s.maxInFlight-s.inFlight, false
+	switch {
+	case !s.active:
+		// Their workflows end them at once, without an attempt.
+		free = room
+	case s.failing:
+		// Held: waiting, with no attempt spent.
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'held', updated_at = now()
+			WHERE org_id = $1 AND subscription_id = $2 AND workflow_started_at IS NULL AND status = 'pending'`, s.org, s.id); err != nil {
+			return nil, err
+		}
+		if !s.probeDue || s.inFlight > 0 {
+			return nil, nil
+		}
+		free, probe = 1, true
+	}
+	n := min(free, room)
+	if n <= 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts, e.trace_parent
+		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.workflow_started_at IS NULL
+		  AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())
+		  AND ($3 <> 'per_entity' OR w.entity IS NULL OR NOT EXISTS (
+		      SELECT 1 FROM webhook_deliveries p JOIN events pe ON pe.org_id = p.org_id AND pe.id = p.event_id
+		      WHERE p.org_id = w.org_id AND p.subscription_id = w.subscription_id AND p.entity = w.entity AND p.id <> w.id
+		        AND p.status IN ('pending', 'failed', 'held') AND (pe.created_at, pe.id) < (e.created_at, e.id)))
+		ORDER BY w.created_at, w.id LIMIT $4
+		FOR UPDATE OF w SKIP LOCKED`, s.org, s.id, s.ordering, n)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := pgx.CollectRows(rows, scanDeliveryRef)
+	if err != nil || len(refs) == 0 {
+		return nil, err
+	}
+	ids := make([]uuid.UUID, len(refs))
+	until := make([]time.Time, len(refs))
+	slot := s.now
+	if s.nextSlot != nil && s.nextSlot.After(slot) {
+		slot = *s.nextSlot
+	}
+	for i := range refs {
+		ids[i] = refs[i].ID
+		if s.active && s.rate != nil {
+			refs[i].NotBefore = slot
+			until[i] = slot.Add(inFlightLease)
+			slot = slot.Add(time.Second / time.Duration(*s.rate))
+		} else {
+			until[i] = s.now.Add(inFlightLease)
+		}
+	}
+	// A claim lasts until its delivery's slot, and ClaimLease after it:
+	// the relay starts the workflow at the slot.
+	claimed := make([]time.Time, len(refs))
+	for i, r := range refs {
+		claimed[i] = s.now.Add(ClaimLease)
+		if r.NotBefore.After(s.now) {
+			claimed[i] = r.NotBefore.Add(ClaimLease)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries w SET start_claimed_until = c.until,
+		status = CASE WHEN w.status = 'held' THEN 'pending' ELSE w.status END, updated_at = now()
+		FROM unnest($1::uuid[], $2::timestamptz[]) AS c (id, until) WHERE w.org_id = $3 AND w.id = c.id`,
+		ids, claimed, s.org); err != nil {
+		return nil, err
+	}
+	if !s.active {
+		return refs, nil
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO webhook_in_flight (delivery_id, org_id, subscription_id, until, probe)
+		SELECT unnest($1::uuid[]), $2, $3, unnest($4::timestamptz[]), $5
+		ON CONFLICT (org_id, delivery_id) DO UPDATE SET until = EXCLUDED.until, probe = EXCLUDED.probe`, ids, s.org, s.id, until, probe); err != nil {
+		return nil, err
+	}
+	// The next slot, and a probe's due time pushed past its lease (a
+	// probe whose worker died is followed by another).
+	_, err = tx.Exec(ctx, `UPDATE webhook_subscriptions SET next_slot_at = CASE WHEN $3 THEN $4 ELSE next_slot_at END,
+		probe_at = CASE WHEN $5 THEN now() + make_interval(secs => $6) ELSE probe_at END WHERE org_id = $1 AND id = $2`,
+		s.org, s.id, s.rate != nil, slot, probe, inFlightLease.Seconds())
+	return refs, err
+}
+
+// releaseInFlight gives back the place of a delivery's admitted attempt,
+// once the attempt is recorded or the delivery ended, and wakes the relays
+// (a delivery may be waiting for that place). It reports whether the
+// attempt was its subscription's probe.
+func releaseInFlight(ctx context.Context, q querier, orgID, deliveryID uuid.UUID) (probe bool, err error) {
+	err = q.QueryRow(ctx, `DELETE FROM webhook_in_flight WHERE org_id = $1 AND delivery_id = $2 RETURNING probe`, orgID, deliveryID).Scan(&probe)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // an attempt not admitted (a resend, a retry)
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = q.Exec(ctx, `SELECT pg_notify('`+eventsChannel+`', '')`)
+	return probe, err
+}
