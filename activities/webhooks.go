@@ -59,6 +59,11 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 		}
 		return domain.DeliverResult{Skipped: true, Error: "subscription disabled"}, nil
 	}
+	if t.Status == domain.WebhookSkipped && !in.Manual {
+		// Support skipped it while it waited for a retry: nothing is sent,
+		// and its run ends.
+		return domain.DeliverResult{Skipped: true, Error: "skipped by support"}, nil
+	}
 	signing, err := a.signingSecrets(t)
 	if err != nil {
 		return domain.DeliverResult{}, a.unopenableSecret(ctx, in, err)

@@ -41,6 +41,7 @@ var managementRoutes = []struct {
 	{"GET", "/api/v1/webhooks/deliveries", "webhooks:read", 200, []int{400, 401, 403, 429}},
 	{"GET", "/api/v1/webhooks/deliveries/{id}", "webhooks:read", 200, []int{401, 403, 404, 429}},
 	{"POST", "/api/v1/webhooks/deliveries/{id}/resend", "webhooks:write", 202, []int{401, 403, 404, 429}},
+	{"POST", "/api/v1/webhooks/deliveries/{id}/skip", "webhooks:write", 200, []int{401, 403, 404, 409, 429}},
 	{"GET", "/api/v1/events", "events:read", 200, []int{400, 401, 403, 429}},
 	{"GET", "/api/v1/events/{id}", "events:read", 200, []int{401, 403, 404, 429}},
 }

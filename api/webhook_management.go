@@ -175,7 +175,7 @@ func (s *Server) registerWebhookManagement() {
 		domain.ScopeWebhooksWrite, "", http.StatusBadRequest, http.StatusNotFound), s.recoverDeliveries)
 	huma.Register(s.api, access(managementOp("list-webhook-deliveries", http.MethodGet, "/api/v1/webhooks/deliveries", tagWebhooks,
 		"List webhook deliveries", "Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for "+
-			"the nightly retry at next_attempt_at) or exhausted."), domain.ScopeWebhooksRead, "", managementRead...), s.listWebhookDeliveries)
+			"the nightly retry at next_attempt_at), exhausted, held (while the subscription is failing, with no attempt spent) or skipped."), domain.ScopeWebhooksRead, "", managementRead...), s.listWebhookDeliveries)
 	huma.Register(s.api, access(managementOp("get-webhook-delivery", http.MethodGet, "/api/v1/webhooks/deliveries/{id}", tagWebhooks,
 		"Read a webhook delivery", "A delivery with every attempt: status code, duration, error and the first 1 KB of the answer."),
 		domain.ScopeWebhooksRead, "", http.StatusNotFound), s.getWebhookDelivery)
@@ -185,6 +185,12 @@ func (s *Server) registerWebhookManagement() {
 			"delivery waiting for its nightly retry keeps its remaining retries if this attempt fails; one that had succeeded or " +
 			"was exhausted gets this one attempt more. The answer is the delivery as it stood when the attempt was asked for."},
 		domain.ScopeWebhooksWrite, "", http.StatusNotFound), s.resendWebhookDelivery)
+	huma.Register(s.api, access(huma.Operation{OperationID: "skip-webhook-delivery", Method: http.MethodPost,
+		Path: "/api/v1/webhooks/deliveries/{id}/skip", Tags: []string{tagWebhooks}, Summary: "Skip a webhook delivery",
+		Description: "Ends a delivery not delivered yet (pending, failed or held) without another attempt: its status becomes " +
+			"skipped. With per_entity ordering, the entity's later deliveries, which waited for it, go on. A resend still sends it. " +
+			"Answers 409 for a delivery already succeeded, exhausted or skipped."},
+		domain.ScopeWebhooksWrite, "", http.StatusNotFound, http.StatusConflict), s.skipWebhookDelivery)
 
 	huma.Register(s.api, access(managementOp("list-events", http.MethodGet, "/api/v1/events", tagEvents, "List events",
 		"The outbox as a feed, newest first: every event of the organisation of the last 30 days, delivered to subscriptions or "+
@@ -307,6 +313,16 @@ func (s *Server) getWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDe
 func (s *Server) resendWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDeliveryOutput, error) {
 	x, err := byID(ctx, s, in.ID, "delivery", func(a integrations.Actor, org, id uuid.UUID) (db.WebhookDelivery, error) {
 		return s.manage.Resend(ctx, a, org, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &WebhookDeliveryOutput{Body: x}, nil
+}
+
+func (s *Server) skipWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDeliveryOutput, error) {
+	x, err := byID(ctx, s, in.ID, "delivery", func(a integrations.Actor, org, id uuid.UUID) (db.WebhookDelivery, error) {
+		return s.manage.Skip(ctx, a, org, id)
 	})
 	if err != nil {
 		return nil, err

@@ -2281,7 +2281,7 @@ type RotateSecretOutputBody struct {
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
 	LastFailureStatus *int64 `json:"last_failure_status"`
 
-	// MaxInFlight At most this many attempts run at once.
+	// MaxInFlight At most this many first attempts, releases and probes run at once.
 	MaxInFlight int64 `json:"max_in_flight"`
 
 	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
@@ -2291,7 +2291,7 @@ type RotateSecretOutputBody struct {
 	// PreviousSecretExpiresAt Until then deliveries carry a second v1, made with the secret replaced.
 	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
 
-	// RateLimitPerSecond At most this many attempts start in any one second, across all workers (first attempts, resends, recovers and nightly retries alike); null for no limit.
+	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (a first attempt, a held delivery's release, a probe; a nightly retry or a resend goes at once); null for no limit.
 	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
 
 	// Secret The new signing secret: shown this once; null in the answer to a retry with the same Idempotency-Key.
@@ -2417,14 +2417,14 @@ type Subscription struct {
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
 	LastFailureStatus *int64 `json:"last_failure_status"`
 
-	// MaxInFlight At most this many attempts run at once.
+	// MaxInFlight At most this many first attempts, releases and probes run at once.
 	MaxInFlight int64 `json:"max_in_flight"`
 
 	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
 	Ordering SubscriptionOrdering `json:"ordering"`
 	OrgId    openapi_types.UUID   `json:"org_id"`
 
-	// RateLimitPerSecond At most this many attempts start in any one second, across all workers (first attempts, resends, recovers and nightly retries alike); null for no limit.
+	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (a first attempt, a held delivery's release, a probe; a nightly retry or a resend goes at once); null for no limit.
 	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
 
 	// State failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success.
@@ -2458,14 +2458,14 @@ type SubscriptionSecretOutputBody struct {
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
 	LastFailureStatus *int64 `json:"last_failure_status"`
 
-	// MaxInFlight At most this many attempts run at once.
+	// MaxInFlight At most this many first attempts, releases and probes run at once.
 	MaxInFlight int64 `json:"max_in_flight"`
 
 	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
 	Ordering SubscriptionSecretOutputBodyOrdering `json:"ordering"`
 	OrgId    openapi_types.UUID                   `json:"org_id"`
 
-	// RateLimitPerSecond At most this many attempts start in any one second, across all workers (first attempts, resends, recovers and nightly retries alike); null for no limit.
+	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (a first attempt, a held delivery's release, a probe; a nightly retry or a resend goes at once); null for no limit.
 	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
 
 	// Secret The signing secret: shown this once, kept sealed; null in the answer to a retry with the same Idempotency-Key.
@@ -2974,6 +2974,12 @@ type ListWebhookDeliveriesParamsStatus string
 
 // ResendWebhookDeliveryParams defines parameters for ResendWebhookDelivery.
 type ResendWebhookDeliveryParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// SkipWebhookDeliveryParams defines parameters for SkipWebhookDelivery.
+type SkipWebhookDeliveryParams struct {
 	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
@@ -3812,7 +3818,7 @@ type ClientInterface interface {
 
 	// ListWebhookDeliveries List webhook deliveries
 	//
-	// Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for the nightly retry at next_attempt_at) or exhausted.
+	// Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for the nightly retry at next_attempt_at), exhausted, held (while the subscription is failing, with no attempt spent) or skipped.
 	//
 	// Requires scope `webhooks:read`.
 	//
@@ -3838,6 +3844,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/webhooks/deliveries/{id}/resend (the `ResendWebhookDelivery` operationId).
 	ResendWebhookDelivery(ctx context.Context, id string, params *ResendWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SkipWebhookDelivery Skip a webhook delivery
+	//
+	// Ends a delivery not delivered yet (pending, failed or held) without another attempt: its status becomes skipped. With per_entity ordering, the entity's later deliveries, which waited for it, go on. A resend still sends it. Answers 409 for a delivery already succeeded, exhausted or skipped.
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Corresponds with POST /api/v1/webhooks/deliveries/{id}/skip (the `SkipWebhookDelivery` operationId).
+	SkipWebhookDelivery(ctx context.Context, id string, params *SkipWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhookSubscriptions List webhook subscriptions
 	//
@@ -4791,7 +4808,7 @@ func (c *Client) GetSupplier(ctx context.Context, id string, reqEditors ...Reque
 
 // ListWebhookDeliveries List webhook deliveries
 //
-// Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for the nightly retry at next_attempt_at) or exhausted.
+// Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for the nightly retry at next_attempt_at), exhausted, held (while the subscription is failing, with no attempt spent) or skipped.
 //
 // Requires scope `webhooks:read`.
 //
@@ -4838,6 +4855,27 @@ func (c *Client) GetWebhookDelivery(ctx context.Context, id string, reqEditors .
 // Corresponds with POST /api/v1/webhooks/deliveries/{id}/resend (the `ResendWebhookDelivery` operationId).
 func (c *Client) ResendWebhookDelivery(ctx context.Context, id string, params *ResendWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResendWebhookDeliveryRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SkipWebhookDelivery Skip a webhook delivery
+//
+// Ends a delivery not delivered yet (pending, failed or held) without another attempt: its status becomes skipped. With per_entity ordering, the entity's later deliveries, which waited for it, go on. A resend still sends it. Answers 409 for a delivery already succeeded, exhausted or skipped.
+//
+// Requires scope `webhooks:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Corresponds with POST /api/v1/webhooks/deliveries/{id}/skip (the `SkipWebhookDelivery` operationId).
+func (c *Client) SkipWebhookDelivery(ctx context.Context, id string, params *SkipWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSkipWebhookDeliveryRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7435,6 +7473,55 @@ func NewResendWebhookDeliveryRequest(server string, id string, params *ResendWeb
 	return req, nil
 }
 
+// NewSkipWebhookDeliveryRequest constructs an http.Request for the SkipWebhookDelivery method
+func NewSkipWebhookDeliveryRequest(server string, id string, params *SkipWebhookDeliveryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/deliveries/%s/skip", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebhookSubscriptionsRequest constructs an http.Request for the ListWebhookSubscriptions method
 func NewListWebhookSubscriptionsRequest(server string, params *ListWebhookSubscriptionsParams) (*http.Request, error) {
 	var err error
@@ -8303,7 +8390,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListWebhookDeliveriesWithResponse List webhook deliveries
 	//
-	// Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for the nightly retry at next_attempt_at) or exhausted.
+	// Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for the nightly retry at next_attempt_at), exhausted, held (while the subscription is failing, with no attempt spent) or skipped.
 	//
 	// Requires scope `webhooks:read`.
 	//
@@ -8335,6 +8422,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/webhooks/deliveries/{id}/resend (the `ResendWebhookDelivery` operationId).
 	ResendWebhookDeliveryWithResponse(ctx context.Context, id string, params *ResendWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*ResendWebhookDeliveryResponse, error)
+
+	// SkipWebhookDeliveryWithResponse Skip a webhook delivery
+	//
+	// Ends a delivery not delivered yet (pending, failed or held) without another attempt: its status becomes skipped. With per_entity ordering, the entity's later deliveries, which waited for it, go on. A resend still sends it. Answers 409 for a delivery already succeeded, exhausted or skipped.
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/webhooks/deliveries/{id}/skip (the `SkipWebhookDelivery` operationId).
+	SkipWebhookDeliveryWithResponse(ctx context.Context, id string, params *SkipWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*SkipWebhookDeliveryResponse, error)
 
 	// ListWebhookSubscriptionsWithResponse List webhook subscriptions
 	//
@@ -13146,6 +13246,149 @@ func (r ResendWebhookDeliveryResponse) ContentType() string {
 	return ""
 }
 
+// SkipWebhookDeliveryResponse200Headers the declared response headers of an HTTP 200 response for SkipWebhookDelivery
+type SkipWebhookDeliveryResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// SkipWebhookDeliveryResponse403Headers the declared response headers of an HTTP 403 response for SkipWebhookDelivery
+type SkipWebhookDeliveryResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SkipWebhookDeliveryResponse404Headers the declared response headers of an HTTP 404 response for SkipWebhookDelivery
+type SkipWebhookDeliveryResponse404Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// SkipWebhookDeliveryResponse409Headers the declared response headers of an HTTP 409 response for SkipWebhookDelivery
+type SkipWebhookDeliveryResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// SkipWebhookDeliveryResponse422Headers the declared response headers of an HTTP 422 response for SkipWebhookDelivery
+type SkipWebhookDeliveryResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// SkipWebhookDeliveryResponse429Headers the declared response headers of an HTTP 429 response for SkipWebhookDelivery
+type SkipWebhookDeliveryResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type SkipWebhookDeliveryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookDelivery
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SkipWebhookDeliveryResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SkipWebhookDeliveryResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SkipWebhookDeliveryResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SkipWebhookDeliveryResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SkipWebhookDeliveryResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SkipWebhookDeliveryResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SkipWebhookDeliveryResponse) GetJSON200() *WebhookDelivery {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SkipWebhookDeliveryResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SkipWebhookDeliveryResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SkipWebhookDeliveryResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SkipWebhookDeliveryResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SkipWebhookDeliveryResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SkipWebhookDeliveryResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SkipWebhookDeliveryResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SkipWebhookDeliveryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SkipWebhookDeliveryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SkipWebhookDeliveryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SkipWebhookDeliveryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhookSubscriptionsResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookSubscriptions
 type ListWebhookSubscriptionsResponse200Headers struct {
 	RateLimit       *string
@@ -14773,7 +15016,7 @@ func (c *ClientWithResponses) GetSupplierWithResponse(ctx context.Context, id st
 
 // ListWebhookDeliveriesWithResponse List webhook deliveries
 //
-// Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for the nightly retry at next_attempt_at) or exhausted.
+// Deliveries of events to subscriptions, newest first: pending, succeeded, failed (waiting for the nightly retry at next_attempt_at), exhausted, held (while the subscription is failing, with no attempt spent) or skipped.
 //
 // Requires scope `webhooks:read`.
 //
@@ -14822,6 +15065,25 @@ func (c *ClientWithResponses) ResendWebhookDeliveryWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseResendWebhookDeliveryResponse(rsp)
+}
+
+// SkipWebhookDeliveryWithResponse Skip a webhook delivery
+//
+// Ends a delivery not delivered yet (pending, failed or held) without another attempt: its status becomes skipped. With per_entity ordering, the entity's later deliveries, which waited for it, go on. A resend still sends it. Answers 409 for a delivery already succeeded, exhausted or skipped.
+//
+// Requires scope `webhooks:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/webhooks/deliveries/{id}/skip (the `SkipWebhookDelivery` operationId).
+func (c *ClientWithResponses) SkipWebhookDeliveryWithResponse(ctx context.Context, id string, params *SkipWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*SkipWebhookDeliveryResponse, error) {
+	rsp, err := c.SkipWebhookDelivery(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSkipWebhookDeliveryResponse(rsp)
 }
 
 // ListWebhookSubscriptionsWithResponse List webhook subscriptions
@@ -21397,6 +21659,221 @@ func ParseResendWebhookDeliveryResponse(rsp *http.Response) (*ResendWebhookDeliv
 		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers ResendWebhookDeliveryResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSkipWebhookDeliveryResponse parses an HTTP response from a SkipWebhookDeliveryWithResponse call
+func ParseSkipWebhookDeliveryResponse(rsp *http.Response) (*SkipWebhookDeliveryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SkipWebhookDeliveryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookDelivery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SkipWebhookDeliveryResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers SkipWebhookDeliveryResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SkipWebhookDeliveryResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SkipWebhookDeliveryResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SkipWebhookDeliveryResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SkipWebhookDeliveryResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

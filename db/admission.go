@@ -95,7 +95,8 @@ func admissionSubscriptions(ctx context.Context, tx pgx.Tx, limit int) ([]admiss
 	rows, err := tx.Query(ctx, `
 		WITH waiting AS (
 			SELECT subscription_id, min(created_at) AS since FROM webhook_deliveries
-			WHERE workflow_started_at IS NULL AND (start_claimed_until IS NULL OR start_claimed_until < now())
+			WHERE workflow_started_at IS NULL AND status IN ('pending', 'held')
+			  AND (start_claimed_until IS NULL OR start_claimed_until < now())
 			GROUP BY subscription_id ORDER BY since LIMIT $1),
 		locked AS (
 			SELECT s.* FROM webhook_subscriptions s WHERE s.id IN (SELECT subscription_id FROM waiting) ORDER BY s.id FOR UPDATE)
@@ -139,7 +140,7 @@ func admit(ctx context.Context, tx pgx.Tx, s admissionSubscription, room int) ([
 	rows, err := tx.Query(ctx, `
 		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts, e.trace_parent
 		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
-		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.workflow_started_at IS NULL
+		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.workflow_started_at IS NULL AND w.status IN ('pending', 'held')
 		  AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())
 		  AND ($3 <> 'per_entity' OR w.entity IS NULL OR NOT EXISTS (
 		      SELECT 1 FROM webhook_deliveries p JOIN events pe ON pe.org_id = p.org_id AND pe.id = p.event_id
@@ -216,4 +217,33 @@ func releaseInFlight(ctx context.Context, q querier, orgID, deliveryID uuid.UUID
 	}
 	_, err = q.Exec(ctx, `SELECT pg_notify('`+eventsChannel+`', '')`)
 	return probe, err
+}
+
+// SkipWebhookDelivery ends one of the organisation's deliveries not
+// delivered yet (pending, failed or held) without another attempt: skipped.
+// With per_entity ordering, its entity's later deliveries go on; its
+// workflow, should it wake for a retry, sends nothing. A resend still sends
+// it. The relays are woken.
+func (d *DB) SkipWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) error {
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		var status domain.WebhookStatus
+		err := tx.QueryRow(ctx, `SELECT status FROM webhook_deliveries WHERE org_id = $1 AND id = $2 FOR UPDATE`, orgID, id).Scan(&status)
+		if err != nil {
+			return notFound(err, "delivery")
+		}
+		switch status {
+		case domain.WebhookPending, domain.WebhookFailed, domain.WebhookHeld:
+		default:
+			return domain.Errorf(domain.ECONFLICT, "the delivery is %s: only one not delivered yet (pending, failed or held) can be skipped", status)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'skipped', next_attempt_at = NULL, last_error = 'skipped by support',
+			updated_at = now() WHERE org_id = $1 AND id = $2`, orgID, id); err != nil {
+			return err
+		}
+		if _, err := releaseInFlight(ctx, tx, orgID, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify('`+eventsChannel+`', '')`)
+		return err
+	})
 }

@@ -93,7 +93,9 @@ func TestAFailingSubscriptionHoldsItsDeliveriesAndProbesOnASchedule(t *testing.T
 	for _, r := range first[5:] {
 		record(r, false)
 	}
-	due := func() { f.exec(`UPDATE webhook_subscriptions SET probe_at = now() - interval '1 second' WHERE id = $1`, sub) }
+	due := func() {
+		f.exec(`UPDATE webhook_subscriptions SET probe_at = now() - interval '1 second' WHERE id = $1`, sub)
+	}
 	for _, want := range []int{120, 240, 480, 960, 1920, 3600, 3600} {
 		due()
 		got := claim()

@@ -108,13 +108,23 @@ func (m *Service) resend(ctx context.Context, x db.WebhookDelivery) error {
 	if err != nil {
 		return err
 	}
-	over := x.Status == domain.WebhookSucceeded || x.Status == domain.WebhookExhausted
+	over := x.Status == domain.WebhookSucceeded || x.Status == domain.WebhookExhausted || x.Status == domain.WebhookSkipped
 	ref := domain.WebhookDeliveryRef{ID: x.ID, OrgID: x.OrgID, EventID: x.EventID, EventType: x.EventType,
 		SubscriptionID: x.SubscriptionID, Attempts: x.Attempts}
 	if err := wf.ResendWebhook(ctx, ref, over); err != nil {
 		return err
 	}
 	return m.DB.MarkWebhookDeliveriesStarted(ctx, []uuid.UUID{x.ID})
+}
+
+// Skip ends a delivery not delivered yet without another attempt, so that
+// its entity's later deliveries go on (db.SkipWebhookDelivery).
+func (m *Service) Skip(ctx context.Context, actor Actor, orgID, id uuid.UUID) (db.WebhookDelivery, error) {
+	if err := m.DB.SkipWebhookDelivery(ctx, orgID, id); err != nil {
+		return db.WebhookDelivery{}, err
+	}
+	m.audit(ctx, actor, orgID, "delivery.skip", "delivery", id, nil)
+	return m.DB.GetWebhookDelivery(ctx, orgID, id)
 }
 
 // Recover resends every delivery of a subscription created since then that

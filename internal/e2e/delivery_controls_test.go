@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
+	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/workflows"
@@ -184,5 +185,65 @@ func TestPerEntityOrderingHoldsOnlyTheFailedEntity(t *testing.T) {
 		failed.at.Format("15:04:05.000"), retried.Format("15:04:05.000"), meanwhile, other)
 	if meanwhile == 0 {
 		t.Fatalf("no delivery of customer %s arrived while %s waited for its retry", other, failed.company)
+	}
+}
+
+// With per_entity ordering, a delivery that keeps failing holds its
+// entity's later ones until support skips it (an audited action); then
+// they go, in order, and the skipped one is not sent again.
+func TestSkippingAFailedDeliveryLetsItsEntityGoOn(t *testing.T) {
+	f := newInbound(t)
+	var failing atomic.Value // the event id the receiver refuses
+	failing.Store("")
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(activities.HeaderEventID) == failing.Load().(string) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	sub := rc.subscribe(f, domain.EventCustomerCreated, domain.EventCustomerUpdated)
+	order := db.OrderingPerEntity
+	f.settings(sub, db.SubscriptionChange{Ordering: &order})
+	for i := range 5 {
+		if _, err := f.DB.UpsertCustomers(context.Background(), f.org.ID, []domain.CustomerInput{
+			{ExternalID: new("ent-a"), Company: fmt.Sprintf("A %02d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := f.one(`SELECT id::text FROM events WHERE org_id = $1 AND data->>'company' = 'A 00'`)
+	failing.Store(first)
+	f.Outbox()
+	f.eventually("the deliveries made", func() bool {
+		return f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND event_id = $2`, first) == 1
+	})
+	delivery := f.one(`SELECT id::text FROM webhook_deliveries WHERE org_id = $1 AND event_id = $2`, first)
+	f.eventually("the first delivery failed", func() bool {
+		return f.one(`SELECT status FROM webhook_deliveries WHERE org_id = $1 AND id = $2`, delivery) == "failed"
+	})
+	time.Sleep(2 * time.Second) // time for a later one to slip past
+	if n := rc.count(); n != 1 {
+		t.Fatalf("%d requests while the entity's first delivery waits for its retry, want only that one", n)
+	}
+	key := f.apiKey()
+	var skipped struct{ Status string }
+	if code, raw := f.call("POST", "/api/v1/webhooks/deliveries/"+delivery+"/skip", key, "", &skipped); code != 200 || skipped.Status != "skipped" {
+		t.Fatalf("skip: %d %s", code, raw)
+	}
+	if code, raw := f.call("POST", "/api/v1/webhooks/deliveries/"+delivery+"/skip", key, "", nil); code != 409 {
+		t.Fatalf("skip again: %d %s, want 409", code, raw)
+	}
+	f.eventually("the entity's four later deliveries", func() bool { return rc.count() == 5 })
+	rc.mu.Lock()
+	var got []string
+	for _, d := range rc.deliveries[1:] {
+		var data struct{ Company string }
+		_ = json.Unmarshal(d.envelope.Data, &data)
+		got = append(got, data.Company)
+	}
+	rc.mu.Unlock()
+	if want := []string{"A 01", "A 02", "A 03", "A 04"}; !slices.Equal(got, want) {
+		t.Fatalf("after the skip, %v arrived; want %v", got, want)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log WHERE org_id = $1 AND action = 'delivery.skip' AND target_id = $2`, delivery); n != 1 {
+		t.Fatalf("%d audit entries of the skip", n)
 	}
 }

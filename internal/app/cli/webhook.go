@@ -24,7 +24,7 @@ func webhookCmd() *cobra.Command {
 	cmd.AddCommand(webhookAddCmd(), webhookListCmd(),
 		webhookActiveCmd("disable", false, "Disable a subscription: no new deliveries, and waiting retries end"),
 		webhookActiveCmd("enable", true, "Enable a disabled subscription again (for events from now on)"),
-		webhookSettingsCmd(), webhookDeliveriesCmd(), webhookShowCmd(), webhookResendCmd(), webhookRotateCmd(), webhookRecoverCmd())
+		webhookSettingsCmd(), webhookDeliveriesCmd(), webhookShowCmd(), webhookResendCmd(), webhookSkipCmd(), webhookRotateCmd(), webhookRecoverCmd())
 	return cmd
 }
 
@@ -251,6 +251,16 @@ func webhookDeliveriesCmd() *cobra.Command {
 func webhookShowCmd() *cobra.Command {
 	return orgRecordCmd("show DELIVERY_ID", "Show a delivery and every attempt: status code, duration, error, the start of the answer",
 		(*db.DB).WebhookDeliveryOrg, (*db.DB).GetWebhookDelivery, printDelivery)
+}
+
+// webhookSkipCmd ends a delivery not delivered yet without another
+// attempt (audited), so that its entity's later deliveries go on.
+func webhookSkipCmd() *cobra.Command {
+	skip := func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (db.WebhookDelivery, error) {
+		return operatorService(d, nil, nil, config.Load()).Skip(ctx, operator(), orgID, id)
+	}
+	return orgRecordCmd("skip DELIVERY_ID", "End a pending, failed or held delivery without another attempt (its entity's later deliveries go on)",
+		(*db.DB).WebhookDeliveryOrg, skip, printDelivery)
 }
 
 func webhookResendCmd() *cobra.Command {

@@ -117,6 +117,7 @@ func New(d Deps) http.Handler {
 				r.Post("/webhooks/{id}/active", c.setSubscriptionActive)
 				r.Post("/webhooks/{id}/settings", c.setSubscriptionSettings)
 				r.Post("/deliveries/{id}/resend", c.resend)
+				r.Post("/deliveries/{id}/skip", c.skip)
 			})
 		})
 	})

@@ -570,3 +570,37 @@ func (f *fixture) subscription() db.CreatedSubscription {
 	}
 	return sub
 }
+
+// An owner skips a failed delivery from its page, once confirmed; a
+// delivery already skipped offers no Skip, and the skip is audited.
+func TestOwnerSkipsAFailedDelivery(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sub := f.subscription()
+	var delivery string
+	if err := f.d.Pool().QueryRow(ctx, `
+		WITH e AS (INSERT INTO events (id, org_id, type, data) VALUES (gen_random_uuid(), $1, 'customer.created', '{}') RETURNING id)
+		INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id, status, attempts)
+		SELECT gen_random_uuid(), $1, e.id, $2, 'failed', 1 FROM e RETURNING id::text`, f.org.ID, sub.ID).Scan(&delivery); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := f.signIn("owner@acme.example")
+	path := "/console/deliveries/" + delivery
+	_, page := owner.get(path)
+	if !strings.Contains(page, `action="`+path+`/skip"`) {
+		t.Fatalf("a failed delivery's page offers no Skip: %s", page)
+	}
+	token := csrf(t, page)
+	if status, page := owner.post(path+"/skip", url.Values{"csrf": {token}}); status != 200 || !strings.Contains(page, `name="confirm" value="yes"`) {
+		t.Fatalf("skip, unconfirmed: %d %s", status, page)
+	}
+	status, page := owner.post(path+"/skip", url.Values{"csrf": {token}, "confirm": {"yes"}})
+	if status != 200 || !strings.Contains(page, "Skipped: this delivery ends without another attempt.") ||
+		!strings.Contains(page, `<span class="badge w-skipped">skipped</span>`) || strings.Contains(page, `action="`+path+`/skip"`) {
+		t.Fatalf("skip: %d %s", status, page)
+	}
+	entries, err := f.d.ListAudit(ctx, f.org.ID, db.Page{Limit: 10})
+	if err != nil || len(entries) != 1 || entries[0].Action != "delivery.skip" {
+		t.Fatalf("audit %+v %v", entries, err)
+	}
+}

@@ -859,10 +859,10 @@ func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
 	v := viewerOf(r.Context())
 	q := r.URL.Query()
 	f := db.DeliveryListFilter{Status: domain.WebhookStatus(q.Get("status")), EventType: strings.TrimSpace(q.Get("event_type"))}
-	statuses := []domain.WebhookStatus{domain.WebhookPending, domain.WebhookSucceeded, domain.WebhookFailed, domain.WebhookExhausted}
+	statuses := domain.WebhookStatuses
 	if f.Status != "" && !slices.Contains(statuses, f.Status) {
 		c.fail(w, r, http.StatusBadRequest, "The status filter names a status that does not exist: "+strconv.QuoteToASCII(string(f.Status))+
-			" (one of pending, succeeded, failed, exhausted).")
+			" (one of "+domain.JoinValues(statuses)+").")
 		return
 	}
 	if raw := q.Get("subscription"); raw != "" {
@@ -959,6 +959,27 @@ func (c *console) resend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.done(w, r, back, "Resent: an attempt of this delivery is being made now.")
+}
+
+// skip ends a delivery not delivered yet without another attempt, once
+// confirmed: its entity's later deliveries go on.
+func (c *console) skip(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	v := viewerOf(r.Context())
+	back := Prefix + "/deliveries/" + id.String()
+	if !c.confirmed(w, r, "Skip this delivery? It ends without another attempt, and the later deliveries about the same "+
+		"entity, which wait for it when the subscription orders per entity, go on. A resend can still send it.", "Skip", back) {
+		return
+	}
+	if _, err := c.Service.Skip(r.Context(), v.actor(), v.OrgID, id); err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	c.done(w, r, back, "Skipped: this delivery ends without another attempt.")
 }
 
 // ---- audit log
