@@ -37,6 +37,13 @@ const userAgent = "commerce-webhooks/1.0"
 // excerptLimit is how much of a receiver's answer an attempt keeps.
 const excerptLimit = 1024
 
+// AdmitRetry asks the delivery's subscription whether its automatic retry
+// may go now (db.AdmitRetry).
+func (a *Activities) AdmitRetry(ctx context.Context, in domain.AdmitInput) (domain.Admission, error) {
+	adm, err := a.DB.AdmitRetry(ctx, in.OrgID, in.DeliveryID, in.Tries)
+	return adm, businessError(err)
+}
+
 // DeliverWebhook sends one attempt of a delivery: the event as JSON, signed
 // now with the subscription's secret (and, for 24 hours after a rotation,
 // also with the secret it replaced) by both schemes (X-Service-Signature and

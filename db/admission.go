@@ -247,3 +247,88 @@ func (d *DB) SkipWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) error
 		return err
 	})
 }
+
+// AdmitRetry answers whether a delivery's automatic retry (its nightly
+// run) may go now, as its subscription allows, in a transaction that locks
+// the subscription:
+//
+//   - a subscription switched off, or a delivery not failed (skipped by
+//     support meanwhile): go, and the attempt ends it;
+//   - failing: the delivery is held, and waits until a while after the
+//     next probe, unless the probe is due and none is in flight: then this
+//     retry is the probe;
+//   - healthy: go, at a start slot of its rate, when fewer than
+//     max_in_flight attempts are in flight; otherwise wait, 1 second and
+//     longer at each try, up to a minute.
+//
+// An admitted retry holds its place among max_in_flight until it is
+// recorded, as a first attempt does.
+func (d *DB) AdmitRetry(ctx context.Context, orgID, deliveryID uuid.UUID, tries int) (domain.Admission, error) {
+	var a domain.Admission
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		var s admissionSubscription
+		var status domain.WebhookStatus
+		var probeAt *time.Time
+		err := tx.QueryRow(ctx, `
+			WITH l AS (SELECT s.* FROM webhook_subscriptions s JOIN webhook_deliveries w ON w.org_id = s.org_id AND w.subscription_id = s.id
+			           WHERE w.org_id = $1 AND w.id = $2 FOR UPDATE OF s)
+			SELECT l.id, l.org_id, l.active, l.rate_limit_per_second, l.max_in_flight, l.failing_since IS NOT NULL,
+			       coalesce(l.probe_at <= now(), false), l.probe_at, l.next_slot_at, now(),
+			       (SELECT count(*) FROM webhook_in_flight f WHERE f.org_id = l.org_id AND f.subscription_id = l.id AND f.until > now()
+			          AND f.delivery_id <> $2),
+			       (SELECT status FROM webhook_deliveries WHERE org_id = $1 AND id = $2)
+			FROM l`, orgID, deliveryID).Scan(&s.id, &s.org, &s.active, &s.rate, &s.maxInFlight, &s.failing, &s.probeDue, &probeAt,
+			&s.nextSlot, &s.now, &s.inFlight, &status)
+		if err != nil {
+			return notFound(err, "delivery")
+		}
+		if !s.active || (status != domain.WebhookFailed && status != domain.WebhookHeld) {
+			a = domain.Admission{Go: true, At: s.now}
+			return nil
+		}
+		probe := false
+		switch {
+		case s.failing && s.probeDue && s.inFlight == 0:
+			probe = true
+		case s.failing:
+			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'held', updated_at = now()
+				WHERE org_id = $1 AND id = $2 AND status = 'failed'`, orgID, deliveryID); err != nil {
+				return err
+			}
+			wait := ProbeFirst
+			if probeAt != nil && probeAt.Sub(s.now)+ProbeFirst > wait {
+				wait = probeAt.Sub(s.now) + ProbeFirst
+			}
+			a = domain.Admission{Held: true, Wait: min(wait, ProbeMax)}
+			return nil
+		case s.inFlight >= s.maxInFlight:
+			a = domain.Admission{Wait: min(time.Second<<min(tries, 6), time.Minute)}
+			return nil
+		}
+		slot := s.now
+		if s.rate != nil && s.nextSlot != nil && s.nextSlot.After(slot) {
+			slot = *s.nextSlot
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO webhook_in_flight (delivery_id, org_id, subscription_id, until, probe) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (org_id, delivery_id) DO UPDATE SET until = EXCLUDED.until, probe = EXCLUDED.probe`,
+			deliveryID, orgID, s.id, slot.Add(inFlightLease), probe); err != nil {
+			return err
+		}
+		next := slot
+		if s.rate != nil {
+			next = slot.Add(time.Second / time.Duration(*s.rate))
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_subscriptions SET next_slot_at = CASE WHEN $3 THEN $4 ELSE next_slot_at END,
+			probe_at = CASE WHEN $5 THEN now() + make_interval(secs => $6) ELSE probe_at END WHERE org_id = $1 AND id = $2`,
+			orgID, s.id, s.rate != nil, next, probe, inFlightLease.Seconds()); err != nil {
+			return err
+		}
+		// Going again: no longer held.
+		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', updated_at = now()
+			WHERE org_id = $1 AND id = $2 AND status = 'held'`, orgID, deliveryID)
+		a = domain.Admission{Go: true, At: slot}
+		return err
+	})
+	return a, err
+}

@@ -140,3 +140,72 @@ func (f *opsFixture) count(sql string, args ...any) int {
 	}
 	return n
 }
+
+// A nightly retry asks its subscription first: held while it is failing
+// (unless it can be the probe), made to wait while the cap is full, and
+// given a slot of the rate when it goes.
+func TestANightlyRetryIsAdmittedAsItsSubscriptionAllows(t *testing.T) {
+	f := newOpsFixture(t)
+	ctx := context.Background()
+	sub := f.subscribe(domain.EventCustomerCreated)
+	if _, err := f.d.UpsertCustomers(ctx, f.org, []domain.CustomerInput{{Company: "A"}, {Company: "B"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.relay()
+	refs, err := f.d.ClaimWebhookDeliveries(ctx, 10)
+	if err != nil || len(refs) != 2 {
+		t.Fatalf("claimed %d, %v", len(refs), err)
+	}
+	retry := refs[0]
+	code := 503
+	next := time.Now().Add(time.Hour)
+	if _, err := f.d.RecordWebhookAttempt(ctx, db.WebhookAttemptRecord{OrgID: f.org, DeliveryID: retry.ID, Attempt: 1, StartedAt: time.Now(),
+		StatusCode: &code, Status: domain.WebhookFailed, NextAttemptAt: &next}); err != nil {
+		t.Fatal(err)
+	}
+	admit := func() domain.Admission {
+		t.Helper()
+		a, err := f.d.AdmitRetry(ctx, f.org, retry.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	// Healthy, one place of one taken by the other delivery: wait.
+	f.exec(`UPDATE webhook_subscriptions SET max_in_flight = 1 WHERE id = $1`, sub)
+	if a := admit(); a.Go || a.Wait != time.Second {
+		t.Fatalf("with the cap full: %+v, want to wait a second", a)
+	}
+	// Failing, the probe not due: held, waiting past the next probe.
+	f.exec(`UPDATE webhook_subscriptions SET max_in_flight = 10, failing_since = now(), probe_at = now() + interval '2 minutes' WHERE id = $1`, sub)
+	if a := admit(); a.Go || !a.Held || a.Wait < 2*time.Minute || a.Wait > 4*time.Minute {
+		t.Fatalf("while failing: %+v, want held until after the probe", a)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE id = $1 AND status = 'held' AND attempts = 1`, retry.ID); n != 1 {
+		t.Fatal("the held retry does not read held, with its one attempt")
+	}
+	// The probe due, none in flight (the other delivery recorded): this
+	// retry is the probe.
+	ok := 200
+	if _, err := f.d.RecordWebhookAttempt(ctx, db.WebhookAttemptRecord{OrgID: f.org, DeliveryID: refs[1].ID, Attempt: 1, StartedAt: time.Now(),
+		StatusCode: &ok, Status: domain.WebhookSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	f.exec(`UPDATE webhook_subscriptions SET failing_since = now(), probe_at = now() - interval '1 second' WHERE id = $1`, sub)
+	if a := admit(); !a.Go {
+		t.Fatalf("the probe due: %+v, want to go", a)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_in_flight WHERE delivery_id = $1 AND probe`, retry.ID); n != 1 {
+		t.Fatal("the retry going as the probe holds no probe's lease")
+	}
+	// Healthy with a rate: the slot is the rate's.
+	f.exec(`DELETE FROM webhook_in_flight WHERE delivery_id = $1`, retry.ID)
+	f.exec(`UPDATE webhook_subscriptions SET failing_since = NULL, probe_at = NULL, rate_limit_per_second = 2,
+		next_slot_at = now() + interval '3 seconds' WHERE id = $1`, sub)
+	if a := admit(); !a.Go || time.Until(a.At) < 2*time.Second {
+		t.Fatalf("with a rate: %+v, want its slot 3 s away", a)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE id = $1 AND status = 'failed'`, retry.ID); n != 1 {
+		t.Fatal("an admitted retry still reads held")
+	}
+}

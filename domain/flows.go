@@ -290,6 +290,24 @@ type DeliverInput struct {
 	Policy *DeliveryPolicy `json:"policy,omitempty"`
 }
 
+// AdmitInput asks whether a delivery's automatic retry may go now; Tries
+// counts the answers to wait it had (each wait is longer).
+type AdmitInput struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	DeliveryID uuid.UUID `json:"delivery_id"`
+	Tries      int       `json:"tries,omitempty"`
+}
+
+// Admission answers AdmitInput: go at At (a start slot its subscription's
+// rate gave it, or now), or wait Wait and ask again. Held says the
+// subscription is failing: the retry waits, with no attempt spent.
+type Admission struct {
+	Go   bool          `json:"go"`
+	At   time.Time     `json:"at,omitzero"`
+	Wait time.Duration `json:"wait,omitempty"`
+	Held bool          `json:"held,omitempty"`
+}
+
 // DeliverResult is how an attempt of a webhook delivery went.
 type DeliverResult struct {
 	Succeeded  bool   `json:"succeeded"`

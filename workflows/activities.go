@@ -21,6 +21,9 @@ type Activities interface {
 	RaiseNoReceipt(context.Context, domain.MatchInput) (domain.MatchResult, error)
 	// DeliverWebhook makes one attempt of a webhook delivery.
 	DeliverWebhook(context.Context, domain.DeliverInput) (domain.DeliverResult, error)
+	// AdmitRetry asks the delivery's subscription whether its automatic
+	// retry may go now.
+	AdmitRetry(context.Context, domain.AdmitInput) (domain.Admission, error)
 	// ExpireQuote moves a quote past its valid_until to expired.
 	ExpireQuote(context.Context, domain.ExpireQuoteInput) (domain.ExpireQuoteResult, error)
 	// ReplayBatchChunk replays the next receipts of a bulk replay.
@@ -36,6 +39,7 @@ const (
 	matchSupplierInvoice = "MatchSupplierInvoice"
 	raiseNoReceipt       = "RaiseNoReceipt"
 	deliverWebhook       = "DeliverWebhook"
+	admitRetry           = "AdmitRetry"
 	expireQuote          = "ExpireQuote"
 	replayBatchChunk     = "ReplayBatchChunk"
 	endReplayBatch       = "EndReplayBatch"

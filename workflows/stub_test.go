@@ -27,6 +27,9 @@ func (*activityStub) RaiseNoReceipt(context.Context, domain.MatchInput) (domain.
 func (*activityStub) DeliverWebhook(context.Context, domain.DeliverInput) (domain.DeliverResult, error) {
 	panic("mocked")
 }
+func (*activityStub) AdmitRetry(context.Context, domain.AdmitInput) (domain.Admission, error) {
+	panic("mocked")
+}
 func (*activityStub) ExpireQuote(context.Context, domain.ExpireQuoteInput) (domain.ExpireQuoteResult, error) {
 	panic("mocked")
 }

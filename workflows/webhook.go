@@ -43,6 +43,13 @@ const resendWhileClosing = "resend-while-closing"
 // search attribute and the run's details after each attempt.
 const deliveryStatusInUI = "delivery-status-in-ui"
 
+// admittedRetries marks the change that asks the delivery's subscription
+// (AdmitRetry) before each automatic retry, so that a nightly retry keeps
+// to the subscription's rate and cap on attempts at once, and waits, with
+// no attempt spent, while the subscription is failing
+// (docs/webhooks.md#delivery-controls). A resend goes at once.
+const admittedRetries = "admitted-retries"
+
 // firstAttemptOptions: one try, with deliverOptions' 30 s bound; the
 // retries of a fault are the activity's.
 var firstAttemptOptions = workflow.LocalActivityOptions{
@@ -94,6 +101,9 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 		}
 		// Until the nightly run the attempt named, or a resend.
 		manual = waitUntil(ctx, *res.RetryAt, resend)
+		if !manual && workflow.GetVersion(ctx, admittedRetries, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+			manual = waitForAdmission(ctx, in, resend)
+		}
 		if ctx.Err() != nil {
 			return domain.WebhookOutcome{Status: domain.WebhookFailed, Attempts: attempts}, temporal.NewCanceledError()
 		}
@@ -159,6 +169,28 @@ func deliverFirst(ctx workflow.Context, in domain.WebhookInput, attempt int, man
 	}
 	workflow.GetLogger(ctx).Warn("first webhook attempt failed; making it again as an activity", "error", err)
 	return deliver(ctx, in, attempt, manual, last)
+}
+
+// waitForAdmission asks the subscription whether the retry may go, waiting as
+// it answers (until its start slot, or before asking again) until it does,
+// or until a resend arrives, which it reports. A fault of the service
+// that outlasts the activity's retries lets the retry go.
+func waitForAdmission(ctx workflow.Context, in domain.WebhookInput, resend workflow.ReceiveChannel) bool {
+	for tries := 0; ; tries++ {
+		var a domain.Admission
+		err := workflow.ExecuteActivity(ctx, admitRetry, domain.AdmitInput{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Tries: tries}).Get(ctx, &a)
+		switch {
+		case err != nil || ctx.Err() != nil:
+			return false
+		case a.Go && !a.At.After(workflow.Now(ctx)):
+			return false
+		case a.Go:
+			return waitUntil(ctx, a.At, resend)
+		}
+		if waitUntil(ctx, workflow.Now(ctx).Add(a.Wait), resend) {
+			return true
+		}
+	}
 }
 
 func statusAfter(res domain.DeliverResult) domain.WebhookStatus {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,6 +24,10 @@ type webhookEnv struct {
 	*testsuite.TestWorkflowEnvironment
 	attempts []domain.DeliverInput
 	at       []time.Time
+	// admissions answer AdmitRetry in turn (go at once when they run out);
+	// asked records when each was asked.
+	admissions []domain.Admission
+	asked      []time.Time
 }
 
 // The nightly run is at 02:00 UTC; the delivery starts at 10:30.
@@ -48,6 +53,14 @@ func newWebhookEnv(results ...domain.DeliverResult) *webhookEnv {
 				res.RetryAt = &next
 			}
 			return res, nil
+		})
+	e.OnActivity(a.AdmitRetry, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in domain.AdmitInput) (domain.Admission, error) {
+			e.asked = append(e.asked, e.Now().UTC())
+			if in.Tries < len(e.admissions) {
+				return e.admissions[in.Tries], nil
+			}
+			return domain.Admission{Go: true, At: e.Now()}, nil
 		})
 	return e
 }
@@ -265,5 +278,56 @@ func TestAResendSignalledWhileTheLastAttemptRunsIsOneAttemptMore(t *testing.T) {
 				t.Fatalf("%d attempts (%+v), outcome %+v; want the resend made as a second, manual attempt", len(attempts), attempts, out)
 			}
 		})
+	}
+}
+
+// While its subscription is failing, a nightly retry is held: it waits as
+// the subscription says, spending no attempt, and goes when admitted, as
+// the next attempt by number. An hour-long wait passes in the test's
+// skipped time.
+func TestARetryIsHeldWhileItsSubscriptionIsFailing(t *testing.T) {
+	e := newWebhookEnv(receiverDown, receiverOK)
+	e.admissions = []domain.Admission{{Held: true, Wait: time.Hour}, {Held: true, Wait: time.Hour}}
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var out domain.WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	nightly := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	if len(e.attempts) != 2 || e.attempts[1].Attempt != 2 || e.attempts[1].Manual || out.Status != domain.WebhookSucceeded || out.Attempts != 2 {
+		t.Fatalf("attempts %+v, outcome %+v; want the retry as attempt 2, succeeded", e.attempts, out)
+	}
+	if want := []time.Time{nightly, nightly.Add(time.Hour), nightly.Add(2 * time.Hour)}; !slices.Equal(e.asked, want) {
+		t.Fatalf("admission asked at %v, want %v", e.asked, want)
+	}
+	if !e.at[1].Equal(nightly.Add(2 * time.Hour)) {
+		t.Fatalf("the retry went at %s, want when admitted, %s", e.at[1], nightly.Add(2*time.Hour))
+	}
+}
+
+// An admitted retry goes at the start slot its subscription's rate gave
+// it; a full subscription makes it ask again; a resend while it waits goes
+// at once, as a resend.
+func TestARetryGoesAtItsSlotAndAResendDoesNotWait(t *testing.T) {
+	nightly := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	e := newWebhookEnv(receiverDown, receiverOK)
+	e.admissions = []domain.Admission{{Wait: time.Second}, {Go: true, At: nightly.Add(time.Second + 400*time.Millisecond)}}
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	if err := e.GetWorkflowResult(new(domain.WebhookOutcome)); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.at) != 2 || !e.at[1].Equal(nightly.Add(time.Second+400*time.Millisecond)) {
+		t.Fatalf("attempts at %v, want the retry at its slot", e.at)
+	}
+
+	e = newWebhookEnv(receiverDown, receiverOK)
+	e.admissions = []domain.Admission{{Held: true, Wait: time.Hour}}
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(ResendSignal, nil) }, nightly.Sub(webhookStart)+10*time.Minute)
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	if err := e.GetWorkflowResult(new(domain.WebhookOutcome)); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.attempts) != 2 || !e.attempts[1].Manual || !e.at[1].Equal(nightly.Add(10*time.Minute)) {
+		t.Fatalf("attempts %+v at %v, want the resend at once while held", e.attempts, e.at)
 	}
 }

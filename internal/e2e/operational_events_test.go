@@ -41,10 +41,10 @@ func (rc *receiver) lastData(typ string) map[string]any {
 	return m
 }
 
-// A receiver that is down: after its fifth failed attempt in a row a
+// A receiver that is down: a delivery whose last attempt fails is
+// webhook.delivery.exhausted; after the fifth failed attempt in a row a
 // second subscription that asked for it hears webhook.subscription.failing,
-// once, and later deliveries are held, with no attempt spent; each
-// delivery whose last attempt fails is webhook.delivery.exhausted; ten
+// once, and later deliveries are held, with no attempt spent; ten
 // failing posts on an endpoint within 15 minutes are
 // inbound.endpoint.failing. Up again, the probe (the oldest held delivery)
 // succeeds: webhook.subscription.recovered, and every held delivery arrives
@@ -86,27 +86,33 @@ func TestOperationalEventsReachTheSubscriptionsThatAskForThem(t *testing.T) {
 			}
 		}
 	}
-	post(5)
-	f.eventuallyWithin(60*time.Second, "the watcher hears the subscription failing", func() bool {
-		return watcher.types()[domain.EventSubscriptionFailing] == 1
+	// One failing post: its delivery fails 5 times (retries a second
+	// apart here), is exhausted, and the fifth failure in a row makes the
+	// subscription failing.
+	post(1)
+	f.eventuallyWithin(60*time.Second, "the watcher hears a delivery exhausted and the subscription failing", func() bool {
+		got := watcher.types()
+		return got[domain.EventDeliveryExhausted] == 1 && got[domain.EventSubscriptionFailing] == 1
 	})
 	if d := watcher.lastData(domain.EventSubscriptionFailing); d["subscription_id"] != downSub.ID.String() ||
 		d["consecutive_failures"] != float64(domain.SubscriptionFailingAfter) || d["last_status"] != float64(503) {
 		t.Fatalf("webhook.subscription.failing data %v", d)
 	}
-	// Failing: the next five deliveries are held, and spend no attempt.
-	post(5)
-	f.eventuallyWithin(60*time.Second, "the endpoint failing, the five attempted deliveries exhausted, five held", func() bool {
-		got := watcher.types()
-		return got[domain.EventEndpointFailing] == 1 && got[domain.EventDeliveryExhausted] == 5 &&
+	if d := watcher.lastData(domain.EventDeliveryExhausted); d["subscription_id"] != downSub.ID.String() || d["attempts"] != float64(5) {
+		t.Fatalf("webhook.delivery.exhausted data %v", d)
+	}
+	// Failing: the next nine deliveries are held, and spend no attempt.
+	post(9)
+	f.eventuallyWithin(60*time.Second, "the endpoint failing and nine deliveries held", func() bool {
+		return watcher.types()[domain.EventEndpointFailing] == 1 &&
 			f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'held' AND attempts = 0`,
-				downSub.ID) == 5
+				downSub.ID) == 9
 	})
 	if d := watcher.lastData(domain.EventEndpointFailing); d["endpoint_id"] != epID || d["failed_posts"] != float64(10) {
 		t.Fatalf("inbound.endpoint.failing data %v", d)
 	}
-	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'exhausted'`, downSub.ID); n != 5 {
-		t.Fatalf("%d deliveries exhausted, want the 5 attempted", n)
+	if n := down.count(); n != 5 {
+		t.Fatalf("the receiver got %d requests, want the exhausted delivery's 5 alone", n)
 	}
 	held := f.column(`SELECT e.id::text FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
 		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.status = 'held' ORDER BY e.created_at, e.id`, downSub.ID)
