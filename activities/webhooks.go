@@ -40,7 +40,7 @@ const excerptLimit = 1024
 // AdmitRetry asks the delivery's subscription whether its automatic retry
 // may go now (db.AdmitRetry).
 func (a *Activities) AdmitRetry(ctx context.Context, in domain.AdmitInput) (domain.Admission, error) {
-	adm, err := a.DB.AdmitRetry(ctx, in.OrgID, in.DeliveryID, in.Tries)
+	adm, err := a.DB.AdmitRetry(ctx, in.OrgID, in.DeliveryID, in.Tries, in.Manual)
 	return adm, businessError(err)
 }
 

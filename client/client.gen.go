@@ -2281,7 +2281,7 @@ type RotateSecretOutputBody struct {
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
 	LastFailureStatus *int64 `json:"last_failure_status"`
 
-	// MaxInFlight At most this many attempts run at once (a resend aside).
+	// MaxInFlight At most this many attempts run at once.
 	MaxInFlight int64 `json:"max_in_flight"`
 
 	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
@@ -2291,7 +2291,7 @@ type RotateSecretOutputBody struct {
 	// PreviousSecretExpiresAt Until then deliveries carry a second v1, made with the secret replaced.
 	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
 
-	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes and nightly retries alike; a resend goes at once); null for no limit.
+	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes, nightly retries, resends and recovers alike); null for no limit.
 	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
 
 	// Secret The new signing secret: shown this once; null in the answer to a retry with the same Idempotency-Key.
@@ -2417,14 +2417,14 @@ type Subscription struct {
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
 	LastFailureStatus *int64 `json:"last_failure_status"`
 
-	// MaxInFlight At most this many attempts run at once (a resend aside).
+	// MaxInFlight At most this many attempts run at once.
 	MaxInFlight int64 `json:"max_in_flight"`
 
 	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
 	Ordering SubscriptionOrdering `json:"ordering"`
 	OrgId    openapi_types.UUID   `json:"org_id"`
 
-	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes and nightly retries alike; a resend goes at once); null for no limit.
+	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes, nightly retries, resends and recovers alike); null for no limit.
 	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
 
 	// State failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success.
@@ -2458,14 +2458,14 @@ type SubscriptionSecretOutputBody struct {
 	// LastFailureStatus The HTTP status of the last failed attempt; null when no answer came or none failed.
 	LastFailureStatus *int64 `json:"last_failure_status"`
 
-	// MaxInFlight At most this many attempts run at once (a resend aside).
+	// MaxInFlight At most this many attempts run at once.
 	MaxInFlight int64 `json:"max_in_flight"`
 
 	// Ordering per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order.
 	Ordering SubscriptionSecretOutputBodyOrdering `json:"ordering"`
 	OrgId    openapi_types.UUID                   `json:"org_id"`
 
-	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes and nightly retries alike; a resend goes at once); null for no limit.
+	// RateLimitPerSecond At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes, nightly retries, resends and recovers alike); null for no limit.
 	RateLimitPerSecond *int64 `json:"rate_limit_per_second"`
 
 	// Secret The signing secret: shown this once, kept sealed; null in the answer to a retry with the same Idempotency-Key.

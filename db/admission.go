@@ -263,7 +263,10 @@ func (d *DB) SkipWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) error
 //
 // An admitted retry holds its place among max_in_flight until it is
 // recorded, as a first attempt does.
-func (d *DB) AdmitRetry(ctx context.Context, orgID, deliveryID uuid.UUID, tries int) (domain.Admission, error) {
+//
+// A resend (manual) is admitted alike, but whatever the delivery's status,
+// and while the subscription is failing too: support asked for it.
+func (d *DB) AdmitRetry(ctx context.Context, orgID, deliveryID uuid.UUID, tries int, manual bool) (domain.Admission, error) {
 	var a domain.Admission
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		var s admissionSubscription
@@ -282,12 +285,13 @@ func (d *DB) AdmitRetry(ctx context.Context, orgID, deliveryID uuid.UUID, tries 
 		if err != nil {
 			return notFound(err, "delivery")
 		}
-		if !s.active || (status != domain.WebhookFailed && status != domain.WebhookHeld) {
+		if !s.active || (!manual && status != domain.WebhookFailed && status != domain.WebhookHeld) {
 			a = domain.Admission{Go: true, At: s.now}
 			return nil
 		}
 		probe := false
 		switch {
+		case s.failing && manual:
 		case s.failing && s.probeDue && s.inFlight == 0:
 			probe = true
 		case s.failing:

@@ -165,7 +165,7 @@ func TestANightlyRetryIsAdmittedAsItsSubscriptionAllows(t *testing.T) {
 	}
 	admit := func() domain.Admission {
 		t.Helper()
-		a, err := f.d.AdmitRetry(ctx, f.org, retry.ID, 0)
+		a, err := f.d.AdmitRetry(ctx, f.org, retry.ID, 0, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,6 +184,15 @@ func TestANightlyRetryIsAdmittedAsItsSubscriptionAllows(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE id = $1 AND status = 'held' AND attempts = 1`, retry.ID); n != 1 {
 		t.Fatal("the held retry does not read held, with its one attempt")
 	}
+	// A resend goes while the subscription is failing (support asked),
+	// holding a place as any attempt.
+	if a, err := f.d.AdmitRetry(ctx, f.org, retry.ID, 0, true); err != nil || !a.Go || a.Held {
+		t.Fatalf("a resend while failing: %+v %v, want to go", a, err)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_in_flight WHERE delivery_id = $1 AND NOT probe`, retry.ID); n != 1 {
+		t.Fatal("the resend holds no place")
+	}
+	f.exec(`DELETE FROM webhook_in_flight WHERE delivery_id = $1`, retry.ID)
 	// The probe due, none in flight (the other delivery recorded): this
 	// retry is the probe.
 	ok := 200

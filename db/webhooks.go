@@ -34,8 +34,8 @@ type Subscription struct {
 // SubscriptionSettings say how a subscription's deliveries go to its
 // receiver (docs/webhooks.md#delivery-controls).
 type SubscriptionSettings struct {
-	RateLimitPerSecond *int   `json:"rate_limit_per_second" minimum:"1" maximum:"1000" doc:"At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes and nightly retries alike; a resend goes at once); null for no limit."`
-	MaxInFlight        int    `json:"max_in_flight" minimum:"1" maximum:"100" doc:"At most this many attempts run at once (a resend aside)."`
+	RateLimitPerSecond *int   `json:"rate_limit_per_second" minimum:"1" maximum:"1000" doc:"At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes, nightly retries, resends and recovers alike); null for no limit."`
+	MaxInFlight        int    `json:"max_in_flight" minimum:"1" maximum:"100" doc:"At most this many attempts run at once."`
 	Ordering           string `json:"ordering" enum:"none,per_entity" doc:"per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order."`
 }
 

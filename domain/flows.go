@@ -296,6 +296,9 @@ type AdmitInput struct {
 	OrgID      uuid.UUID `json:"org_id"`
 	DeliveryID uuid.UUID `json:"delivery_id"`
 	Tries      int       `json:"tries,omitempty"`
+	// Manual: a resend, which support asked for: it keeps to the rate and
+	// the cap, not to a failing spell.
+	Manual bool `json:"manual,omitempty"`
 }
 
 // Admission answers AdmitInput: go at At (a start slot its subscription's

@@ -47,8 +47,14 @@ const deliveryStatusInUI = "delivery-status-in-ui"
 // (AdmitRetry) before each automatic retry, so that a nightly retry keeps
 // to the subscription's rate and cap on attempts at once, and waits, with
 // no attempt spent, while the subscription is failing
-// (docs/webhooks.md#delivery-controls). A resend goes at once.
+// (docs/webhooks.md#delivery-controls). A resend asks too (admittedResends).
 const admittedRetries = "admitted-retries"
+
+// admittedResends marks the change that asks the subscription before a
+// resend's attempt, as admittedRetries does before a retry's: a resend (and
+// so a recover, which resends) keeps to the rate and the cap on attempts at
+// once, though not to a failing spell.
+const admittedResends = "admitted-resends"
 
 // firstAttemptOptions: one try, with deliverOptions' 30 s bound; the
 // retries of a fault are the activity's.
@@ -73,6 +79,11 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 	// Runs recorded before localFirstAttempt made every attempt an activity.
 	local := workflow.GetVersion(ctx, localFirstAttempt, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 	for {
+		// A resend keeps to the subscription's rate and cap too (but not to
+		// a failing spell: support asked for it).
+		if manual && workflow.GetVersion(ctx, admittedResends, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+			admitResend(ctx, in, resend)
+		}
 		attempts++
 		var res domain.DeliverResult
 		var err error
@@ -189,6 +200,35 @@ func waitForAdmission(ctx workflow.Context, in domain.WebhookInput, resend workf
 		}
 		if waitUntil(ctx, workflow.Now(ctx).Add(a.Wait), resend) {
 			return true
+		}
+	}
+}
+
+// admitResend asks the subscription whether a resend's attempt may go,
+// waiting as it answers until it does; further resends meanwhile are the
+// same one. A fault of the service that outlasts the activity's retries
+// lets it go.
+func admitResend(ctx workflow.Context, in domain.WebhookInput, resend workflow.ReceiveChannel) {
+	defer func() {
+		for resend.ReceiveAsync(nil) {
+		}
+	}()
+	for tries := 0; ; tries++ {
+		var a domain.Admission
+		err := workflow.ExecuteActivity(ctx, admitRetry, domain.AdmitInput{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Tries: tries,
+			Manual: true}).Get(ctx, &a)
+		if err != nil || ctx.Err() != nil {
+			return
+		}
+		wait := a.Wait
+		if a.Go {
+			wait = a.At.Sub(workflow.Now(ctx))
+		}
+		if wait > 0 {
+			_ = workflow.Sleep(ctx, wait)
+		}
+		if a.Go {
+			return
 		}
 	}
 }

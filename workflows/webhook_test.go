@@ -24,10 +24,11 @@ type webhookEnv struct {
 	*testsuite.TestWorkflowEnvironment
 	attempts []domain.DeliverInput
 	at       []time.Time
-	// admissions answer AdmitRetry in turn (go at once when they run out);
-	// asked records when each was asked.
-	admissions []domain.Admission
-	asked      []time.Time
+	// admissions answer a retry's AdmitRetry in turn, resendAdmissions a
+	// resend's (go at once when they run out); asked records when a retry
+	// asked.
+	admissions, resendAdmissions []domain.Admission
+	asked                        []time.Time
 }
 
 // The nightly run is at 02:00 UTC; the delivery starts at 10:30.
@@ -56,6 +57,12 @@ func newWebhookEnv(results ...domain.DeliverResult) *webhookEnv {
 		})
 	e.OnActivity(a.AdmitRetry, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in domain.AdmitInput) (domain.Admission, error) {
+			if in.Manual {
+				if in.Tries < len(e.resendAdmissions) {
+					return e.resendAdmissions[in.Tries], nil
+				}
+				return domain.Admission{Go: true, At: e.Now()}, nil
+			}
 			e.asked = append(e.asked, e.Now().UTC())
 			if in.Tries < len(e.admissions) {
 				return e.admissions[in.Tries], nil
@@ -329,5 +336,26 @@ func TestARetryGoesAtItsSlotAndAResendDoesNotWait(t *testing.T) {
 	}
 	if len(e.attempts) != 2 || !e.attempts[1].Manual || !e.at[1].Equal(nightly.Add(10*time.Minute)) {
 		t.Fatalf("attempts %+v at %v, want the resend at once while held", e.attempts, e.at)
+	}
+}
+
+// A resend keeps to its subscription's cap and rate: told to wait, it
+// asks again, and goes at the slot it is given; a second resend meanwhile
+// is the same one.
+func TestAResendKeepsToTheSubscriptionsCapAndRate(t *testing.T) {
+	e := newWebhookEnv(receiverDown, receiverOK)
+	e.resendAdmissions = []domain.Admission{{Wait: 2 * time.Second}, {Go: true, At: webhookStart.Add(time.Hour + 3*time.Second)}}
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(ResendSignal, nil) }, time.Hour)
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(ResendSignal, nil) }, time.Hour+time.Second)
+	e.ExecuteWorkflow(WebhookDelivery, webhookIn)
+	var out domain.WebhookOutcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.attempts) != 2 || !e.attempts[1].Manual || out.Status != domain.WebhookSucceeded {
+		t.Fatalf("attempts %+v, outcome %+v; want one resend, succeeded", e.attempts, out)
+	}
+	if want := webhookStart.Add(time.Hour + 3*time.Second); !e.at[1].Equal(want) {
+		t.Fatalf("the resend went at %s, want at its slot %s", e.at[1], want)
 	}
 }
