@@ -30,6 +30,14 @@ type Result struct {
 	Repeats           int // HTTP requests that repeated a delivery the receiver already had (same delivery id)
 	Unexpected        int // events or requests nobody asked for, and requests whose signatures did not verify
 	ExtraRuns         int // workflow executions beyond one per receipt and one per delivery
+	// OutOfOrder counts events that arrived before an earlier event of the
+	// same entity (the subscription orders per entity).
+	OutOfOrder int
+	// PeakPerSecond is the most events that first arrived in any one
+	// second (the subscription's rate is subscriptionRate). It is
+	// reported, not held to the rate: the attempts in flight when a worker
+	// is killed are made again together by the next one.
+	PeakPerSecond int
 
 	Faults   []FaultResult
 	Settled  time.Duration // from the first post until everything was quiet
@@ -55,7 +63,8 @@ func (r Result) Failed() bool {
 		}
 	}
 	return r.PostsLost > 0 || r.PostsDoubled > 0 || r.DeliveriesLost > 0 || r.DeliveriesDoubled > 0 ||
-		r.Unexpected > 0 || r.ExtraRuns > 0 || r.Applied != r.Posts || r.Delivered != r.Deliveries
+		r.Unexpected > 0 || r.ExtraRuns > 0 || r.Applied != r.Posts || r.Delivered != r.Deliveries ||
+		r.OutOfOrder > 0
 }
 
 func (r *Result) problem(format string, args ...any) {
@@ -293,6 +302,10 @@ func (s *setup) check(ctx context.Context, answers []answer) (Result, error) {
 		}
 	}
 
+	if err := s.checkOrderAndRate(ctx, &res); err != nil {
+		return res, err
+	}
+
 	// One workflow execution per receipt and per delivery: a second would
 	// be work started again.
 	for _, c := range []struct {
@@ -360,6 +373,8 @@ func printTable(w io.Writer, results []Result) {
 			r.Run, r.Posts, r.Applied, r.PostsLost, r.PostsDoubled, r.Accepted,
 			r.Deliveries, r.Delivered, r.DeliveriesLost, r.DeliveriesDoubled, r.Repeats, settled, r.PeakConnections, r.MaxConnections,
 			r.PeakService, r.PeakTemporal)
+		fmt.Fprintf(w, "     | deliveries to a subscription of %d a second, ordered per entity: %d out of order; at most %d arrived in one second\n",
+			subscriptionRate, r.OutOfOrder, r.PeakPerSecond)
 		if r.Unexpected > 0 || r.ExtraRuns > 0 {
 			fmt.Fprintf(w, "     | %d unexpected events, receipts or requests; %d extra workflow executions\n", r.Unexpected, r.ExtraRuns)
 		}
@@ -384,4 +399,56 @@ func printTable(w io.Writer, results []Result) {
 				f.Applied, f.Delivered, f.Back.Seconds(), f.Stall.Seconds(), f.Slowest.Seconds(), cut)
 		}
 	}
+}
+
+// checkOrderAndRate holds the receiver's first arrivals to the
+// subscription's ordering, each entity's events in event order, and finds
+// the most that arrived in any one second.
+func (s *setup) checkOrderAndRate(ctx context.Context, res *Result) error {
+	rows, err := s.d.Pool().Query(ctx, `SELECT id::text, coalesce(entity_type || ':' || entity_id, id::text),
+		row_number() OVER (PARTITION BY entity_type, entity_id ORDER BY created_at, id)
+		FROM events WHERE org_id = $1 AND type = ANY($2)`, s.org, eventTypes)
+	if err != nil {
+		return err
+	}
+	type place struct {
+		entity string
+		n      int
+	}
+	order := map[string]place{}
+	for rows.Next() {
+		var id string
+		var p place
+		if err := rows.Scan(&id, &p.entity, &p.n); err != nil {
+			rows.Close()
+			return err
+		}
+		order[id] = p
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	firsts := s.rc.firsts()
+	last := map[string]int{}
+	for _, a := range firsts {
+		p, ok := order[a.event]
+		if !ok {
+			continue // counted as unexpected above
+		}
+		if p.n < last[p.entity] {
+			res.OutOfOrder++
+			res.problem("event %s (number %d of %s) arrived after number %d", a.event, p.n, p.entity, last[p.entity])
+		}
+		last[p.entity] = max(last[p.entity], p.n)
+	}
+	most := 0
+	for i := range firsts {
+		n := 0
+		for j := i; j < len(firsts) && firsts[j].at.Sub(firsts[i].at) < time.Second; j++ {
+			n++
+		}
+		most = max(most, n)
+	}
+	res.PeakPerSecond = most
+	return nil
 }

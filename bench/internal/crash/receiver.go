@@ -20,6 +20,14 @@ type receiver struct {
 	mu       sync.Mutex
 	arrivals map[string]map[string]int // event id -> delivery id -> requests
 	bad      int                       // requests whose signatures or ids did not verify
+	// first is each event's first arrival, in arrival order, with its time.
+	first []arrival
+}
+
+// arrival is an event's first request.
+type arrival struct {
+	event string
+	at    time.Time
 }
 
 func newReceiver() *receiver {
@@ -57,6 +65,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if byDelivery == nil {
 		byDelivery = map[string]int{}
 		rc.arrivals[eventID] = byDelivery
+		rc.first = append(rc.first, arrival{event: eventID, at: now})
 	}
 	byDelivery[deliveryID]++
 	w.WriteHeader(http.StatusNoContent)
@@ -67,6 +76,13 @@ func (rc *receiver) events() int {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return len(rc.arrivals)
+}
+
+// firsts copies each event's first arrival, in arrival order.
+func (rc *receiver) firsts() []arrival {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]arrival(nil), rc.first...)
 }
 
 // snapshot copies what arrived, and the count of requests refused.

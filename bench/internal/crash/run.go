@@ -84,6 +84,9 @@ const (
 // none meets the rate limit.
 const perEndpoint = 100
 
+// subscriptionRate is the subscription's rate_limit_per_second.
+const subscriptionRate = 20
+
 // customersPerCall is how many customers one REST call creates, for the
 // deliveries beyond the posts'.
 const customersPerCall = 10
@@ -442,7 +445,12 @@ func (s *setup) data(ctx context.Context, sealer *secrets.Sealer) error {
 		return err
 	}
 	s.stops = append(s.stops, stopReceiver)
-	sub, err := s.d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: s.org, URL: receiverURL + "/hooks", EventTypes: eventTypes})
+	// Rate-limited and ordered per entity: the killed worker must not make
+	// the relays start faster than the rate, or an order's invoices arrive
+	// out of their order (all the posts' invoices are about one order).
+	rate, ordering := subscriptionRate, db.OrderingPerEntity
+	sub, err := s.d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: s.org, URL: receiverURL + "/hooks", EventTypes: eventTypes,
+		RateLimit: &rate, Ordering: &ordering})
 	if err != nil {
 		return err
 	}
