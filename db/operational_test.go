@@ -159,7 +159,9 @@ func TestSubscriptionFailingRecoveredAndExhaustedEvents(t *testing.T) {
 		t.Fatalf("subscription %+v, %v; want failing after 6 failures", s, err)
 	}
 
-	// A success: recovered, with the deliveries still waiting for a retry.
+	// A success: recovered, with the deliveries still waiting: failed, or
+	// held (one marked so here, as a retry held while failing is).
+	f.exec(`UPDATE webhook_deliveries SET status = 'held' WHERE id = $1`, deliveries[5])
 	attempt(deliveries[0], 2, domain.WebhookSucceeded)
 	recovered := f.events(domain.EventSubscriptionRecovered)
 	if len(recovered) != 1 || recovered[0]["held_deliveries"] != float64(5) || recovered[0]["failing_since"] != failing[0]["since"] {

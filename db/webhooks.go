@@ -514,7 +514,7 @@ func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord,
 			URL: url, ConsecutiveFailures: failures, LastStatus: a.StatusCode, LastError: a.Error, Since: domain.NewTimestamp(*since)}))
 	case was != nil && succeeded:
 		var held int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'failed'`,
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status IN ('failed', 'held')`,
 			a.OrgID, subscriptionID).Scan(&held); err != nil {
 			return false, err
 		}

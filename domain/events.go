@@ -216,7 +216,7 @@ type (
 		SubscriptionID uuid.UUID `json:"subscription_id"`
 		URL            string    `json:"url"`
 		FailingSince   Timestamp `json:"failing_since"`
-		HeldDeliveries int       `json:"held_deliveries" doc:"The subscription's deliveries still waiting for a retry."`
+		HeldDeliveries int       `json:"held_deliveries" doc:"The subscription's deliveries still waiting: held while it was failing, or failed and waiting for a retry. They go now, at its rate."`
 	}
 	// DeliveryExhaustedData is the data of webhook.delivery.exhausted.
 	DeliveryExhaustedData struct {
