@@ -189,18 +189,24 @@ func admit(ctx context.Context, tx pgx.Tx, s admissionSubscription, room int) ([
 	if !s.active {
 		return refs, nil
 	}
+	return refs, takePlaces(ctx, tx, s, ids, until, probe, slot)
+}
+
+// takePlaces gives admitted attempts of s their places among its
+// max_in_flight (a lease each, until the time beside it), moves its next
+// start slot to next when it has a rate, and, for a probe, pushes its next
+// probe past the lease (a probe whose worker died is followed by another).
+func takePlaces(ctx context.Context, tx pgx.Tx, s admissionSubscription, ids []uuid.UUID, until []time.Time, probe bool, next time.Time) error {
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO webhook_in_flight (delivery_id, org_id, subscription_id, until, probe)
 		SELECT unnest($1::uuid[]), $2, $3, unnest($4::timestamptz[]), $5
 		ON CONFLICT (org_id, delivery_id) DO UPDATE SET until = EXCLUDED.until, probe = EXCLUDED.probe`, ids, s.org, s.id, until, probe); err != nil {
-		return nil, err
+		return err
 	}
-	// The next slot, and a probe's due time pushed past its lease (a
-	// probe whose worker died is followed by another).
-	_, err = tx.Exec(ctx, `UPDATE webhook_subscriptions SET next_slot_at = CASE WHEN $3 THEN $4 ELSE next_slot_at END,
+	_, err := tx.Exec(ctx, `UPDATE webhook_subscriptions SET next_slot_at = CASE WHEN $3 THEN $4 ELSE next_slot_at END,
 		probe_at = CASE WHEN $5 THEN now() + make_interval(secs => $6) ELSE probe_at END WHERE org_id = $1 AND id = $2`,
-		s.org, s.id, s.rate != nil, slot, probe, inFlightLease.Seconds())
-	return refs, err
+		s.org, s.id, s.rate != nil, next, probe, inFlightLease.Seconds())
+	return err
 }
 
 // releaseInFlight gives back the place of a delivery's admitted attempt,
@@ -313,19 +319,11 @@ func (d *DB) AdmitRetry(ctx context.Context, orgID, deliveryID uuid.UUID, tries 
 		if s.rate != nil && s.nextSlot != nil && s.nextSlot.After(slot) {
 			slot = *s.nextSlot
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO webhook_in_flight (delivery_id, org_id, subscription_id, until, probe) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (org_id, delivery_id) DO UPDATE SET until = EXCLUDED.until, probe = EXCLUDED.probe`,
-			deliveryID, orgID, s.id, slot.Add(inFlightLease), probe); err != nil {
-			return err
-		}
 		next := slot
 		if s.rate != nil {
 			next = slot.Add(time.Second / time.Duration(*s.rate))
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_subscriptions SET next_slot_at = CASE WHEN $3 THEN $4 ELSE next_slot_at END,
-			probe_at = CASE WHEN $5 THEN now() + make_interval(secs => $6) ELSE probe_at END WHERE org_id = $1 AND id = $2`,
-			orgID, s.id, s.rate != nil, next, probe, inFlightLease.Seconds()); err != nil {
+		if err := takePlaces(ctx, tx, s, []uuid.UUID{deliveryID}, []time.Time{slot.Add(inFlightLease)}, probe, next); err != nil {
 			return err
 		}
 		// Going again: no longer held.
