@@ -82,7 +82,7 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 		// A resend keeps to the subscription's rate and cap too (but not to
 		// a failing spell: support asked for it).
 		if manual && workflow.GetVersion(ctx, admittedResends, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
-			admitResend(ctx, in, resend)
+			waitForAdmission(ctx, in, resend, true)
 		}
 		attempts++
 		var res domain.DeliverResult
@@ -113,7 +113,7 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 		// Until the nightly run the attempt named, or a resend.
 		manual = waitUntil(ctx, *res.RetryAt, resend)
 		if !manual && workflow.GetVersion(ctx, admittedRetries, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
-			manual = waitForAdmission(ctx, in, resend)
+			manual = waitForAdmission(ctx, in, resend, false)
 		}
 		if ctx.Err() != nil {
 			return domain.WebhookOutcome{Status: domain.WebhookFailed, Attempts: attempts}, temporal.NewCanceledError()
@@ -182,53 +182,38 @@ func deliverFirst(ctx workflow.Context, in domain.WebhookInput, attempt int, man
 	return deliver(ctx, in, attempt, manual, last)
 }
 
-// waitForAdmission asks the subscription whether the retry may go, waiting as
-// it answers (until its start slot, or before asking again) until it does,
-// or until a resend arrives, which it reports. A fault of the service
-// that outlasts the activity's retries lets the retry go.
-func waitForAdmission(ctx workflow.Context, in domain.WebhookInput, resend workflow.ReceiveChannel) bool {
-	for tries := 0; ; tries++ {
-		var a domain.Admission
-		err := workflow.ExecuteActivity(ctx, admitRetry, domain.AdmitInput{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Tries: tries}).Get(ctx, &a)
-		switch {
-		case err != nil || ctx.Err() != nil:
-			return false
-		case a.Go && !a.At.After(workflow.Now(ctx)):
-			return false
-		case a.Go:
-			return waitUntil(ctx, a.At, resend)
-		}
-		if waitUntil(ctx, workflow.Now(ctx).Add(a.Wait), resend) {
-			return true
-		}
-	}
-}
-
-// admitResend asks the subscription whether a resend's attempt may go,
-// waiting as it answers until it does; further resends meanwhile are the
+// waitForAdmission asks the subscription whether an attempt may go (a
+// retry, or with manual a resend), waiting as it answers (until its start
+// slot, or before asking again) until it does. A retry's wait ends at a
+// resend, which it reports; during a resend's, further resends are the
 // same one. A fault of the service that outlasts the activity's retries
-// lets it go.
-func admitResend(ctx workflow.Context, in domain.WebhookInput, resend workflow.ReceiveChannel) {
-	defer func() {
-		for resend.ReceiveAsync(nil) {
-		}
-	}()
+// lets the attempt go.
+func waitForAdmission(ctx workflow.Context, in domain.WebhookInput, resend workflow.ReceiveChannel, manual bool) bool {
+	wake := resend
+	if manual {
+		// Nothing is sent on it: only the timer ends a resend's wait.
+		wake = workflow.NewChannel(ctx)
+		defer func() {
+			for resend.ReceiveAsync(nil) {
+			}
+		}()
+	}
 	for tries := 0; ; tries++ {
 		var a domain.Admission
 		err := workflow.ExecuteActivity(ctx, admitRetry, domain.AdmitInput{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Tries: tries,
-			Manual: true}).Get(ctx, &a)
+			Manual: manual}).Get(ctx, &a)
 		if err != nil || ctx.Err() != nil {
-			return
+			return false
 		}
-		wait := a.Wait
+		at := workflow.Now(ctx).Add(a.Wait)
 		if a.Go {
-			wait = a.At.Sub(workflow.Now(ctx))
+			at = a.At
 		}
-		if wait > 0 {
-			_ = workflow.Sleep(ctx, wait)
+		if at.After(workflow.Now(ctx)) && waitUntil(ctx, at, wake) {
+			return true
 		}
 		if a.Go {
-			return
+			return false
 		}
 	}
 }
