@@ -55,8 +55,9 @@ type admissionSubscription struct {
 //     before;
 //   - with per_entity ordering, only a delivery no earlier delivery of the
 //     same entity is still open for (pending, failed or held);
-//   - while it is failing, none: its waiting deliveries become held, and
-//     when its probe is due, the oldest goes alone as the probe.
+//   - while it is failing, none: its waiting deliveries not admitted yet
+//     become held, and when its probe is due, the oldest goes alone as
+//     the probe.
 //
 // Each admitted attempt holds a place among max_in_flight until it is
 // recorded (RecordWebhookAttempt). Two relays never hold the same
@@ -123,9 +124,12 @@ func admit(ctx context.Context, tx pgx.Tx, s admissionSubscription, room int) ([
 		// Their workflows end them at once, without an attempt.
 		free = room
 	case s.failing:
-		// Held: waiting, with no attempt spent.
+		// Held: waiting, with no attempt spent. A delivery admitted
+		// already (its relay's claim still holds, the start waiting for
+		// its slot) goes as admitted, like one whose attempt is under way.
 		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'held', updated_at = now()
-			WHERE org_id = $1 AND subscription_id = $2 AND workflow_started_at IS NULL AND status = 'pending'`, s.org, s.id); err != nil {
+			WHERE org_id = $1 AND subscription_id = $2 AND workflow_started_at IS NULL AND status = 'pending'
+			  AND (start_claimed_until IS NULL OR start_claimed_until < now())`, s.org, s.id); err != nil {
 			return nil, err
 		}
 		if !s.probeDue || s.inFlight > 0 {

@@ -132,6 +132,51 @@ func TestAFailingSubscriptionHoldsItsDeliveriesAndProbesOnASchedule(t *testing.T
 	}
 }
 
+// A delivery admitted before its subscription became failing, whose
+// workflow its relay has not started yet (it waits for its start slot),
+// goes as admitted: it is not held under the relay, whose start would
+// then spend an attempt of a delivery reading held.
+func TestADeliveryAdmittedBeforeItsSubscriptionFailsIsNotHeld(t *testing.T) {
+	f := newOpsFixture(t)
+	ctx := context.Background()
+	sub := f.subscribe(domain.EventCustomerCreated)
+	in := make([]domain.CustomerInput, 12)
+	for i := range in {
+		in[i] = domain.CustomerInput{Company: string(rune('A' + i))}
+	}
+	if _, err := f.d.UpsertCustomers(ctx, f.org, in); err != nil {
+		t.Fatal(err)
+	}
+	f.relay()
+	refs, err := f.d.ClaimWebhookDeliveries(ctx, 100)
+	if err != nil || len(refs) != 10 {
+		t.Fatalf("admitted %d (%v), want max_in_flight 10", len(refs), err)
+	}
+	// Five started, and failed; five claimed, their starts still to come.
+	started := []uuid.UUID{refs[0].ID, refs[1].ID, refs[2].ID, refs[3].ID, refs[4].ID}
+	if err := f.d.MarkWebhookDeliveriesStarted(ctx, started); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refs[:5] {
+		code, next := 503, time.Now().Add(time.Hour)
+		if _, err := f.d.RecordWebhookAttempt(ctx, db.WebhookAttemptRecord{OrgID: f.org, DeliveryID: r.ID, Attempt: 1,
+			StartedAt: time.Now(), StatusCode: &code, Status: domain.WebhookFailed, NextAttemptAt: &next}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := f.d.ClaimWebhookDeliveries(ctx, 100); err != nil || len(got) != 0 {
+		t.Fatalf("a failing subscription admitted %d (%v)", len(got), err)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND status = 'held' AND attempts = 0`, sub); n != 2 {
+		t.Fatalf("%d deliveries held, want the 2 not admitted", n)
+	}
+	for _, r := range refs[5:] {
+		if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE id = $1 AND status = 'pending'`, r.ID); n != 1 {
+			t.Fatalf("delivery %s, admitted before the subscription failed, is no longer pending", r.ID)
+		}
+	}
+}
+
 func (f *opsFixture) count(sql string, args ...any) int {
 	f.t.Helper()
 	var n int
