@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"time"
 
@@ -39,6 +40,18 @@ type Result struct {
 	// is killed are made again together by the next one.
 	PeakPerSecond int
 
+	// The down subscription (runs with faults): its receiver answers 503
+	// until the faults have been struck. DownDeliveries are expected (one
+	// per post's invoice event); DownDelivered arrived and succeeded, each
+	// under one delivery id with one successful attempt and its attempts
+	// counted as the receiver saw them. Held were seen held; HeldSpent of
+	// those spent an attempt before the one that arrived (they must not).
+	// Refused are the requests answered 503, Resent the failed deliveries
+	// support resent.
+	DownDeliveries, DownDelivered int
+	Held, HeldSpent               int
+	Refused, Resent               int
+
 	Faults   []FaultResult
 	Settled  time.Duration // from the first post until everything was quiet
 	TimedOut bool
@@ -64,7 +77,7 @@ func (r Result) Failed() bool {
 	}
 	return r.PostsLost > 0 || r.PostsDoubled > 0 || r.DeliveriesLost > 0 || r.DeliveriesDoubled > 0 ||
 		r.Unexpected > 0 || r.ExtraRuns > 0 || r.Applied != r.Posts || r.Delivered != r.Deliveries ||
-		r.OutOfOrder > 0
+		r.OutOfOrder > 0 || r.DownDelivered != r.DownDeliveries || r.HeldSpent > 0 || (r.DownDeliveries > 0 && r.Held == 0)
 }
 
 func (r *Result) problem(format string, args ...any) {
@@ -190,15 +203,10 @@ func (s *setup) check(ctx context.Context, answers []answer) (Result, error) {
 
 	// Deliveries: the delivery records of each event, their attempts, and
 	// what the receiver got.
-	type delivery struct {
-		id       uuid.UUID
-		status   string
-		attempts int
-		logged   int
-	}
-	deliveries := map[uuid.UUID][]delivery{}
+	// by subscription, then event
+	bySub := map[uuid.UUID]map[uuid.UUID][]delivery{}
 	rows, err = q.Query(ctx, `
-		SELECT d.event_id, d.id, d.status, d.attempts,
+		SELECT d.subscription_id, d.event_id, d.id, d.status, d.attempts,
 		       (SELECT count(*) FROM webhook_attempts a WHERE a.org_id = d.org_id AND a.delivery_id = d.id)
 		FROM webhook_deliveries d WHERE d.org_id = $1`, s.org)
 	if err != nil {
@@ -206,17 +214,27 @@ func (s *setup) check(ctx context.Context, answers []answer) (Result, error) {
 	}
 	var nDeliveries int64
 	for rows.Next() {
-		var ev uuid.UUID
+		var sub, ev uuid.UUID
 		var d delivery
-		if err := rows.Scan(&ev, &d.id, &d.status, &d.attempts, &d.logged); err != nil {
+		if err := rows.Scan(&sub, &ev, &d.id, &d.status, &d.attempts, &d.logged); err != nil {
 			rows.Close()
 			return res, err
 		}
-		deliveries[ev] = append(deliveries[ev], d)
+		if bySub[sub] == nil {
+			bySub[sub] = map[uuid.UUID][]delivery{}
+		}
+		bySub[sub][ev] = append(bySub[sub][ev], d)
 		nDeliveries++
 	}
 	if err := rows.Err(); err != nil {
 		return res, err
+	}
+	deliveries := bySub[s.sub]
+	for sub, evs := range bySub {
+		if sub != s.sub && sub != s.downSub {
+			res.Unexpected += len(evs)
+			res.problem("%d deliveries to subscription %s, which the run did not make", len(evs), sub)
+		}
 	}
 	arrivals, bad := s.rc.snapshot()
 	if bad > 0 {
@@ -302,6 +320,10 @@ func (s *setup) check(ctx context.Context, answers []answer) (Result, error) {
 		}
 	}
 
+	if s.down != nil {
+		s.checkDown(&res, events, bySub[s.downSub], known)
+	}
+
 	if err := s.checkOrderAndRate(ctx, &res); err != nil {
 		return res, err
 	}
@@ -334,6 +356,77 @@ func (s *setup) check(ctx context.Context, answers []answer) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// delivery is a delivery record, its attempts counted and logged.
+type delivery struct {
+	id       uuid.UUID
+	status   string
+	attempts int
+	logged   int
+}
+
+// checkDown holds the down subscription's deliveries, one per invoice
+// event, to what its receiver saw: each arrived once, succeeded, with as
+// many attempts counted and logged as attempt numbers sent, and a held
+// delivery arrived at its first attempt.
+func (s *setup) checkDown(res *Result, events map[string][]uuid.UUID, deliveries map[uuid.UUID][]delivery, known map[uuid.UUID]bool) {
+	arrivals, bad := s.down.snapshot()
+	tries := s.down.attempts()
+	s.mu.Lock()
+	held, resent := maps.Clone(s.held), len(s.resent)
+	s.mu.Unlock()
+	res.DownDeliveries, res.Held, res.Refused, res.Resent = s.opts.Posts, len(held), s.down.refusals(), resent
+	if bad > 0 {
+		res.Unexpected += bad
+		res.problem("%d webhook requests to the down receiver did not verify", bad)
+	}
+	for i := range s.opts.Posts {
+		key := "invoice:" + invoiceRef(i)
+		evs := events[key]
+		if len(evs) != 1 {
+			continue // lost or doubled, counted with the posts
+		}
+		ev := evs[0]
+		ds, got := deliveries[ev], arrivals[ev.String()]
+		if len(ds) != 1 || len(got) != 1 {
+			res.problem("down %s: event %s has %d deliveries, arrived under %d delivery ids", key, ev, len(ds), len(got))
+			if len(ds) > 1 || len(got) > 1 {
+				res.DeliveriesDoubled++
+			} else {
+				res.DeliveriesLost++
+			}
+			continue
+		}
+		d := ds[0]
+		sent, ok := tries[d.id.String()], 0
+		for _, succeeded := range sent {
+			if succeeded {
+				ok++
+			}
+		}
+		switch {
+		case d.status != string(domain.WebhookSucceeded) || got[d.id.String()] == 0:
+			res.DeliveriesLost++
+			res.problem("down %s: delivery %s is %s after %d attempts", key, d.id, d.status, d.attempts)
+		case ok != 1 || d.attempts != len(sent) || d.logged != len(sent):
+			res.DeliveriesDoubled++
+			res.problem("down %s: delivery %s counted %d attempts (%d logged); the receiver saw attempts %v", key, d.id, d.attempts, d.logged, sent)
+		default:
+			res.DownDelivered++
+			res.Repeats += got[d.id.String()] - 1
+		}
+		if held[d.id] && (d.attempts != 1 || !sent[1]) {
+			res.HeldSpent++
+			res.problem("down %s: delivery %s was held, then made %d attempts (the receiver saw %v)", key, d.id, d.attempts, sent)
+		}
+	}
+	for ev := range arrivals {
+		if id, err := uuid.Parse(ev); err != nil || !known[id] {
+			res.Unexpected++
+			res.problem("the down receiver got event %s, which no post made", ev)
+		}
+	}
 }
 
 // countBy counts the rows of query ($1 the organisation) by their one text
@@ -375,6 +468,10 @@ func printTable(w io.Writer, results []Result) {
 			r.PeakService, r.PeakTemporal)
 		fmt.Fprintf(w, "     | deliveries to a subscription of %d a second, ordered per entity: %d out of order; at most %d arrived in one second\n",
 			subscriptionRate, r.OutOfOrder, r.PeakPerSecond)
+		if r.DownDeliveries > 0 {
+			fmt.Fprintf(w, "     | a subscription whose receiver was down until the faults were struck: %d/%d delivered; %d requests refused, %d failed deliveries resent; %d held, %d of them spent an attempt\n",
+				r.DownDelivered, r.DownDeliveries, r.Refused, r.Resent, r.Held, r.HeldSpent)
+		}
 		if r.Unexpected > 0 || r.ExtraRuns > 0 {
 			fmt.Fprintf(w, "     | %d unexpected events, receipts or requests; %d extra workflow executions\n", r.Unexpected, r.ExtraRuns)
 		}

@@ -3,8 +3,11 @@ package crash
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/commerce-integration/commerce/activities"
@@ -13,13 +16,19 @@ import (
 
 // receiver is the subscriber's end: it checks both signatures of every
 // request and records, per event id, each delivery id it was sent and how
-// many times.
+// many times. While down it answers 503 to every request that verifies.
 type receiver struct {
 	secret string
+	down   atomic.Bool
 
 	mu       sync.Mutex
-	arrivals map[string]map[string]int // event id -> delivery id -> requests
+	arrivals map[string]map[string]int // event id -> delivery id -> requests answered 2xx
 	bad      int                       // requests whose signatures or ids did not verify
+	// tries are the attempt numbers (X-Service-Attempt) each delivery id
+	// was sent with, and whether one of them was answered 2xx.
+	tries map[string]map[int]bool
+	// refused counts the requests answered 503 while down.
+	refused int
 	// first is each event's first arrival, in arrival order, with its time.
 	first []arrival
 }
@@ -31,7 +40,7 @@ type arrival struct {
 }
 
 func newReceiver() *receiver {
-	return &receiver{arrivals: map[string]map[string]int{}}
+	return &receiver{arrivals: map[string]map[string]int{}, tries: map[string]map[int]bool{}}
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +70,21 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
+	attempt, _ := strconv.Atoi(r.Header.Get(activities.HeaderAttempt))
+	byAttempt := rc.tries[deliveryID]
+	if byAttempt == nil {
+		byAttempt = map[int]bool{}
+		rc.tries[deliveryID] = byAttempt
+	}
+	if rc.down.Load() {
+		if _, seen := byAttempt[attempt]; !seen {
+			byAttempt[attempt] = false
+		}
+		rc.refused++
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	byAttempt[attempt] = true
 	byDelivery := rc.arrivals[eventID]
 	if byDelivery == nil {
 		byDelivery = map[string]int{}
@@ -83,6 +107,25 @@ func (rc *receiver) firsts() []arrival {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]arrival(nil), rc.first...)
+}
+
+// attempts copies the attempt numbers each delivery id was sent with, and
+// whether each was answered 2xx.
+func (rc *receiver) attempts() map[string]map[int]bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make(map[string]map[int]bool, len(rc.tries))
+	for d, m := range rc.tries {
+		out[d] = maps.Clone(m)
+	}
+	return out
+}
+
+// refusals is how many requests were answered 503 while down.
+func (rc *receiver) refusals() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.refused
 }
 
 // snapshot copies what arrived, and the count of requests refused.

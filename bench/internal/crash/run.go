@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -84,7 +85,7 @@ const (
 // none meets the rate limit.
 const perEndpoint = 100
 
-// subscriptionRate is the subscription's rate_limit_per_second.
+// subscriptionRate is the subscriptions' rate_limit_per_second.
 const subscriptionRate = 20
 
 // customersPerCall is how many customers one REST call creates, for the
@@ -225,6 +226,12 @@ type setup struct {
 	apiKey  string
 	tokens  []string
 	rc      *receiver
+	sub     uuid.UUID
+	// down is a second subscriber, to the invoices alone, whose receiver
+	// answers 503 until the faults have been struck: its subscription
+	// becomes failing and holds its deliveries (downSub).
+	down    *receiver
+	downSub uuid.UUID
 	stops   []func()
 
 	// The processes, which faults replace.
@@ -242,6 +249,9 @@ type setup struct {
 	peakService, peakTemporal int
 	maxConns                  int
 	sampleStop                chan struct{}
+	// held are the down subscription's deliveries seen held (sampled
+	// every 100 ms); resent are its failed deliveries the harness resent.
+	held, resent map[uuid.UUID]bool
 	// cpu adds up each kind of process's CPU over the burst (prod shape).
 	cpu *cpuBook
 	// keepLogs keeps the run's directory (its processes' logs) when it
@@ -436,7 +446,7 @@ func (s *setup) data(ctx context.Context, sealer *secrets.Sealer) error {
 		}
 		s.tokens = append(s.tokens, e.Token)
 	}
-	if _, s.apiKey, err = s.d.CreateAPIKey(ctx, s.org, "crash", []domain.Scope{domain.ScopeCustomersWrite}); err != nil {
+	if _, s.apiKey, err = s.d.CreateAPIKey(ctx, s.org, "crash", []domain.Scope{domain.ScopeCustomersWrite, domain.ScopeWebhooksWrite}); err != nil {
 		return err
 	}
 	s.rc = newReceiver()
@@ -454,7 +464,28 @@ func (s *setup) data(ctx context.Context, sealer *secrets.Sealer) error {
 	if err != nil {
 		return err
 	}
-	s.rc.secret = sub.Secret
+	s.rc.secret, s.sub = sub.Secret, sub.ID
+
+	if len(s.opts.Faults) == 0 {
+		return nil // runs without faults measure the work alone
+	}
+	// The receiver that is down: after its fifth failed attempt in a row
+	// the subscription is failing, and the invoices' later deliveries are
+	// held, with no attempt spent, until it is up and one succeeds.
+	s.down = newReceiver()
+	s.down.down.Store(true)
+	downURL, stopDown, err := harness.Serve(s.down)
+	if err != nil {
+		return err
+	}
+	s.stops = append(s.stops, stopDown)
+	downSub, err := s.d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: s.org, URL: downURL + "/hooks",
+		EventTypes: []string{domain.EventOrderInvoiceRecorded}, RateLimit: &rate})
+	if err != nil {
+		return err
+	}
+	s.down.secret, s.downSub = downSub.Secret, downSub.ID
+	s.held, s.resent = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
 	return nil
 }
 
@@ -573,6 +604,9 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 		}
 	}
 	s.sampleConnections(ctx)
+	if s.down != nil {
+		go s.sampleHeld(ctx)
+	}
 
 	jobs := make(chan int)
 	for range s.opts.Clients {
@@ -627,6 +661,16 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 		}
 	}
 
+	if s.down != nil {
+		// The faults struck, the receiver that was down is up again, and
+		// support resends what failed while it was down (as the console's
+		// Resend would); the first success releases the held deliveries.
+		s.down.down.Store(false)
+		fmt.Fprintf(out, "  %5.1fs  the down receiver up: %d requests refused, %d deliveries held\n",
+			time.Since(start).Seconds(), s.down.refusals(), s.heldCount())
+		go s.resendFailed(ctx, hc)
+	}
+
 	postsDone := make(chan struct{})
 	go func() { answered.Wait(); close(postsDone) }()
 	// Settle: every post answered and final, every event relayed and
@@ -647,9 +691,13 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 		}
 		settled = done && st.quiet()
 		if settled || time.Since(lastPrint) >= 5*time.Second {
-			fmt.Fprintf(out, "  %5.1fs  %d/%d answered, %d applied, %d pending; %d events unrelayed, %d/%d delivered, %d pending, %d received; %d workflows running\n",
+			down := ""
+			if s.down != nil {
+				down = fmt.Sprintf("; down subscription %d/%d delivered", st.downDelivered, s.opts.Posts)
+			}
+			fmt.Fprintf(out, "  %5.1fs  %d/%d answered, %d applied, %d pending; %d events unrelayed, %d/%d delivered, %d pending, %d held, %d received%s; %d workflows running\n",
 				time.Since(start).Seconds(), nAnswered.get(), s.opts.Posts, st.applied, st.pendingReceipts,
-				st.unrelayed, st.delivered, s.opts.Deliveries, st.pendingDeliveries, s.rc.events(), st.running)
+				st.unrelayed, st.delivered, s.opts.Deliveries, st.pendingDeliveries, st.held, s.rc.events(), down, st.running)
 			lastPrint = time.Now()
 		}
 		if settled {
@@ -809,30 +857,102 @@ func (s *setup) sampleConnections(ctx context.Context) {
 	}
 	u, _ := url.Parse(s.dbURL)
 	name := strings.TrimPrefix(u.Path, "/")
-	go func() {
-		for {
-			var service, temporal int
-			err := s.d.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE datname = $1), count(*) FILTER (WHERE datname LIKE $2)
-				FROM pg_stat_activity`, name, name+`\_temporal%`).Scan(&service, &temporal)
-			if s.cpu != nil {
-				s.sampleBackends(ctx, name)
+	go s.every(ctx, 100*time.Millisecond, func() {
+		var service, temporal int
+		err := s.d.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE datname = $1), count(*) FILTER (WHERE datname LIKE $2)
+			FROM pg_stat_activity`, name, name+`\_temporal%`).Scan(&service, &temporal)
+		if s.cpu != nil {
+			s.sampleBackends(ctx, name)
+		}
+		if err == nil {
+			s.mu.Lock()
+			s.peakConns = max(s.peakConns, service+temporal)
+			s.peakService = max(s.peakService, service)
+			s.peakTemporal = max(s.peakTemporal, temporal)
+			s.mu.Unlock()
+		}
+	})
+}
+
+// every calls f, and again each d after it returns, until the run checks
+// its results.
+func (s *setup) every(ctx context.Context, d time.Duration, f func()) {
+	for {
+		f()
+		select {
+		case <-s.sampleStop:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(d):
+		}
+	}
+}
+
+// sampleHeld notes, every 100 ms until the run checks its results, the
+// down subscription's deliveries that are held.
+func (s *setup) sampleHeld(ctx context.Context) {
+	s.every(ctx, 100*time.Millisecond, func() {
+		ids, err := s.downDeliveries(ctx, domain.WebhookHeld)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		for _, id := range ids {
+			s.held[id] = true
+		}
+		s.mu.Unlock()
+	})
+}
+
+// downDeliveries lists the down subscription's deliveries in status.
+func (s *setup) downDeliveries(ctx context.Context, status domain.WebhookStatus) ([]uuid.UUID, error) {
+	rows, err := s.d.Pool().Query(ctx, `SELECT id FROM webhook_deliveries
+		WHERE org_id = $1 AND subscription_id = $2 AND status = $3`, s.org, s.downSub, status)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+}
+
+func (s *setup) heldCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
+}
+
+// resendFailed resends, through the API, each delivery of the down
+// subscription that failed while its receiver was down, once, until the
+// run checks its results.
+func (s *setup) resendFailed(ctx context.Context, c *http.Client) {
+	s.every(ctx, 500*time.Millisecond, func() {
+		ids, _ := s.downDeliveries(ctx, domain.WebhookFailed)
+		for _, id := range ids {
+			s.mu.Lock()
+			done, base := s.resent[id], s.apiURLs[0]
+			s.mu.Unlock()
+			if done {
+				continue
 			}
-			if err == nil {
-				s.mu.Lock()
-				s.peakConns = max(s.peakConns, service+temporal)
-				s.peakService = max(s.peakService, service)
-				s.peakTemporal = max(s.peakTemporal, temporal)
-				s.mu.Unlock()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/webhooks/deliveries/"+id.String()+"/resend", nil)
+			if err != nil {
+				return
 			}
-			select {
-			case <-s.sampleStop:
-				return
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
+			req.Header.Set("Authorization", "Bearer "+s.apiKey)
+			resp, err := c.Do(req)
+			if err != nil {
+				continue // no answer: asked again next round
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			s.mu.Lock()
+			s.resent[id] = true
+			s.mu.Unlock()
+			if resp.StatusCode != http.StatusAccepted {
+				fmt.Fprintf(s.opts.Out, "  ! resend of delivery %s answered %d\n", id, resp.StatusCode)
 			}
 		}
-	}()
+	})
 }
 
 // sampleBackends notes the CPU of every Postgres backend of the run's
@@ -964,7 +1084,8 @@ func (s *setup) customers(ctx context.Context, c *http.Client) error {
 func (s *setup) progress(ctx context.Context) (applied, delivered int, err error) {
 	err = s.d.Pool().QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND outcome = 'applied'),
-		       (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded')`, s.org).Scan(&applied, &delivered)
+		       (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'succeeded')`,
+		s.org, s.sub).Scan(&applied, &delivered)
 	return applied, delivered, err
 }
 
@@ -972,14 +1093,17 @@ func (s *setup) progress(ctx context.Context) (applied, delivered int, err error
 type state struct {
 	applied, pendingReceipts                int
 	unrelayed, delivered, pendingDeliveries int
-	running                                 int64
+	// held are deliveries held for a failing subscription; downDelivered
+	// the down subscription's succeeded.
+	held, downDelivered int
+	running             int64
 }
 
 // quiet reports that nothing is left to happen: no post waiting for its
 // outcome, no event waiting for the relay, no delivery waiting for an
 // attempt, no workflow running.
 func (st state) quiet() bool {
-	return st.pendingReceipts == 0 && st.unrelayed == 0 && st.pendingDeliveries == 0 && st.running == 0
+	return st.pendingReceipts == 0 && st.unrelayed == 0 && st.pendingDeliveries == 0 && st.held == 0 && st.running == 0
 }
 
 func (s *setup) state(ctx context.Context) (state, error) {
@@ -988,9 +1112,12 @@ func (s *setup) state(ctx context.Context) (state, error) {
 		SELECT (SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND outcome = 'applied'),
 		       (SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND outcome = 'pending'),
 		       (SELECT count(*) FROM events WHERE org_id = $1 AND relayed_at IS NULL),
-		       (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'),
-		       (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'pending')`, s.org).
-		Scan(&st.applied, &st.pendingReceipts, &st.unrelayed, &st.delivered, &st.pendingDeliveries)
+		       (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'succeeded'),
+		       (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'pending'),
+		       (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'held'),
+		       (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $3 AND status = 'succeeded')`,
+		s.org, s.sub, s.downSub).
+		Scan(&st.applied, &st.pendingReceipts, &st.unrelayed, &st.delivered, &st.pendingDeliveries, &st.held, &st.downDelivered)
 	if err != nil {
 		return st, err
 	}
