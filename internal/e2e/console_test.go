@@ -71,6 +71,9 @@ type tab struct {
 	shots string
 	// axe is axe-core's script, run on each page the tab opens.
 	axeJS string
+	// screen, when set, is the width of a phone's screen: every page the
+	// tab opens or a click leads to must fit it (fits).
+	screen int
 }
 
 // newBrowser returns a tab factory: each tab is a headless Chromium of its
@@ -150,6 +153,7 @@ func (b *tab) open(path string) int64 {
 	b.t.Helper()
 	status := b.respond("open "+path, chromedp.Navigate(b.base+path))
 	b.axe("open " + path)
+	b.fits("open " + path)
 	return status
 }
 
@@ -159,7 +163,26 @@ func (b *tab) click(sel string) int64 {
 	b.t.Helper()
 	status := b.respond("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
 	b.axe("click " + sel)
+	b.fits("click " + sel)
 	return status
+}
+
+// fits checks, on a tab with a phone's screen, that the page is no wider
+// than the screen: nothing scrolls sideways. A mobile browser widens its
+// layout viewport to content that overflows, so the page is measured
+// against the screen's width, not the viewport's.
+func (b *tab) fits(page string) {
+	b.t.Helper()
+	if b.screen == 0 {
+		return
+	}
+	var width int
+	b.run("measure the page after "+page, chromedp.Evaluate(`Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)`, &width))
+	if width > b.screen {
+		var wide []string
+		b.run("find what is wide", chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > %d).slice(0, 4).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, b.screen+1), &wide))
+		b.t.Errorf("the page after %s is %d px wide on a %d px phone: %v", page, width, b.screen, wide)
+	}
 }
 
 // axeViolation is what the test reports of one of axe-core's violations.
@@ -533,22 +556,32 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	phone := newTab()
 	f.signIn(phone, "owner@acme.example")
 	phone.run("a phone's screen", emulation.SetDeviceMetricsOverride(390, 844, 3, true))
+	phone.screen = 390
 	batch := f.one(`SELECT id::text FROM replay_batches WHERE org_id = $1 LIMIT 1`)
 	delivery := f.one(`SELECT id::text FROM webhook_deliveries WHERE org_id = $1 LIMIT 1`)
 	for _, path := range []string{"/console/", "/console/receipts", "/console/receipts/" + failed, "/console/receipts/" + parked.receipt,
 		"/console/replays/new", "/console/replays/new?outcome=failed&outcome=unchanged", "/console/replays/" + batch, "/console/webhooks", "/console/deliveries", "/console/deliveries/" + delivery,
 		"/console/audit", "/console/no-such-page", "/console/login/cs_unknown"} {
 		phone.open(path)
-		// A mobile browser widens its layout viewport to content that
-		// overflows, so the page is held to the screen's 390 px.
-		var width int
-		phone.run("measure "+path, chromedp.Evaluate(`Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)`, &width))
-		if width > 390 {
-			var wide []string
-			phone.run("find what is wide", chromedp.Evaluate(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(0, 4).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, &wide))
-			t.Errorf("%s is %d px wide on a 390 px phone: %v", path, width, wide)
-		}
 	}
+	// And the pages a form answers with: a dry run, the confirmations,
+	// a new endpoint's and a new subscription's one-time secrets.
+	phone.open("/console/receipts/" + failed)
+	phone.click("#dry-run")
+	phone.open("/console/")
+	phone.click(`form[action$="/pause"] button`)
+	phone.open("/console/webhooks")
+	phone.click(`form[action$="/active"] button`)
+	phone.open("/console/webhooks")
+	phone.click(`form[action$="/recover"] button`)
+	phone.open("/console/replays/new?outcome=failed&outcome=unchanged")
+	phone.click("#start-bulk")
+	phone.open("/console/")
+	phone.run("fill the endpoint", chromedp.SetValue("#ep-name", "From a phone", chromedp.ByQuery))
+	phone.click(`form[action="/console/endpoints"] button`)
+	phone.open("/console/webhooks")
+	phone.run("fill the subscription", chromedp.SetValue("#s-url", rc.srv.URL+"/phone", chromedp.ByQuery))
+	phone.click(`form[action="/console/webhooks"] button`)
 }
 
 // Findings of the console's second review, in a real browser: the bulk
