@@ -655,6 +655,28 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		}
 	}
 
+	// A fault of the service (here a table gone for the time of one
+	// request): a 500 page with the request id, and nothing of the
+	// database's own words.
+	rename := func(from, to string) {
+		t.Helper()
+		if _, err := f.DB.Pool().Exec(context.Background(), `ALTER TABLE `+from+` RENAME TO `+to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rename("audit_log", "audit_log_away")
+	status := b.open("/console/audit")
+	rename("audit_log_away", "audit_log")
+	if status != http.StatusInternalServerError {
+		t.Errorf("the audit page without its table answered %d, want 500", status)
+	}
+	if id := b.text("#request-id code"); id == "" {
+		t.Error("the 500 page shows no request id")
+	}
+	if got := b.text("main"); strings.Contains(got, "audit_log") || strings.Contains(got, "SQLSTATE") || strings.Contains(got, "relation") {
+		t.Errorf("the 500 page tells the database's error: %q", got)
+	}
+
 	// A parked post: its dry run warns that a replay would park again and
 	// does not make replaying the first action; replaying anyway is shown
 	// as a warning, not a success. An applied post offers no replay.
