@@ -534,6 +534,8 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	f.eventually("a delivery of the replay's event", func() bool {
 		return f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'`) > 0
 	})
+	owner.open("/console/webhooks")
+	owner.screenshot("webhooks")
 	owner.open("/console/deliveries")
 	owner.screenshot("deliveries")
 	owner.click(`form[action$="/resend"] button`)
