@@ -657,6 +657,20 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		}
 	}
 
+	// A form field alike: a NUL typed into the bulk form's reference is a
+	// 400 page naming the field, not a 500 from the database.
+	b.open("/console/replays/new")
+	b.run("type a NUL", chromedp.Evaluate(`document.querySelector('form[action="/console/replays"] input[name=ref]').value = "SO\u0000"`, nil))
+	if status := b.click("#start-bulk"); status != http.StatusBadRequest {
+		t.Errorf("a bulk form with a NUL in its reference answered %d, want 400", status)
+	}
+	if got := b.text("#error"); !strings.Contains(got, `The field "ref" holds a control character`) {
+		t.Errorf("a bulk form with a NUL in its reference says %q", got)
+	}
+	if id := b.text("#request-id code"); id == "" {
+		t.Error("the 400 page of a form shows no request id")
+	}
+
 	// A fault of the service (here a table gone for the time of one
 	// request): a 500 page with the request id, and nothing of the
 	// database's own words.

@@ -172,16 +172,24 @@ func (c *console) checkQuery(next http.Handler) http.Handler {
 }
 
 func badQueryValue(key, v string) string {
+	if len(v) > maxQueryValue && utf8.ValidString(key) {
+		return "The filter " + strconv.QuoteToASCII(key) + " is longer than " + strconv.Itoa(maxQueryValue) + " characters."
+	}
+	return badText("filter", key, v)
+}
+
+// badText says what makes a value named key, of a filter or a form field
+// (what), one nothing can store or search for: bytes that are not UTF-8,
+// or a control character (Postgres refuses a NUL or invalid UTF-8 in
+// text). The empty string for a value that is neither.
+func badText(what, key, v string) string {
 	name := strconv.QuoteToASCII(key)
-	switch {
-	case !utf8.ValidString(key) || !utf8.ValidString(v):
-		return "The filter " + name + " holds bytes that are not UTF-8 text."
-	case len(v) > maxQueryValue:
-		return "The filter " + name + " is longer than " + strconv.Itoa(maxQueryValue) + " characters."
+	if !utf8.ValidString(key) || !utf8.ValidString(v) {
+		return "The " + what + " " + name + " holds bytes that are not UTF-8 text."
 	}
 	for _, ch := range key + v {
 		if unicode.IsControl(ch) {
-			return "The filter " + name + " holds a control character (such as NUL), which no value contains."
+			return "The " + what + " " + name + " holds a control character (such as NUL), which no value contains."
 		}
 	}
 	return ""
@@ -307,6 +315,16 @@ func (c *console) checkCSRF(next http.Handler) http.Handler {
 		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 			c.fail(w, r, http.StatusForbidden, "Refused: the form did not carry this session's CSRF token. Reload the page and try again.")
 			return
+		}
+		// A field holding what nothing can store or search for is named,
+		// as a filter is (checkQuery), before any action reads it.
+		for key, values := range r.PostForm {
+			for _, v := range values {
+				if problem := badText("field", key, v); problem != "" {
+					c.fail(w, r, http.StatusBadRequest, problem)
+					return
+				}
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
