@@ -32,6 +32,11 @@ func emit(ctx context.Context, q querier, orgID uuid.UUID, e domain.Event) error
 // emitFor is emit of an event about a receipt (its failure), which the
 // receipt's trace lists: receiptID, when given, is the event's receipt_id
 // (otherwise the column's default, the receipt an inbound apply step set).
+//
+// The event's time is when it is written (clock_timestamp), not when its
+// transaction began: a write holds its entity's row lock until it
+// commits, so the events of one entity are in the order they committed,
+// the order the relay sees them and per-entity ordering keeps.
 func emitFor(ctx context.Context, q querier, orgID uuid.UUID, receiptID *uuid.UUID, e domain.Event) error {
 	id := NewID()
 	entity := e.Entity
@@ -40,13 +45,14 @@ func emitFor(ctx context.Context, q querier, orgID uuid.UUID, receiptID *uuid.UU
 	}
 	if receiptID != nil {
 		_, err := q.Exec(ctx, `
-			WITH e AS (INSERT INTO events (id, org_id, type, data, receipt_id, trace_parent, entity_type, entity_id)
-			           VALUES ($1, $2, $3, $4, $5, $6, $7, $8))
+			WITH e AS (INSERT INTO events (id, org_id, type, data, receipt_id, trace_parent, entity_type, entity_id, created_at)
+			           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp()))
 			SELECT pg_notify('`+eventsChannel+`', '')`, id, orgID, e.Type, e.Data, *receiptID, w3c.Parent(ctx), entity.Type, entity.ID)
 		return err
 	}
 	_, err := q.Exec(ctx, `
-		WITH e AS (INSERT INTO events (id, org_id, type, data, trace_parent, entity_type, entity_id) VALUES ($1, $2, $3, $4, $5, $6, $7))
+		WITH e AS (INSERT INTO events (id, org_id, type, data, trace_parent, entity_type, entity_id, created_at)
+		           VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp()))
 		SELECT pg_notify('`+eventsChannel+`', '')`, id, orgID, e.Type, e.Data, w3c.Parent(ctx), entity.Type, entity.ID)
 	return err
 }

@@ -1,9 +1,21 @@
 package db
 
-import "context"
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
 
 // MigrateTo brings the database at url to the schema version target, as
 // an older release left it.
 func MigrateTo(ctx context.Context, url string, target int32) (MigrateResult, error) {
 	return migrateTo(ctx, url, target)
+}
+
+// Emit writes an event in tx, as every write of the service does.
+func Emit(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, e domain.Event) error {
+	return emit(ctx, tx, orgID, e)
 }
