@@ -129,6 +129,9 @@ type DeliveryListFilter struct {
 	SubscriptionID *uuid.UUID
 	Status         domain.WebhookStatus
 	EventType      string
+	// EventID narrows to one event's deliveries, one per subscription
+	// (read by the index of the event and subscription).
+	EventID *uuid.UUID
 }
 
 // ListWebhookDeliveriesPage lists the organisation's deliveries, newest
@@ -139,6 +142,7 @@ func (d *DB) ListWebhookDeliveriesPage(ctx context.Context, orgID uuid.UUID, f D
 	c.addIf(f.Status != "", "w.status = ?", f.Status)
 	c.addIf(f.SubscriptionID != nil, "w.subscription_id = ?", f.SubscriptionID)
 	c.addIf(f.EventType != "", "e.type = ?", f.EventType)
+	c.addIf(f.EventID != nil, "w.event_id = ?", f.EventID)
 	return listPage(ctx, d.pool, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom, "webhook_deliveries", "w", c, p, scanWebhookDelivery)
 }
 

@@ -762,6 +762,14 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	if got := b.text("#delivery-receipt"); got != failedPost.receipt || !b.present("#delivery-subscription") {
 		t.Fatalf("the delivery links to receipt %q", got)
 	}
+	// The event's deliveries, to every subscription: this one among them.
+	var deliveryPath string
+	b.run("read the delivery's address", chromedp.Evaluate(`location.pathname`, &deliveryPath))
+	b.click("#delivery-event")
+	if !b.present("#event-filter") || !b.present(`main table a[href="`+deliveryPath+`"]`) {
+		t.Fatalf("the event's deliveries do not list the delivery %s", deliveryPath)
+	}
+	b.open(deliveryPath)
 	// The subscription filter is a choice a person reads, by URL.
 	b.click("#delivery-subscription")
 	var chosen string

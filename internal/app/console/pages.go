@@ -873,6 +873,14 @@ func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
 		}
 		f.SubscriptionID = &id
 	}
+	if raw := q.Get("event"); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			c.fail(w, r, http.StatusBadRequest, "The event filter names no event: "+strconv.QuoteToASCII(raw)+" is not an event id.")
+			return
+		}
+		f.EventID = &id
+	}
 	p, err := pageKey(r)
 	if err != nil {
 		c.failErr(w, r, err)
