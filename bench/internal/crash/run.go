@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -923,7 +924,11 @@ func (s *setup) heldCount() int {
 
 // resendFailed resends, through the API, each delivery of the down
 // subscription that failed while its receiver was down, once, until the
-// run checks its results.
+// run checks its results. It resends only a delivery whose workflow waits
+// for its nightly retry, nothing under way: a delivery reads failed too
+// while its attempt, refused before a fault, is made again by Temporal
+// (the activity or the workflow task retried), and a resend then would be
+// an attempt more, which support would not ask for.
 func (s *setup) resendFailed(ctx context.Context, c *http.Client) {
 	s.every(ctx, 500*time.Millisecond, func() {
 		ids, _ := s.downDeliveries(ctx, domain.WebhookFailed)
@@ -931,7 +936,7 @@ func (s *setup) resendFailed(ctx context.Context, c *http.Client) {
 			s.mu.Lock()
 			done, base := s.resent[id], s.apiURLs[0]
 			s.mu.Unlock()
-			if done {
+			if done || !s.waiting(ctx, id) {
 				continue
 			}
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/webhooks/deliveries/"+id.String()+"/resend", nil)
@@ -953,6 +958,17 @@ func (s *setup) resendFailed(ctx context.Context, c *http.Client) {
 			}
 		}
 	})
+}
+
+// waiting reports that a delivery's workflow is running with nothing
+// under way: no activity and no workflow task pending (its timer runs).
+func (s *setup) waiting(ctx context.Context, id uuid.UUID) bool {
+	d, err := s.tc.DescribeWorkflowExecution(ctx, domain.WebhookWorkflowID(id), "")
+	if err != nil {
+		return false
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING &&
+		len(d.GetPendingActivities()) == 0 && d.GetPendingWorkflowTask() == nil
 }
 
 // sampleBackends notes the CPU of every Postgres backend of the run's
