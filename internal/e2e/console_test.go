@@ -556,14 +556,15 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	// On a 390 px phone no page scrolls sideways: wide tables scroll in
 	// their own box.
 	phone := newTab()
-	f.signIn(phone, "owner@acme.example")
 	phone.run("a phone's screen", emulation.SetDeviceMetricsOverride(390, 844, 3, true))
 	phone.screen = 390
+	// The sign-in page and the page after it are measured too.
+	f.signIn(phone, "owner@acme.example")
 	batch := f.one(`SELECT id::text FROM replay_batches WHERE org_id = $1 LIMIT 1`)
 	delivery := f.one(`SELECT id::text FROM webhook_deliveries WHERE org_id = $1 LIMIT 1`)
 	for _, path := range []string{"/console/", "/console/receipts", "/console/receipts/" + failed, "/console/receipts/" + parked.receipt,
 		"/console/replays/new", "/console/replays/new?outcome=failed&outcome=unchanged", "/console/replays/" + batch, "/console/webhooks", "/console/deliveries", "/console/deliveries/" + delivery,
-		"/console/audit", "/console/no-such-page", "/console/login/cs_unknown"} {
+		"/console/audit", "/console/no-such-page", "/console/login/cs_unknown", "/console/receipts?ref=%00"} {
 		phone.open(path)
 	}
 	// And the pages a form answers with: a dry run, the confirmations,
@@ -584,6 +585,8 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	phone.open("/console/webhooks")
 	phone.run("fill the subscription", chromedp.SetValue("#s-url", rc.srv.URL+"/phone", chromedp.ByQuery))
 	phone.click(`form[action="/console/webhooks"] button`)
+	// Signed out.
+	phone.click(`form[action="/console/logout"] button`)
 }
 
 // Findings of the console's second review, in a real browser: the bulk
