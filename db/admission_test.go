@@ -19,14 +19,7 @@ func TestAFailingSubscriptionHoldsItsDeliveriesAndProbesOnASchedule(t *testing.T
 	f := newOpsFixture(t)
 	ctx := context.Background()
 	sub := f.subscribe(domain.EventCustomerCreated)
-	in := make([]domain.CustomerInput, 30)
-	for i := range in {
-		in[i] = domain.CustomerInput{Company: string(rune('A' + i))}
-	}
-	if _, err := f.d.UpsertCustomers(ctx, f.org, in); err != nil {
-		t.Fatal(err)
-	}
-	f.relay()
+	f.customersCreated(30)
 	claim := func() []domain.WebhookDeliveryRef {
 		t.Helper()
 		refs, err := f.d.ClaimWebhookDeliveries(ctx, 100)
@@ -140,14 +133,7 @@ func TestADeliveryAdmittedBeforeItsSubscriptionFailsIsNotHeld(t *testing.T) {
 	f := newOpsFixture(t)
 	ctx := context.Background()
 	sub := f.subscribe(domain.EventCustomerCreated)
-	in := make([]domain.CustomerInput, 12)
-	for i := range in {
-		in[i] = domain.CustomerInput{Company: string(rune('A' + i))}
-	}
-	if _, err := f.d.UpsertCustomers(ctx, f.org, in); err != nil {
-		t.Fatal(err)
-	}
-	f.relay()
+	f.customersCreated(12)
 	refs, err := f.d.ClaimWebhookDeliveries(ctx, 100)
 	if err != nil || len(refs) != 10 {
 		t.Fatalf("admitted %d (%v), want max_in_flight 10", len(refs), err)
@@ -175,6 +161,20 @@ func TestADeliveryAdmittedBeforeItsSubscriptionFailsIsNotHeld(t *testing.T) {
 			t.Fatalf("delivery %s, admitted before the subscription failed, is no longer pending", r.ID)
 		}
 	}
+}
+
+// customersCreated creates n customers and relays their customer.created
+// events: a delivery each to every subscription to them, none started.
+func (f *opsFixture) customersCreated(n int) {
+	f.t.Helper()
+	in := make([]domain.CustomerInput, n)
+	for i := range in {
+		in[i] = domain.CustomerInput{Company: string(rune('A' + i))}
+	}
+	if _, err := f.d.UpsertCustomers(context.Background(), f.org, in); err != nil {
+		f.t.Fatal(err)
+	}
+	f.relay()
 }
 
 func (f *opsFixture) count(sql string, args ...any) int {

@@ -53,7 +53,7 @@ func TestEventsNameTheirEntityAndDeliveriesKeepIt(t *testing.T) {
 func TestEventsOfAnEntityAreOrderedAsWritten(t *testing.T) {
 	f := newOpsFixture(t)
 	ctx := context.Background()
-	entity := domain.Entity{Type: "order", ID: "SO-1"}
+	entity := domain.Entity{Type: domain.EntityCustomer, ID: "C-1"}
 	first, err := f.d.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestEventsOfAnEntityAreOrderedAsWritten(t *testing.T) {
 	if err := first.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := f.d.Pool().Query(ctx, `SELECT data ->> 'n' FROM events WHERE org_id = $1 AND entity_id = 'SO-1' ORDER BY created_at, id`, f.org)
+	rows, err := f.d.Pool().Query(ctx, `SELECT data ->> 'n' FROM events WHERE org_id = $1 AND entity_id = 'C-1' ORDER BY created_at, id`, f.org)
 	if err != nil {
 		t.Fatal(err)
 	}
