@@ -210,7 +210,7 @@ func TestEndpointFailingAndRecoveredEvents(t *testing.T) {
 		t.Helper()
 		r := db.NewReceipt{OrgID: f.org, EndpointID: ep.ID, Action: domain.ActionERPOrderStatus, ReceivedAt: time.Now(), Body: []byte(`{}`), Size: 2}
 		if refused {
-			r.Refusal = &db.Refusal{Status: 400, Message: "status is required"}
+			r.Refusal = &db.Refusal{Stage: domain.StageShape, Status: 400, Message: "status is required"}
 		}
 		id, err := f.d.StoreReceipt(ctx, r)
 		if err != nil {
