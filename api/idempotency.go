@@ -17,44 +17,17 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/logging"
 )
 
-// IdempotencyKeyHeader names a post for the sender's retries of it.
-const IdempotencyKeyHeader = "Idempotency-Key"
+// IdempotencyKeyHeader names a request or post for its sender's retries of
+// it.
+const IdempotencyKeyHeader = domain.IdempotencyKeyHeader
 
 // ReplayedHeader marks an answer repeated from the first request or post
 // with the same Idempotency-Key.
 const ReplayedHeader = "Idempotent-Replayed"
-
-// validIdempotencyKey: 1 to 255 printable ASCII characters.
-func validIdempotencyKey(k string) bool {
-	if len(k) < 1 || len(k) > 255 {
-		return false
-	}
-	for i := range len(k) {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-// idempotencyKey reads the Idempotency-Key of a request from its header
-// values: "" when there is none, and ok false when there is more than one
-// or it is not 1 to 255 printable ASCII characters.
-func idempotencyKey(values []string) (key string, ok bool) {
-	switch {
-	case len(values) == 0:
-		return "", true
-	case len(values) > 1 || !validIdempotencyKey(values[0]):
-		return "", false
-	}
-	return values[0], true
-}
-
-// badIdempotencyKey is the answer to a malformed Idempotency-Key.
-const badIdempotencyKey = IdempotencyKeyHeader + " must be one value of 1 to 255 printable ASCII characters"
 
 // keptAnswerHeaders are the answer headers kept with a request's answer and
 // sent again with it.
@@ -88,10 +61,10 @@ func (s *Server) idempotentPosts(ctx huma.Context, next func(huma.Context)) {
 			values = append(values, value)
 		}
 	})
-	key, ok := idempotencyKey(values)
+	key, ok := domain.ParseIdempotencyKey(values)
 	switch {
 	case !ok:
-		writeContextError(ctx, http.StatusBadRequest, badIdempotencyKey)
+		writeContextError(ctx, http.StatusBadRequest, domain.BadIdempotencyKey)
 		return
 	case key == "":
 		next(ctx)

@@ -3,7 +3,6 @@ package integrations
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -143,7 +142,8 @@ func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, i
 
 // replayable checks a receipt against the replay rules and returns the
 // original post a replay of it runs again. Only a post whose body was kept
-// whole and that got past the signature step may be replayed, and a signed
+// whole and that got past the signature step (the intake stage its receipt
+// records) may be replayed, and a signed
 // endpoint's post only while its stored signature (of either scheme)
 // verifies with its received_at as the clock: a post refused 401, or
 // stored while the endpoint was paused and so never verified, cannot be
@@ -161,19 +161,15 @@ func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.
 	refuse := func(format string, args ...any) (db.Receipt, error) {
 		return src, replayRefused(receiptID, format, args...)
 	}
-	status := 0
-	if src.StatusCode != nil {
-		status = *src.StatusCode
-	}
 	switch {
 	case !src.BodyComplete():
 		return refuse("its body was over %d bytes and only its start was kept", domain.MaxInboundBody)
-	case status == http.StatusUnauthorized:
+	case src.Stage == domain.StageSignature:
 		return refuse("it was refused for its signature (401)")
-	case status == http.StatusRequestEntityTooLarge:
-		return refuse("it was refused as too large (413)")
-	case src.WorkflowID == nil && (status == 0 || status == http.StatusConflict):
+	case src.Stage == domain.StagePaused:
 		return refuse("it was stored while its endpoint was paused, before the signature step, and was never verified")
+	case !passedSignature(src.Stage):
+		return refuse("it was refused at the %s step, before the signature step", src.Stage)
 	}
 	ep, err := r.DB.Endpoint(ctx, orgID, src.EndpointID)
 	if err != nil {
