@@ -17,6 +17,7 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/health"
 	"github.com/commerce-integration/commerce/internal/secrets"
@@ -47,8 +48,9 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zapcore.InfoLevel)
-	s := api.New(api.Deps{DB: d.DB, Logger: zap.New(core), Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")),
-		Sealer: sealer, BaseURL: "http://localhost"})
+	log := zap.New(core)
+	s := api.New(api.Deps{DB: d.DB, Logger: log, Cursors: cursor.New([]byte("0123456789abcdef0123456789abcdef")), BaseURL: "http://localhost",
+		Service: integrations.New(integrations.Deps{DB: d.DB, Log: log, Sealer: sealer, BaseURL: "http://localhost"})})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	metrics := httptest.NewServer(s.Metrics())

@@ -19,6 +19,7 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/signature"
 )
@@ -285,7 +286,8 @@ func TestARefusedDatabaseConnectionAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer limited.Close()
-	s := api.New(api.Deps{DB: limited, Logger: zap.NewNop(), Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://localhost"})
+	s := api.New(api.Deps{DB: limited, Logger: zap.NewNop(), Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://localhost",
+		Service: integrations.New(integrations.Deps{DB: limited, BaseURL: "http://localhost"})})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	for _, path := range []string{"/api/v1/products", "/api/in/in_" + strings.Repeat("a", 43)} {

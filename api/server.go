@@ -25,38 +25,28 @@ import (
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/metrics"
-	"github.com/commerce-integration/commerce/internal/outbound"
-	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/tracing"
-	"github.com/commerce-integration/commerce/workflows"
 )
 
 // Version is the version of the OpenAPI description.
 const Version = "1.0.0"
 
-// Deps are what the HTTP layer needs.
+// Deps are what the HTTP layer needs. It builds no service of its own: the
+// process's assembly builds them once and hands them in.
 type Deps struct {
 	DB *db.DB
-	// Temporal may be nil where no route needs it; /readyz then reports
-	// Temporal as not configured.
+	// Service is the application service the inbound endpoints and the
+	// management routes call (integrations.New). A server made without
+	// one (a document, a benchmark of the REST reads) must not be sent
+	// inbound posts or management requests.
+	Service *integrations.Service
+	// Temporal is asked by /readyz only; nil reports Temporal as not
+	// configured.
 	Temporal client.Client
-	// Namespace is Temporal's namespace ("default" when empty); the first
-	// workflow start makes sure its search attributes are registered.
-	Namespace string
-	Logger    *zap.Logger
-	Cursors   *cursor.Codec
-	// Sealer opens the signing secrets of inbound endpoints.
-	Sealer *secrets.Sealer
+	Logger   *zap.Logger
+	Cursors  *cursor.Codec
 	// BaseURL is the public {base_url}.
 	BaseURL string
-	// AnswerWait is how long an inbound post waits for its workflow's first
-	// answer before it is answered 202 (20 seconds when zero).
-	AnswerWait time.Duration
-	// TemporalUIURL is the Temporal Web UI's address, for the links to a
-	// receipt's workflow ("" for none).
-	TemporalUIURL string
-	// Targets says which addresses webhook subscriptions may name.
-	Targets outbound.Targets
 	// Tracing makes a span of every request (nil: tracing off).
 	Tracing *tracing.Tracing
 }
@@ -70,7 +60,6 @@ type Server struct {
 	large    chan struct{} // see boundLargeWrites
 	log      *zap.Logger
 	cursors  *cursor.Codec
-	sealer   *secrets.Sealer
 	baseURL  string
 	metrics  *httpMetrics
 	registry *prometheus.Registry
@@ -85,19 +74,16 @@ func New(d Deps) *Server {
 	// Lists are always written as arrays, never null.
 	huma.DefaultArrayNullable = false
 	s := &Server{
-		db: d.DB, temporal: d.Temporal, log: d.Logger, cursors: d.Cursors, sealer: d.Sealer, baseURL: d.BaseURL,
+		db: d.DB, temporal: d.Temporal, log: d.Logger, cursors: d.Cursors, baseURL: d.BaseURL, manage: d.Service,
 		registry: prometheus.NewRegistry(),
 		large:    make(chan struct{}, largeWrites),
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	s.inbounds = &integrations.Posts{DB: d.DB, Log: s.log, Sealer: d.Sealer, Wait: d.AnswerWait, BaseURL: d.BaseURL}
-	if d.Temporal != nil {
-		s.inbounds.Workflows = workflows.NewClient(d.Temporal, d.Namespace)
+	if d.Service != nil {
+		s.inbounds = d.Service.Posts
 	}
-	s.manage = &integrations.Service{Posts: s.inbounds, TemporalUIURL: d.TemporalUIURL, Namespace: d.Namespace,
-		Targets: d.Targets}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newHTTPMetrics(s.registry)
 
@@ -149,10 +135,6 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Metrics() http.Handler {
 	return metrics.Handler(s.registry)
 }
-
-// Service is the application service the management routes call, for
-// other faces of the service (the support console) to call too.
-func (s *Server) Service() *integrations.Service { return s.manage }
 
 // Mount serves h under pattern (a path prefix such as "/console") beside
 // the API, behind the same request ids, logging, metrics and panic

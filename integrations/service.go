@@ -11,6 +11,7 @@ package integrations
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -18,6 +19,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/outbound"
+	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -51,6 +53,44 @@ type Service struct {
 	Namespace     string
 	// Targets says which addresses subscriptions may name.
 	Targets outbound.Targets
+}
+
+// Deps are what the application services are built with: each process's
+// assembly builds them once (New) and hands the same service to the HTTP
+// layer, the console, the CLI's commands and the worker.
+type Deps struct {
+	DB *db.DB
+	// Workflows reaches Temporal; nil where the process has none (a
+	// command that needs no workflow), and what needs it is then refused
+	// as a fault of the service.
+	Workflows *workflows.Client
+	Log       *zap.Logger
+	// Sealer opens the signing secrets of endpoints and subscriptions; nil
+	// where no service key is configured.
+	Sealer *secrets.Sealer
+	// BaseURL is the public {base_url}, for the URLs the service hands out.
+	BaseURL string
+	// AnswerWait is how long a post waits for its workflow's first answer
+	// (AnswerWait when zero).
+	AnswerWait time.Duration
+	// TemporalUIURL is the Temporal Web UI's address, for links to a
+	// receipt's workflow ("" for none); Namespace is Temporal's namespace.
+	TemporalUIURL string
+	Namespace     string
+	// Targets says which addresses subscriptions may name.
+	Targets outbound.Targets
+}
+
+// New builds the application service.
+func New(d Deps) *Service {
+	log := d.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Service{
+		Posts:         &Posts{DB: d.DB, Workflows: d.Workflows, Log: log, Sealer: d.Sealer, Wait: d.AnswerWait, BaseURL: d.BaseURL},
+		TemporalUIURL: d.TemporalUIURL, Namespace: d.Namespace, Targets: d.Targets,
+	}
 }
 
 // audit records a management write; a failure to record it is logged, as

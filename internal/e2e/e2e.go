@@ -147,7 +147,15 @@ const NightlyAt = 2 * time.Hour
 func (e *Env) Activities() *activities.Activities {
 	return &activities.Activities{DB: e.DB.DB, Log: e.Log, BaseURL: BaseURL,
 		Sealer: Sealer(), Webhooks: e.tracing.Client(outbound.Client(outbound.AnyTarget)), Delivery: domain.NewDeliveryPolicy(NightlyAt),
-		Replays: &integrations.Posts{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sealer: Sealer(), BaseURL: BaseURL}}
+		Replays: e.Service(0).Posts}
+}
+
+// Service is the application service over the environment, as a process's
+// assembly builds it, with inbound posts waiting at most answerWait for
+// their first answer (integrations.AnswerWait when zero).
+func (e *Env) Service(answerWait time.Duration) *integrations.Service {
+	return integrations.New(integrations.Deps{DB: e.DB.DB, Workflows: e.Workflows, Log: e.Log, Sealer: Sealer(), BaseURL: BaseURL,
+		AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, Namespace: e.Namespace, Targets: outbound.AnyTarget})
 }
 
 // Outbox runs an outbox relay (as a worker process does) until the
@@ -184,10 +192,10 @@ func Sealer() *secrets.Sealer {
 // their first answer, and the relay that wakes waiting workflows when
 // records arrive. Both stop with the test.
 func (e *Env) API(answerWait time.Duration) *httptest.Server {
-	s := api.New(api.Deps{DB: e.DB.DB, Temporal: e.Temporal, Namespace: e.Namespace, Logger: e.Log, Cursors: cursor.New(ServiceKey),
-		Sealer: Sealer(), BaseURL: BaseURL, AnswerWait: answerWait, TemporalUIURL: TemporalUIURL, Targets: outbound.AnyTarget,
-		Tracing: e.tracing})
-	s.Mount(console.Prefix, console.New(console.Deps{DB: e.DB.DB, Service: s.Service(), Log: e.Log, BaseURL: BaseURL}))
+	service := e.Service(answerWait)
+	s := api.New(api.Deps{DB: e.DB.DB, Service: service, Temporal: e.Temporal, Logger: e.Log, Cursors: cursor.New(ServiceKey),
+		BaseURL: BaseURL, Tracing: e.tracing})
+	s.Mount(console.Prefix, console.New(console.Deps{DB: e.DB.DB, Service: service, Log: e.Log, BaseURL: BaseURL}))
 	srv := httptest.NewServer(s.Handler())
 	e.T.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())

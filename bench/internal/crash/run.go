@@ -27,6 +27,7 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/internal/health"
@@ -400,8 +401,10 @@ func (s *setup) start(ctx context.Context) error {
 		}
 	} else {
 		// The API in this process; the worker in its own.
-		h := api.New(api.Deps{DB: s.d, Temporal: s.tc, Namespace: "default", Logger: zap.NewNop(), Cursors: cursor.New(key),
-			Sealer: sealer, BaseURL: "http://crash.example", Targets: outbound.AnyTarget}).Handler()
+		service := integrations.New(integrations.Deps{DB: s.d, Workflows: workflows.NewClient(s.tc, "default"), Sealer: sealer,
+			BaseURL: "http://crash.example", Namespace: "default", Targets: outbound.AnyTarget})
+		h := api.New(api.Deps{DB: s.d, Service: service, Temporal: s.tc, Logger: zap.NewNop(), Cursors: cursor.New(key),
+			BaseURL: "http://crash.example"}).Handler()
 		apiURL, stopAPI, err := harness.Serve(h)
 		if err != nil {
 			return err

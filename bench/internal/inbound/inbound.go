@@ -38,9 +38,11 @@ import (
 	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/tracing"
+	"github.com/commerce-integration/commerce/workflows"
 )
 
 const (
@@ -137,7 +139,8 @@ func run(ctx context.Context, o Options) (Result, error) {
 	}
 	defer stopTemporal()
 
-	full, err := harness.Listen(api.New(api.Deps{DB: d, Temporal: tc, Namespace: "default", Logger: zap.NewNop(),
+	service := integrations.New(integrations.Deps{DB: d, Workflows: workflows.NewClient(tc, "default"), BaseURL: "http://bench", Namespace: "default"})
+	full, err := harness.Listen(api.New(api.Deps{DB: d, Service: service, Temporal: tc, Logger: zap.NewNop(),
 		Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://bench", Tracing: tr}).Handler())
 	if err != nil {
 		return res, err

@@ -26,6 +26,7 @@ import (
 	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
@@ -100,7 +101,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	log := zap.NewNop()
-	base, stop, err := harness.Serve(api.New(api.Deps{DB: d, Logger: log, Cursors: cursor.New(make([]byte, 32)), BaseURL: "http://bench"}).Handler())
+	service := integrations.New(integrations.Deps{DB: d, Log: log, BaseURL: "http://bench"})
+	base, stop, err := harness.Serve(api.New(api.Deps{DB: d, Service: service, Logger: log, Cursors: cursor.New(make([]byte, 32)),
+		BaseURL: "http://bench"}).Handler())
 	if err != nil {
 		return Result{}, err
 	}

@@ -21,9 +21,7 @@ import (
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/logging"
-	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
-	"github.com/commerce-integration/commerce/workflows"
 )
 
 func endpointCmd() *cobra.Command {
@@ -273,7 +271,11 @@ func receiptsListCmd() *cobra.Command {
 				if err != nil {
 					return nil, err
 				}
-				receipts, err := operatorService(d, nil, nil, cfg).ListReceipts(ctx, orgID,
+				m, err := operatorService(cfg, d, nil, nil)
+				if err != nil {
+					return nil, err
+				}
+				receipts, err := m.ListReceipts(ctx, orgID,
 					db.OrgReceiptFilter{EndpointID: &id, Outcomes: outcomes, Ref: strings.TrimSpace(ref)}, db.Page{Limit: limit})
 				receipts = receipts[:min(len(receipts), limit)]
 				out := make([]receiptJSON, len(receipts))
@@ -321,7 +323,11 @@ func receiptsShowCmd() *cobra.Command {
 		if err != nil {
 			return receiptJSON{}, err
 		}
-		r, err := operatorService(d, nil, nil, cfg).Receipt(ctx, orgID, id)
+		m, err := operatorService(cfg, d, nil, nil)
+		if err != nil {
+			return receiptJSON{}, err
+		}
+		r, err := m.Receipt(ctx, orgID, id)
 		return detailJSON(r), err
 	}
 	return recordCmd("show RECEIPT_ID", "Show a receipt: what was posted, what it answered, where it stands", show, printReceipt)
@@ -360,7 +366,10 @@ func receiptsReplayCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				m := operatorService(d, sealer, nil, cfg)
+				m, err := operatorService(cfg, d, sealer, nil)
+				if err != nil {
+					return err
+				}
 				print := func(res integrations.ReplayResult) error {
 					if res.Receipt != nil {
 						out := detailJSON(*res.Receipt)
@@ -388,7 +397,10 @@ func receiptsReplayCmd() *cobra.Command {
 					return err
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, log *zap.Logger) error {
-					m.Workflows, m.Log = workflowsClient(tc, cfg), log
+					m, _, err := newService(cfg, log, d, tc, sealer)
+					if err != nil {
+						return err
+					}
 					res, err := m.ReplayReceipt(ctx, operator(), orgID, id, false)
 					if err != nil {
 						return err
@@ -446,7 +458,6 @@ func receiptsCancelCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				m := operatorService(d, nil, nil, cfg)
 				r, err := d.GetReceipt(ctx, orgID, id)
 				if err != nil {
 					return err
@@ -456,7 +467,10 @@ func receiptsCancelCmd() *cobra.Command {
 					return domain.Errorf(domain.ECONFLICT, "receipt %s is %s, not parked", id, r.Outcome)
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					m.Workflows = workflowsClient(tc, cfg)
+					m, err := operatorService(cfg, d, nil, tc)
+					if err != nil {
+						return err
+					}
 					d, err := m.CancelReceipt(ctx, operator(), orgID, id)
 					if err != nil {
 						return err
@@ -473,33 +487,12 @@ func receiptsCancelCmd() *cobra.Command {
 }
 
 // operatorService is the application service the routes call, for an
-// operator at the command line: sealer opens signing secrets (nil when the
-// command needs none) and wf reaches Temporal (nil until the command dials
-// it).
-func operatorService(d *db.DB, sealer *secrets.Sealer, wf *workflows.Client, cfg config.Config) *integrations.Service {
-	return &integrations.Service{
-		Posts:         &integrations.Posts{DB: d, Sealer: sealer, Workflows: wf, BaseURL: cfg.BaseURL, Log: zap.NewNop()},
-		TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, Targets: targetsOf(cfg),
-	}
-}
-
-// targetsOf is the configuration's outbound targets; a setting that does
-// not parse allows public addresses only.
-func targetsOf(cfg config.Config) outbound.Targets {
-	t, _ := cfg.Targets()
-	return t
-}
-
-// workflowsClient is the Temporal side of a command: the service's
-// workflows in the configured namespace, handing resent deliveries the
-// configured delivery policy (when COMMERCE_NIGHTLY_AT does not parse, none:
-// the worker's applies).
-func workflowsClient(tc client.Client, cfg config.Config) *workflows.Client {
-	wf := workflows.NewClient(tc, cfg.TemporalNamespace)
-	if p, err := cfg.Delivery(); err == nil {
-		wf.WithDelivery(p)
-	}
-	return wf
+// operator at the command line (newService): sealer opens signing secrets
+// (nil when the command needs none) and tc reaches Temporal (nil for a
+// command that does not need it, or has not dialed it yet).
+func operatorService(cfg config.Config, d *db.DB, sealer *secrets.Sealer, tc client.Client) (*integrations.Service, error) {
+	m, _, err := newService(cfg, nil, d, tc, sealer)
+	return m, err
 }
 
 // operator is the audit log's name for who runs the command: the operating

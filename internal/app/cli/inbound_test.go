@@ -13,6 +13,7 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
@@ -231,7 +232,8 @@ func TestReplayRefusalsThroughTheCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Deps{DB: d.DB, Sealer: sealer, BaseURL: "http://localhost"}).Handler())
+	srv := httptest.NewServer(api.New(api.Deps{DB: d.DB, BaseURL: "http://localhost",
+		Service: integrations.New(integrations.Deps{DB: d.DB, Sealer: sealer, BaseURL: "http://localhost"})}).Handler())
 	defer srv.Close()
 	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
 	if err != nil {

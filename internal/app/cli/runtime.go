@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/commerce-integration/commerce/internal/app/worker"
-	"github.com/commerce-integration/commerce/internal/health"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/api/serviceerror"
@@ -21,8 +19,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/commerce-integration/commerce/internal/app/worker"
+	"github.com/commerce-integration/commerce/internal/health"
+
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/app/console"
 	"github.com/commerce-integration/commerce/internal/config"
 	"github.com/commerce-integration/commerce/internal/cursor"
@@ -43,6 +45,12 @@ type Runtime struct {
 	ServiceKey []byte
 	// Tracing is the process's tracing (nil: off).
 	Tracing *tracing.Tracing
+
+	// Built once by assemble, for every face of the process.
+	key       []byte
+	sealer    *secrets.Sealer
+	workflows *workflows.Client
+	service   *integrations.Service
 }
 
 // Close releases the runtime's connections.
@@ -151,24 +159,17 @@ func (rt *Runtime) ResealSecrets(ctx context.Context) {
 // APIHandler builds the HTTP handler, and the handler of its /metrics,
 // served apart (ServeMetrics).
 func (rt *Runtime) APIHandler() (handler, series http.Handler, err error) {
-	key, sealer, err := rt.keys()
-	if err != nil {
+	if err := rt.assemble(); err != nil {
 		return nil, nil, err
 	}
 	consoleOn, err := rt.Cfg.ConsoleOn()
 	if err != nil {
 		return nil, nil, err
 	}
-	targets, err := rt.Cfg.Targets()
-	if err != nil {
-		return nil, nil, err
-	}
-	s := api.New(api.Deps{
-		DB: rt.DB, Temporal: rt.Temporal, Namespace: rt.Cfg.TemporalNamespace, Logger: rt.Log, Cursors: cursor.New(key), Sealer: sealer, BaseURL: rt.Cfg.BaseURL,
-		TemporalUIURL: rt.Cfg.TemporalUIURL, Targets: targets, Tracing: rt.Tracing,
-	})
+	s := api.New(api.Deps{DB: rt.DB, Service: rt.service, Temporal: rt.Temporal, Logger: rt.Log, Cursors: cursor.New(rt.key),
+		BaseURL: rt.Cfg.BaseURL, Tracing: rt.Tracing})
 	if consoleOn {
-		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: s.Service(), Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
+		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: rt.service, Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
 	}
 	metrics.Pool("api", rt.DB.Pool().Stat)
 	return s.Handler(), s.Metrics(), nil
@@ -330,8 +331,7 @@ func (rt *Runtime) CheckSearchAttributes(ctx context.Context) error {
 // namespace holds the service's search attributes; polling, when given, is
 // set while it polls its task queue.
 func (rt *Runtime) RunWorker(ctx context.Context, polling *atomic.Bool) error {
-	_, sealer, err := rt.keys()
-	if err != nil {
+	if err := rt.assemble(); err != nil {
 		return err
 	}
 	if err := rt.CheckSearchAttributes(ctx); err != nil {
@@ -341,8 +341,8 @@ func (rt *Runtime) RunWorker(ctx context.Context, polling *atomic.Bool) error {
 		return err
 	}
 	rt.workerSeries()
-	return worker.Run(ctx, worker.Deps{Cfg: rt.Cfg, Log: rt.Log, DB: rt.DB, Temporal: rt.Temporal, Sealer: sealer, Polling: polling,
-		Tracing: rt.Tracing})
+	return worker.Run(ctx, worker.Deps{Cfg: rt.Cfg, Log: rt.Log, DB: rt.DB, Temporal: rt.Temporal, Workflows: rt.workflows,
+		Service: rt.service, Sealer: rt.sealer, Polling: polling, Tracing: rt.Tracing})
 }
 
 // RunWorkerProcess is `commerce worker`: RunWorker, with the worker's

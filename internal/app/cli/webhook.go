@@ -73,7 +73,11 @@ func webhookSettingsCmd() *cobra.Command {
 		if cmd.Flags().Changed("ordering") {
 			ch.Ordering = &ordering
 		}
-		return operatorService(d, nil, nil, config.Load()).UpdateSubscription(ctx, operator(), orgID, id, ch)
+		m, err := operatorService(config.Load(), d, nil, nil)
+		if err != nil {
+			return db.Subscription{}, err
+		}
+		return m.UpdateSubscription(ctx, operator(), orgID, id, ch)
 	}
 	cmd = orgRecordCmd("settings SUBSCRIPTION_ID", "Set a subscription's rate limit, attempts at once and ordering (docs/webhooks.md)",
 		(*db.DB).SubscriptionOrg, set, printSubscription)
@@ -125,7 +129,11 @@ func webhookAddCmd() *cobra.Command {
 				return err
 			}
 			add := func(ctx context.Context, d *db.DB) (subscriptionJSON, error) {
-				s, err := operatorService(d, sealer, nil, cfg).CreateSubscription(ctx, operator(), db.NewSubscription{OrgID: orgID, URL: url, EventTypes: types})
+				m, err := operatorService(cfg, d, sealer, nil)
+				if err != nil {
+					return subscriptionJSON{}, err
+				}
+				s, err := m.CreateSubscription(ctx, operator(), db.NewSubscription{OrgID: orgID, URL: url, EventTypes: types})
 				return subscriptionJSON{Subscription: s.Subscription, Secret: s.Secret}, err
 			}
 			return printFromDB(cmd, cfg, add, func(w io.Writer, s subscriptionJSON) {
@@ -257,7 +265,11 @@ func webhookShowCmd() *cobra.Command {
 // attempt (audited), so that its entity's later deliveries go on.
 func webhookSkipCmd() *cobra.Command {
 	skip := func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (db.WebhookDelivery, error) {
-		return operatorService(d, nil, nil, config.Load()).Skip(ctx, operator(), orgID, id)
+		m, err := operatorService(config.Load(), d, nil, nil)
+		if err != nil {
+			return db.WebhookDelivery{}, err
+		}
+		return m.Skip(ctx, operator(), orgID, id)
 	}
 	return orgRecordCmd("skip DELIVERY_ID", "End a pending, failed or held delivery without another attempt (its entity's later deliveries go on)",
 		(*db.DB).WebhookDeliveryOrg, skip, printDelivery)
@@ -286,7 +298,11 @@ func webhookResendCmd() *cobra.Command {
 				}
 				var x db.WebhookDelivery
 				err = withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					x, err = operatorService(d, nil, workflowsClient(tc, cfg), cfg).Resend(ctx, operator(), orgID, id)
+					m, err := operatorService(cfg, d, nil, tc)
+					if err != nil {
+						return err
+					}
+					x, err = m.Resend(ctx, operator(), orgID, id)
 					return err
 				})
 				if err != nil {
@@ -336,7 +352,11 @@ func webhookRotateCmd() *cobra.Command {
 				if err != nil {
 					return rotatedJSON{}, err
 				}
-				r, err := operatorService(d, sealer, nil, cfg).RotateSecret(ctx, operator(), orgID, id)
+				m, err := operatorService(cfg, d, sealer, nil)
+				if err != nil {
+					return rotatedJSON{}, err
+				}
+				r, err := m.RotateSecret(ctx, operator(), orgID, id)
 				return rotatedJSON{Subscription: r.Subscription, Secret: r.Secret, PreviousExpiresAt: r.PreviousExpiresAt.String()}, err
 			}
 			return printFromDB(cmd, cfg, rotate, func(w io.Writer, r rotatedJSON) {
@@ -380,7 +400,11 @@ func webhookRecoverCmd() *cobra.Command {
 					return err
 				}
 				return withTemporal(ctx, cfg, func(tc client.Client, _ *zap.Logger) error {
-					n, err := operatorService(d, nil, workflowsClient(tc, cfg), cfg).Recover(ctx, operator(), orgID, id, t)
+					m, err := operatorService(cfg, d, nil, tc)
+					if err != nil {
+						return err
+					}
+					n, err := m.Recover(ctx, operator(), orgID, id, t)
 					if err != nil {
 						return err
 					}

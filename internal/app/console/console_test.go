@@ -18,6 +18,7 @@ import (
 	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/app/console"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/secrets"
@@ -45,8 +46,9 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	d := testdb.New(t)
 	sealer, _ := secrets.NewSealer(key)
-	s := api.New(api.Deps{DB: d.DB, Cursors: cursor.New(key), Sealer: sealer, BaseURL: "http://commerce.test"})
-	s.Mount(console.Prefix, console.New(console.Deps{DB: d.DB, Service: s.Service(), BaseURL: "http://commerce.test"}))
+	service := integrations.New(integrations.Deps{DB: d.DB, Sealer: sealer, BaseURL: "http://commerce.test"})
+	s := api.New(api.Deps{DB: d.DB, Service: service, Cursors: cursor.New(key), BaseURL: "http://commerce.test"})
+	s.Mount(console.Prefix, console.New(console.Deps{DB: d.DB, Service: service, BaseURL: "http://commerce.test"}))
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()

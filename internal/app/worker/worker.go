@@ -46,6 +46,11 @@ type Deps struct {
 	Log      *zap.Logger
 	DB       *db.DB
 	Temporal client.Client
+	// Workflows and Service are the process's, built once by its
+	// assembly: the relays start workflows through the one, and the bulk
+	// replay's activity replays through the other.
+	Workflows *workflows.Client
+	Service   *integrations.Service
 	// Sealer opens webhook and endpoint signing secrets.
 	Sealer *secrets.Sealer
 	// Polling, when set, is set once the worker polls its task queue and
@@ -57,12 +62,11 @@ type Deps struct {
 	Tracing *tracing.Tracing
 }
 
-// Activities are the worker's activities, with what the configuration
+// activitiesOf are the worker's activities, with what the configuration
 // gives them: the key that opens webhook secrets, the delivery policy
-// (COMMERCE_NIGHTLY_AT), and whether webhooks may reach private addresses.
-// Their Temporal client (Replays.Workflows) hands the same policy to the
-// deliveries it starts.
-func Activities(d Deps) (*activities.Activities, error) {
+// (COMMERCE_NIGHTLY_AT), and whether webhooks may reach private addresses;
+// the bulk replay's activity replays through the process's service.
+func activitiesOf(d Deps) (*activities.Activities, error) {
 	delivery, err := d.Cfg.Delivery()
 	if err != nil {
 		return nil, err
@@ -71,17 +75,16 @@ func Activities(d Deps) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
-	wf := workflows.NewClient(d.Temporal, d.Cfg.TemporalNamespace).WithDelivery(delivery)
 	return &activities.Activities{DB: d.DB, Log: d.Log.Named("activities"), BaseURL: d.Cfg.BaseURL,
 		Sealer: d.Sealer, Webhooks: d.Tracing.Client(outbound.Client(targets)), Delivery: delivery,
-		Replays: &integrations.Posts{DB: d.DB, Workflows: wf, Log: d.Log.Named("replays"), Sealer: d.Sealer, BaseURL: d.Cfg.BaseURL}}, nil
+		Replays: d.Service.Posts}, nil
 }
 
 // Run registers the workflows and activities on the task queue and runs
 // them, with the relays and the retention sweep beside them, until ctx
 // ends. The namespace's search attributes are the caller's to check first.
 func Run(ctx context.Context, d Deps) error {
-	acts, err := Activities(d)
+	acts, err := activitiesOf(d)
 	if err != nil {
 		return err
 	}
@@ -101,7 +104,7 @@ func Run(ctx context.Context, d Deps) error {
 		defer d.Polling.Store(false)
 	}
 	d.Log.Info("worker started", zap.String("task_queue", workflows.TaskQueue), zap.String("namespace", d.Cfg.TemporalNamespace))
-	wf := acts.Replays.Workflows
+	wf := d.Workflows
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		(&relay.QuoteExpiry{DB: d.DB, Workflows: wf, Log: d.Log.Named("relay")}).Run(ctx)
