@@ -9,17 +9,11 @@ package devtemporal
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -31,7 +25,6 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 	tlog "go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/metrics"
-	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives/timestamp"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
@@ -253,64 +246,6 @@ func (s *Server) Stop() {
 	_ = s.temporal.Stop()
 }
 
-func portFree(ip string, port int) error {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("%s:%d is in use (another Temporal server or `commerce dev` running?): %w", ip, port, err)
-	}
-	return l.Close()
-}
-
-// handedOut holds every port freePorts has returned in this process. The
-// server binds its ports a moment after they are chosen; a server starting
-// beside it in the same process (tests start several at once) must not be
-// handed one of them in that moment, so no port is handed out twice.
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// FreePorts is freePorts, for a Temporal server run as a process of its
-// own (bench/internal/crash): its membership ports must fit the Postgres
-// schema's smallint too.
-func FreePorts(ip string, n int) ([]int, error) { return freePorts(ip, n) }
-
-// freePorts finds n ports free on ip, between 20000 and 32767, that this
-// process has not handed out before: the Postgres schema keeps the services'
-// membership ports in a smallint (a port from the kernel's ephemeral range,
-// 32768 and up, does not fit), and a port there is not handed to another
-// listener on port 0 between this check and the bind.
-func freePorts(ip string, n int) ([]int, error) {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	ports := make([]int, 0, n)
-	listeners := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}()
-	for tries := 0; len(ports) < n; tries++ {
-		if tries >= 1000 {
-			return nil, fmt.Errorf("no %d free ports between 20000 and 32767 on %s", n, ip)
-		}
-		port := 20000 + rand.IntN(12768)
-		if handedOut.ports[port] {
-			continue
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, port)
-	}
-	for _, p := range ports {
-		handedOut.ports[p] = true
-	}
-	return ports, nil
-}
-
 // fatalsToStderr is logger with its fatal entries also written to standard
 // error. The server reports a port it cannot bind as a fatal entry and
 // expects the logger to exit; a logger that drops it (zap.NewNop, or one
@@ -360,162 +295,4 @@ func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// VisibilityFile is the SQLite file beside dbFile that holds the visibility
-// records (what the UI and List calls search): temporal.db keeps them in
-// temporal-visibility.db.
-func VisibilityFile(dbFile string) string {
-	ext := filepath.Ext(dbFile)
-	return strings.TrimSuffix(dbFile, ext) + "-visibility" + ext
-}
-
-// sqliteStore opens (creating when missing) the SQLite store: the
-// workflows' state in dbFile, the visibility records in VisibilityFile.
-// Each file is its own connection, so recording a workflow's visibility
-// (a row with an index per search attribute, written at its start, on its
-// first workflow task and at its close) does not hold up the history
-// writes of every other workflow. A dbFile made before the split, which
-// keeps its visibility records itself, goes on doing so.
-//
-// Write-ahead logging with synchronous=NORMAL: commits survive the process
-// dying (not a power cut, which a development server may lose the last
-// moments of) without a flush per commit. One connection per file: the
-// server's transactions may not run side by side on SQLite. (Keys that are
-// not URI parameters become PRAGMAs, without a leading underscore.)
-func sqliteStore(dbFile string, keywords int) (*config.SQL, config.Persistence, error) {
-	open := func(file string) (*config.SQL, error) {
-		c := &config.SQL{
-			PluginName:        sqliteplugin.PluginName,
-			DatabaseName:      file,
-			ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
-		}
-		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
-			if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-				return nil, err
-			}
-			// The schema package writes both schemas into a file; each
-			// file uses its own half.
-			if err := sqliteschema.SetupSchema(c); err != nil {
-				return nil, fmt.Errorf("temporal sqlite schema: %w", err)
-			}
-		}
-		return c, nil
-	}
-	visFile := VisibilityFile(dbFile)
-	_, mainErr := os.Stat(dbFile)
-	_, visErr := os.Stat(visFile)
-	legacy := mainErr == nil && errors.Is(visErr, os.ErrNotExist)
-	main, err := open(dbFile)
-	if err != nil {
-		return nil, config.Persistence{}, err
-	}
-	// As on Postgres (Postgres.setup): the previous run's services are
-	// still members until their records expire, and a new ring would wait
-	// for them.
-	if err := execSQLite(dbFile, "DELETE FROM cluster_membership"); err != nil {
-		return nil, config.Persistence{}, fmt.Errorf("temporal sqlite: clear the previous run's cluster membership: %w", err)
-	}
-	persistence := config.Persistence{
-		DefaultStore:     "sqlite",
-		VisibilityStore:  "sqlite-visibility",
-		NumHistoryShards: 1,
-		DataStores:       map[string]config.DataStore{"sqlite": {SQL: main}, "sqlite-visibility": {SQL: main}},
-	}
-	if !legacy {
-		vis, err := open(visFile)
-		if err != nil {
-			return nil, config.Persistence{}, err
-		}
-		persistence.DataStores["sqlite-visibility"] = config.DataStore{SQL: vis}
-		if err := trimVisibilityIndexes(vis.DatabaseName, keywords); err != nil {
-			return nil, config.Persistence{}, err
-		}
-	}
-	return main, persistence, nil
-}
-
-// keptVisibilityIndexes are the indexes of the SQLite visibility schema
-// that the dev server keeps: the listing order, and what the Web UI and the
-// service filter by (workflow ID and type, status, task queue, parent and
-// root workflow, and the Keyword columns the service's search attributes
-// take). The schema indexes some 45 other columns (schedules, batches,
-// deployments, pause and reported-problem states, unused custom columns),
-// and every one of them is written for every workflow start, first
-// workflow task and close: without them, recording a start takes about a
-// quarter less CPU. A query on an unindexed column still answers, by
-// scanning the namespace's rows, which is quick at a development server's
-// size.
-var keptVisibilityIndexes = map[string]bool{
-	"default_idx": true, "by_execution_time": true, "by_workflow_id": true, "by_workflow_type": true,
-	"by_status": true, "by_task_queue": true, "by_parent_workflow_id": true, "by_root_workflow_id": true,
-}
-
-// trimVisibilityIndexes drops the indexes of the visibility file that
-// are not kept (keptVisibilityIndexes, and by_keyword_01 to
-// by_keyword_<keywords>); a second call finds nothing to drop. It opens
-// the file through the SQLite driver the server's plugin registers. An
-// index dropped once is not made again, should more keyword attributes be
-// registered later: a query on their columns scans.
-func trimVisibilityIndexes(file string, keywords int) error {
-	db, err := sql.Open("sqlite", file)
-	if err != nil {
-		return fmt.Errorf("temporal sqlite visibility: %w", err)
-	}
-	defer func() { _ = db.Close() }()
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility' AND sql IS NOT NULL`)
-	if err != nil {
-		return fmt.Errorf("temporal sqlite visibility: %w", err)
-	}
-	var drop []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("temporal sqlite visibility: %w", err)
-		}
-		var n int
-		if _, err := fmt.Sscanf(name, "by_keyword_%d", &n); err == nil && n <= keywords {
-			continue
-		}
-		if !keptVisibilityIndexes[name] {
-			drop = append(drop, name)
-		}
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("temporal sqlite visibility: %w", err)
-	}
-	for _, name := range drop {
-		if _, err := db.Exec(`DROP INDEX "` + name + `"`); err != nil {
-			return fmt.Errorf("temporal sqlite visibility: dropping %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// execSQLite runs statements on a SQLite file, through the driver the
-// server's plugin registers.
-func execSQLite(file string, statements ...string) error {
-	db, err := sql.Open("sqlite", file)
-	if err != nil {
-		return err
-	}
-	for _, st := range statements {
-		if _, err := db.Exec(st); err != nil {
-			return errors.Join(err, db.Close())
-		}
-	}
-	return db.Close()
-}
-
-// keywordAttributes counts the Keyword search attributes: they take the
-// columns Keyword01, Keyword02 and so on.
-func keywordAttributes(attrs map[string]enumspb.IndexedValueType) int {
-	n := 0
-	for _, t := range attrs {
-		if t == enumspb.INDEXED_VALUE_TYPE_KEYWORD {
-			n++
-		}
-	}
-	return n
 }

@@ -11,8 +11,70 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/examples"
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
+
+// demoOwner is the demo organisation's owner.
+const demoOwner = "owner@demo.example"
+
+// demoOrganisation reuses the organisation and key of dev.json when they are
+// still valid, and otherwise creates the demo organisation (owner, every
+// add-on, an all-scopes key, the example data).
+func demoOrganisation(ctx context.Context, d *db.DB, dir string) (devState, error) {
+	if prev, err := readState(dir); err == nil && prev.APIKey != "" {
+		if org, err := d.ActiveKeyOrg(ctx, secrets.Hash(prev.APIKey)); err == nil && org.String() == prev.OrgID {
+			return prev, nil
+		}
+	}
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Demo Trading Ltd", Currency: "GBP", OwnerEmail: demoOwner})
+	if err != nil {
+		return devState{}, err
+	}
+	f, err := domain.ParseSeed(examples.Seed)
+	if err != nil {
+		return devState{}, err
+	}
+	if _, err := d.Seed(ctx, org.ID, f); err != nil {
+		return devState{}, err
+	}
+	// After the seed, whose locations name the default one.
+	for _, a := range domain.Addons {
+		if _, err := d.SetAddon(ctx, org.ID, a, true); err != nil {
+			return devState{}, err
+		}
+	}
+	_, key, err := d.CreateAPIKey(ctx, org.ID, "commerce dev", domain.AllScopes)
+	if err != nil {
+		return devState{}, err
+	}
+	return devState{APIKey: key, OrgID: org.ID.String()}, nil
+}
+
+// demoEndpoints keeps one unsigned inbound endpoint per action for the demo
+// organisation: those of dev.json that still work, and new ones for the
+// rest.
+func demoEndpoints(ctx context.Context, d *db.DB, s devState) (map[domain.Action]string, error) {
+	orgID, err := uuid.Parse(s.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	tokens := map[domain.Action]string{}
+	for _, action := range domain.Actions {
+		if token := s.InboundTokens[action]; token != "" {
+			if e, err := d.EndpointByToken(ctx, secrets.Hash(token)); err == nil && e.OrgID == orgID && e.Action == action {
+				tokens[action] = token
+				continue
+			}
+		}
+		e, err := d.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: orgID, AsEmail: demoOwner, Name: "demo " + string(action), Action: action})
+		if err != nil {
+			return nil, err
+		}
+		tokens[action] = e.Token
+	}
+	return tokens, nil
+}
 
 // demoPost is an inbound post the demo organisation receives once, so that
 // its receipts show more than success: ref, in its body, tells whether it

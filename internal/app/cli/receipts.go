@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/user"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -20,121 +17,8 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/config"
-	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
-
-func endpointCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "endpoint", Short: "Create, pause, resume, delete and list inbound endpoints"}
-	cmd.AddCommand(endpointCreateCmd(), endpointListCmd(),
-		endpointStateCmd("pause", domain.EndpointPaused, "Pause an endpoint: later posts answer 409"),
-		endpointStateCmd("resume", domain.EndpointActive, "Resume a paused endpoint"),
-		endpointStateCmd("delete", domain.EndpointDeleted, "Delete an endpoint: its token is destroyed and later posts answer 404"))
-	return cmd
-}
-
-// endpointJSON is `endpoint create --json`: the URL and secret are shown once.
-type endpointJSON struct {
-	ID               uuid.UUID     `json:"id"`
-	Name             string        `json:"name"`
-	Action           domain.Action `json:"action"`
-	URL              string        `json:"url,omitempty"`
-	Secret           *string       `json:"secret"`
-	RequireSignature bool          `json:"require_signature"`
-	Active           bool          `json:"active"`
-	State            string        `json:"state"`
-	RateLimited      int64         `json:"rate_limited_count"`
-	CreatedAt        string        `json:"created_at"`
-}
-
-func newEndpointJSON(e db.Endpoint) endpointJSON {
-	return endpointJSON{ID: e.ID, Name: e.Name, Action: e.Action, RequireSignature: e.RequireSignature,
-		Active: e.State == domain.EndpointActive, State: string(e.State), RateLimited: e.RateLimitedCount, CreatedAt: e.CreatedAt.String()}
-}
-
-// InboundURL is the URL of an endpoint's token.
-func InboundURL(baseURL, token string) string {
-	return strings.TrimSuffix(baseURL, "/") + "/api/in/" + token
-}
-
-func endpointCreateCmd() *cobra.Command {
-	cfg := config.Load()
-	var org, as, name, action string
-	var signed bool
-	cmd := &cobra.Command{
-		Use:   "create --org ORG --as ADMIN_EMAIL --name NAME --action ACTION [--require-signature]",
-		Short: "Create an inbound endpoint (its URL and secret are printed once)",
-		Long: "create makes an inbound endpoint that performs one action, one of:\n" + domain.ActionList() + ".\n" +
-			"--as names the person creating it, who must be an owner or admin. The URL carries the token: treat it as a\n" +
-			"password. With --require-signature, posts must carry X-Service-Signature made with the secret.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			orgID, err := parseID("--org", org)
-			if err != nil {
-				return err
-			}
-			var sealer *secrets.Sealer
-			if signed {
-				if sealer, err = configSealer(cfg); err != nil {
-					return err
-				}
-			}
-			create := func(ctx context.Context, d *db.DB) (endpointJSON, error) {
-				e, err := d.CreateEndpoint(ctx, sealer, db.NewEndpoint{OrgID: orgID, AsEmail: as, Name: name,
-					Action: domain.Action(action), RequireSignature: signed})
-				out := newEndpointJSON(e.Endpoint)
-				out.URL, out.Secret = InboundURL(cfg.BaseURL, e.Token), e.Secret
-				return out, err
-			}
-			return printFromDB(cmd, cfg, create, func(w io.Writer, e endpointJSON) {
-				fmt.Fprintf(w, "endpoint\t%s (%s)\nid\t%s\nurl\t%s\n", e.Name, e.Action, e.ID, e.URL)
-				if e.Secret != nil {
-					fmt.Fprintf(w, "secret\t%s\n", *e.Secret)
-				}
-				fmt.Fprintln(w, "\nThe URL (and secret) are shown once and only their hash (sealed secret) is stored: keep them now.")
-			})
-		},
-	}
-	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
-	cmd.Flags().StringVar(&as, "as", "", "email of the owner or admin creating it (required)")
-	cmd.Flags().StringVar(&name, "name", "", "endpoint name (required)")
-	cmd.Flags().StringVar(&action, "action", "", "the action its posts perform (required)")
-	cmd.Flags().BoolVar(&signed, "require-signature", false, "require X-Service-Signature on every post")
-	for _, f := range []string{"org", "as", "name", "action"} {
-		_ = cmd.MarkFlagRequired(f)
-	}
-	jsonFlag(cmd)
-	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_BASE_URL")
-	return cmd
-}
-
-func endpointStateCmd(use string, to domain.EndpointState, short string) *cobra.Command {
-	set := func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (endpointJSON, error) {
-		e, err := d.SetEndpointState(ctx, orgID, id, to)
-		return newEndpointJSON(e), err
-	}
-	return orgRecordCmd(use+" ENDPOINT_ID", short, (*db.DB).EndpointOrg, set, func(w io.Writer, e endpointJSON) {
-		fmt.Fprintf(w, "endpoint\t%s (%s)\nstate\t%s\n", e.Name, e.ID, e.State)
-	})
-}
-
-func endpointListCmd() *cobra.Command {
-	list := func(d *db.DB, ctx context.Context, org uuid.UUID) ([]endpointJSON, error) {
-		endpoints, err := d.ListEndpoints(ctx, org)
-		out := make([]endpointJSON, len(endpoints))
-		for i, e := range endpoints {
-			out[i] = newEndpointJSON(e)
-		}
-		return out, err
-	}
-	return orgListCmd("List an organisation's inbound endpoints (never their tokens or secrets)", list,
-		func(w io.Writer, out []endpointJSON) {
-			fmt.Fprintln(w, "ID\tNAME\tACTION\tSTATE\tSIGNED\tRATE LIMITED\tCREATED")
-			for _, e := range out {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\n", e.ID, e.Name, e.Action, e.State, e.RequireSignature, e.RateLimited, e.CreatedAt)
-			}
-		})
-}
 
 func receiptsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "receipts", Short: "List, show and replay what was posted to inbound endpoints"}
@@ -416,32 +300,6 @@ func receiptsReplayCmd() *cobra.Command {
 	return cmd
 }
 
-// configSealer is the sealer of the configured COMMERCE_SECRET_KEY.
-func configSealer(cfg config.Config) (*secrets.Sealer, error) {
-	key, err := cfg.ServiceKey()
-	if err != nil {
-		return nil, err
-	}
-	return secrets.NewSealer(key)
-}
-
-// withTemporal runs fn with a Temporal client, given up on when Temporal
-// does not answer within 15 seconds.
-func withTemporal(ctx context.Context, cfg config.Config, fn func(client.Client, *zap.Logger) error) error {
-	log, err := logging.New("warn", "console")
-	if err != nil {
-		return err
-	}
-	dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	tc, err := DialTemporal(dialCtx, cfg, log, nil)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	return fn(tc, log)
-}
-
 func receiptsCancelCmd() *cobra.Command {
 	cfg := config.Load()
 	cmd := &cobra.Command{
@@ -484,23 +342,4 @@ func receiptsCancelCmd() *cobra.Command {
 	jsonFlag(cmd)
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
 	return cmd
-}
-
-// operatorService is the application service the routes call, for an
-// operator at the command line (newService): sealer opens signing secrets
-// (nil when the command needs none) and tc reaches Temporal (nil for a
-// command that does not need it, or has not dialed it yet).
-func operatorService(cfg config.Config, d *db.DB, sealer *secrets.Sealer, tc client.Client) (*integrations.Service, error) {
-	m, _, err := newService(cfg, nil, d, tc, sealer)
-	return m, err
-}
-
-// operator is the audit log's name for who runs the command: the operating
-// system's user.
-func operator() integrations.Actor {
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	return integrations.OperatorActor(name)
 }
