@@ -40,8 +40,8 @@ type SubscriptionSettings struct {
 const (
 	SubscriptionHealthy = "healthy"
 	SubscriptionFailing = "failing"
-	OrderingNone        = "none"
-	OrderingPerEntity   = "per_entity"
+	OrderingNone        = domain.OrderingNone
+	OrderingPerEntity   = domain.OrderingPerEntity
 )
 
 // DeliveryBacklog is a subscription's deliveries not delivered yet, by

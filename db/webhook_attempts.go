@@ -144,62 +144,81 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 	return failing, err
 }
 
-// subscriptionAttempt counts an attempt in its subscription's run of
-// failures: the fifth failure in a row makes the subscription failing,
-// with its first probe due ProbeFirst later, and emits
-// webhook.subscription.failing; a probe that fails doubles the wait for
-// the next, up to ProbeMax. A success ends the run, and after a failing
-// spell emits webhook.subscription.recovered (which wakes the relays: the
-// held deliveries go again).
+// subscriptionAttempt counts an attempt in its subscription's health, as
+// domain.HealthState.After says: the failure that makes it failing emits
+// webhook.subscription.failing; the success that ends a failing spell
+// emits webhook.subscription.recovered (which wakes the relays: the held
+// deliveries go again).
 func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID, probe bool) (failing bool, err error) {
-	succeeded := a.Status == domain.WebhookSucceeded
-	var url string
-	var failures int
-	var since, was *time.Time
-	err = tx.QueryRow(ctx, `
-		WITH old AS (SELECT id, failing_since FROM webhook_subscriptions WHERE org_id = $1 AND id = $2
-		             AND NOT ($3 AND consecutive_failures = 0 AND failing_since IS NULL) FOR UPDATE)
-		UPDATE webhook_subscriptions s SET
-			consecutive_failures = CASE WHEN $3 THEN 0 ELSE s.consecutive_failures + 1 END,
-			last_failure_status = CASE WHEN $3 THEN s.last_failure_status ELSE $4 END,
-			last_failure_error = CASE WHEN $3 THEN s.last_failure_error ELSE $5 END,
-			failing_since = CASE WHEN $3 THEN NULL
-			                     WHEN s.failing_since IS NULL AND s.consecutive_failures + 1 >= $6 THEN now()
-			                     ELSE s.failing_since END,
-			probe_interval_seconds = CASE WHEN $3 THEN NULL
-			                     WHEN s.failing_since IS NULL AND s.consecutive_failures + 1 >= $6 THEN $8
-			                     WHEN s.failing_since IS NOT NULL AND $7 THEN least(coalesce(s.probe_interval_seconds, $8) * 2, $9)
-			                     ELSE s.probe_interval_seconds END,
-			probe_at = CASE WHEN $3 THEN NULL
-			                WHEN s.failing_since IS NULL AND s.consecutive_failures + 1 >= $6 THEN now() + make_interval(secs => $8)
-			                WHEN s.failing_since IS NOT NULL AND $7 THEN now() + make_interval(secs => least(coalesce(s.probe_interval_seconds, $8) * 2, $9))
-			                ELSE s.probe_at END
-		FROM old WHERE s.org_id = $1 AND s.id = old.id
-		RETURNING s.url, s.consecutive_failures, s.failing_since, old.failing_since`,
-		a.OrgID, subscriptionID, succeeded, a.StatusCode, a.Error, domain.SubscriptionFailingAfter, probe,
-		int(ProbeFirst.Seconds()), int(ProbeMax.Seconds())).Scan(&url, &failures, &since, &was)
+	o := domain.AttemptOutcome{Succeeded: a.Status == domain.WebhookSucceeded, Probe: probe, StatusCode: a.StatusCode, Error: a.Error}
+	// Read without a lock first: an attempt that changes nothing (a
+	// success of a healthy subscription, the common case) takes none that
+	// deliveries to the subscription would queue behind.
+	h, _, _, err := subscriptionHealth(ctx, tx, a.OrgID, subscriptionID, false)
+	if err == nil && h.ChangedBy(o.Succeeded) {
+		var url string
+		var now time.Time
+		// Locked, it is read again: another attempt may have changed it.
+		h, url, now, err = subscriptionHealth(ctx, tx, a.OrgID, subscriptionID, true)
+		if err == nil && h.ChangedBy(o.Succeeded) {
+			return recordHealth(ctx, tx, a, subscriptionID, url, h, h.After(o, now))
+		}
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		// A success of a healthy subscription (the common case: it changes
-		// nothing, and takes no lock that deliveries to the subscription
-		// would queue behind), or a subscription deleted meanwhile.
-		return false, nil
+		return false, nil // the subscription was deleted meanwhile
+	}
+	return false, err
+}
+
+// subscriptionHealth reads a subscription's health, its URL and the
+// transaction's time, locking the row when lock says so.
+func subscriptionHealth(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID, lock bool) (h domain.HealthState, url string, now time.Time, err error) {
+	sql := `SELECT consecutive_failures, failing_since, probe_interval_seconds, probe_at, last_failure_status, last_failure_error,
+		url, now() FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`
+	if lock {
+		sql += ` FOR UPDATE`
+	}
+	var interval *int
+	err = tx.QueryRow(ctx, sql, orgID, id).Scan(
+		&h.ConsecutiveFailures, &h.FailingSince, &interval, &h.ProbeAt, &h.LastFailureStatus, &h.LastFailureError, &url, &now)
+	if interval != nil {
+		h.ProbeInterval = time.Duration(*interval) * time.Second
+	}
+	return h, url, now, err
+}
+
+// recordHealth writes a subscription's health after an attempt a, was
+// before it, and emits the event of a failing spell begun or ended. It
+// reports whether the subscription is failing.
+func recordHealth(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID, url string, was, h domain.HealthState) (bool, error) {
+	var interval *int
+	if h.ProbeInterval > 0 {
+		secs := int(h.ProbeInterval / time.Second)
+		interval = &secs
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_subscriptions SET consecutive_failures = $3, last_failure_status = $4, last_failure_error = $5,
+		failing_since = $6, probe_interval_seconds = $7, probe_at = $8 WHERE org_id = $1 AND id = $2`,
+		a.OrgID, subscriptionID, h.ConsecutiveFailures, h.LastFailureStatus, h.LastFailureError, h.FailingSince, interval, h.ProbeAt); err != nil {
+		return false, err
 	}
 	switch {
-	case err != nil:
-		return false, err
-	case was == nil && since != nil:
+	case !was.Failing() && h.Failing():
 		return true, emit(ctx, tx, a.OrgID, domain.SubscriptionFailing.New(domain.SubscriptionFailingData{SubscriptionID: subscriptionID,
-			URL: url, ConsecutiveFailures: failures, LastStatus: a.StatusCode, LastError: a.Error, Since: domain.NewTimestamp(*since)}))
-	case was != nil && succeeded:
+			URL: url, ConsecutiveFailures: h.ConsecutiveFailures, LastStatus: a.StatusCode, LastError: a.Error,
+			Since: domain.NewTimestamp(*h.FailingSince)}))
+	case was.Failing() && !h.Failing():
+		// The statuses are written into the statement rather than passed:
+		// the planner proves the predicate of the backlog index
+		// (webhook_deliveries_backlog) only from literals.
 		var held int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status IN ('failed', 'held')`,
-			a.OrgID, subscriptionID).Scan(&held); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2
+			AND status IN (`+statusLiterals(domain.RecoveryReleases)+`)`, a.OrgID, subscriptionID).Scan(&held); err != nil {
 			return false, err
 		}
 		return false, emit(ctx, tx, a.OrgID, domain.SubscriptionRecovered.New(domain.SubscriptionRecoveredData{SubscriptionID: subscriptionID,
-			URL: url, FailingSince: domain.NewTimestamp(*was), HeldDeliveries: held}))
+			URL: url, FailingSince: domain.NewTimestamp(*was.FailingSince), HeldDeliveries: held}))
 	}
-	return since != nil, nil
+	return h.Failing(), nil
 }
 
 // EndWebhookDelivery ends a delivery without an attempt (its subscription was

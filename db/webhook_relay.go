@@ -104,14 +104,6 @@ func (d *DB) UnstartedWebhookDeliveries(ctx context.Context, limit int) ([]domai
 	return pgx.CollectRows(rows, scanDeliveryRef)
 }
 
-// ClaimLease is how long a relay's claim on deliveries to start, or wakes
-// to send, holds them from other relays: longer than a round takes (a
-// batch of starts takes milliseconds), short enough that a relay that
-// stopped holding one (its worker killed) delays them little. A relay still
-// starting when its lease runs out may meet another that claimed the same
-// deliveries: starts and wakes are idempotent, so nothing doubles.
-const ClaimLease = 10 * time.Second
-
 // MarkWebhookDeliveriesStarted records that the deliveries' workflows
 // exist (which ends any claim on them).
 func (d *DB) MarkWebhookDeliveriesStarted(ctx context.Context, ids []uuid.UUID) error {
