@@ -184,20 +184,6 @@ func (d *DB) SetSubscriptionActive(ctx context.Context, orgID, id uuid.UUID, act
 	return d.oneWithBacklog(ctx, s, notFound(err, "subscription"))
 }
 
-// ListSubscriptions lists an organisation's subscriptions, newest first.
-func (d *DB) ListSubscriptions(ctx context.Context, orgID uuid.UUID) ([]Subscription, error) {
-	if _, err := d.Organisation(ctx, orgID); err != nil {
-		return nil, err
-	}
-	rows, err := d.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
-		WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, orgID)
-	if err != nil {
-		return nil, err
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Subscription, error) { return scanSubscription(r) })
-	return d.withBacklog(ctx, orgID, list, err)
-}
-
 // ListSubscriptionsPage lists the organisation's subscriptions, newest
 // first, a page at a time.
 func (d *DB) ListSubscriptionsPage(ctx context.Context, orgID uuid.UUID, p Page) ([]Subscription, error) {

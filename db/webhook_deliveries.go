@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -53,37 +52,6 @@ func scanWebhookDelivery(row pgx.Row) (WebhookDelivery, error) {
 	err := row.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.URL, &x.Status, &x.Attempts,
 		&x.LastStatusCode, &x.LastError, &x.NextAttemptAt, &x.CreatedAt, &x.UpdatedAt)
 	return x, err
-}
-
-// WebhookDeliveryFilter narrows a delivery list.
-type WebhookDeliveryFilter struct {
-	OrgID          uuid.UUID
-	Status         domain.WebhookStatus
-	SubscriptionID *uuid.UUID
-	Limit          int
-}
-
-// ListWebhookDeliveries lists an organisation's deliveries, newest first.
-func (d *DB) ListWebhookDeliveries(ctx context.Context, f WebhookDeliveryFilter) ([]WebhookDelivery, error) {
-	if f.Status != "" && !slices.Contains(domain.WebhookStatuses, f.Status) {
-		return nil, domain.Errorf(domain.EINVALID, "unknown delivery status %q (one of %s)", f.Status, domain.JoinValues(domain.WebhookStatuses))
-	}
-	if _, err := d.Organisation(ctx, f.OrgID); err != nil {
-		return nil, err
-	}
-	if f.Limit <= 0 {
-		f.Limit = 50
-	}
-	c := newConds()
-	c.add("w.org_id = ?", f.OrgID)
-	c.addIf(f.Status != "", "w.status = ?", f.Status)
-	c.addIf(f.SubscriptionID != nil, "w.subscription_id = ?", f.SubscriptionID)
-	rows, err := d.pool.Query(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE `+c.where()+
-		` ORDER BY w.created_at DESC, w.id DESC LIMIT `+c.param(f.Limit), c.args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDelivery, error) { return scanWebhookDelivery(r) })
 }
 
 // GetWebhookDelivery returns one of the organisation's deliveries with its

@@ -235,7 +235,8 @@ func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	subs, err := c.DB.ListSubscriptions(r.Context(), v.OrgID)
+	subs, err := db.EveryPage(func(p db.Page) ([]db.Subscription, error) { return c.DB.ListSubscriptionsPage(r.Context(), v.OrgID, p) },
+		func(s db.Subscription) db.Key { return db.Key{At: s.CreatedAt.Time, ID: s.ID} })
 	if err != nil {
 		c.failErr(w, r, err)
 		return
