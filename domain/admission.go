@@ -49,7 +49,10 @@ var AwaitingAdmission = []WebhookStatus{WebhookPending, WebhookHeld}
 // of the same entity that keep a later one back under ordering: with
 // per_entity, one not delivered yet (pending, failed or held), so the
 // earlier one in flight or waiting for its retry holds its entity alone;
-// with none (or any other), none.
+// with none (or any other), none. The index that finds them
+// (webhook_deliveries_entity_open, migration 017) holds the deliveries in
+// these statuses: a status added here needs it added there, or the
+// admission's statement reads without it.
 func EntityBlockers(ordering string) []WebhookStatus {
 	if ordering != OrderingPerEntity {
 		return nil
