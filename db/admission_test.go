@@ -263,3 +263,94 @@ func TestANightlyRetryIsAdmittedAsItsSubscriptionAllows(t *testing.T) {
 		t.Fatal("an admitted retry still reads held")
 	}
 }
+
+// Under per_entity ordering an entity's deliveries are admitted one at a
+// time, in event order: an earlier one pending or failed keeps the later
+// back, one delivered or skipped lets it go. With a rate, each admitted
+// delivery starts at a slot of its own, 1/rate after the one before, and
+// the next round's slots come after them.
+func TestPerEntityOrderingAndTheRateAreKeptByAdmission(t *testing.T) {
+	f := newOpsFixture(t)
+	ctx := context.Background()
+	sub := f.subscribe(domain.EventCustomerUpdated)
+	rate, ordering := 4, db.OrderingPerEntity
+	if _, err := f.d.UpdateSubscription(ctx, f.org, sub, db.SubscriptionChange{RateLimitSet: true, RateLimit: &rate, Ordering: &ordering}); err != nil {
+		t.Fatal(err)
+	}
+	for _, entity := range []string{"A", "A", "B", "B"} {
+		tx, err := f.d.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Emit(ctx, tx, f.org, domain.Event{Type: domain.EventCustomerUpdated, Data: map[string]string{"id": entity},
+			Entity: domain.Entity{Type: domain.EntityCustomer, ID: entity}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.relay()
+	claim := func() []domain.WebhookDeliveryRef {
+		t.Helper()
+		refs, err := f.d.ClaimWebhookDeliveries(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]uuid.UUID, len(refs))
+		for i, r := range refs {
+			ids[i] = r.ID
+		}
+		if err := f.d.MarkWebhookDeliveriesStarted(ctx, ids); err != nil {
+			t.Fatal(err)
+		}
+		return refs
+	}
+	entityOf := func(r domain.WebhookDeliveryRef) string {
+		t.Helper()
+		var e string
+		if err := f.d.Pool().QueryRow(ctx, `SELECT entity FROM webhook_deliveries WHERE id = $1`, r.ID).Scan(&e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	record := func(r domain.WebhookDeliveryRef, status domain.WebhookStatus, code int) {
+		t.Helper()
+		rec := db.WebhookAttemptRecord{OrgID: f.org, DeliveryID: r.ID, Attempt: 1, StartedAt: time.Now(), StatusCode: &code, Status: status}
+		if status == domain.WebhookFailed {
+			next := time.Now().Add(time.Hour)
+			rec.NextAttemptAt = &next
+		}
+		if _, err := f.d.RecordWebhookAttempt(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := claim()
+	if len(first) != 2 || entityOf(first[0]) != "customer:A" || entityOf(first[1]) != "customer:B" {
+		t.Fatalf("admitted %d, want the first delivery of each entity, in event order", len(first))
+	}
+	if gap := first[1].NotBefore.Sub(first[0].NotBefore); gap != time.Second/4 || time.Until(first[0].NotBefore) > time.Second {
+		t.Fatalf("start slots %v apart, the first at %v; want 1/rate apart, from now", gap, first[0].NotBefore)
+	}
+	if got := claim(); len(got) != 0 {
+		t.Fatalf("admitted %d while the first of each entity is pending", len(got))
+	}
+	// A's first delivered lets A's second go; B's first failed keeps B's
+	// second back.
+	record(first[0], domain.WebhookSucceeded, 200)
+	record(first[1], domain.WebhookFailed, 503)
+	second := claim()
+	if len(second) != 1 || entityOf(second[0]) != "customer:A" {
+		t.Fatalf("admitted %d after A's first was delivered and B's failed, want A's second alone", len(second))
+	}
+	if second[0].NotBefore.Before(first[1].NotBefore.Add(time.Second / 4)) {
+		t.Fatalf("the next round's slot %v is not after the last one's %v", second[0].NotBefore, first[1].NotBefore)
+	}
+	// B's first skipped by support lets B's second go.
+	if err := f.d.SkipWebhookDelivery(ctx, f.org, first[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if third := claim(); len(third) != 1 || entityOf(third[0]) != "customer:B" {
+		t.Fatalf("admitted %d after B's first was skipped, want B's second", len(third))
+	}
+}

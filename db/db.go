@@ -5,7 +5,12 @@
 // purchase_orders.go, stock.go, ...), including its part of the inbound
 // actions that ApplyInbound in actions.go dispatches; match.go holds the
 // three-way match, query.go the helpers every list and detail read shares,
-// and seed*.go the seed loader.
+// and seed*.go the seed loader. The webhooks' storage is split by
+// responsibility: subscriptions.go (the records and their settings),
+// webhook_relay.go (the outbox relay), admission.go (admitting deliveries to
+// their subscriptions), webhook_attempts.go (attempts and their effect on a
+// subscription's health) and webhook_deliveries.go (the deliveries as
+// support reads them).
 package db
 
 import (

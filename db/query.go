@@ -65,6 +65,28 @@ type Page struct {
 	Since *time.Time
 }
 
+// EveryPage reads a keyed list (newest first) from its first page to its
+// last, for a caller that shows every row (a CLI listing, a form's
+// choices): list reads one page, as the list functions do, and key is a
+// row's place in it.
+func EveryPage[T any](list func(Page) ([]T, error), key func(T) Key) ([]T, error) {
+	const size = 200 // rows a page, as many as the API's largest page
+	all := []T{}
+	p := Page{Limit: size}
+	for {
+		rows, err := list(p)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) <= size {
+			return append(all, rows...), nil
+		}
+		all = append(all, rows[:size]...)
+		k := key(rows[size-1])
+		p.After = &k
+	}
+}
+
 // listPage runs "SELECT <selectSQL> WHERE <conds> ORDER BY ..." with keyset
 // paging on the (created_at, id) of table (named alias in selectSQL), newest
 // first; or, when p.Since is set, on its (updated_at, id), oldest change

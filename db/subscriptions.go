@@ -12,6 +12,178 @@ import (
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
+// Subscription is a webhook subscription (never with its secret).
+type Subscription struct {
+	ID         uuid.UUID        `json:"id"`
+	OrgID      uuid.UUID        `json:"org_id"`
+	URL        string           `json:"url"`
+	EventTypes []string         `json:"events"`
+	Active     bool             `json:"active"`
+	CreatedAt  domain.Timestamp `json:"created_at"`
+	SubscriptionSettings
+	// State is healthy, or failing (FailingSince says since when).
+	State string `json:"state" enum:"healthy,failing" doc:"failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success."`
+	// Backlog counts its deliveries not delivered yet.
+	Backlog DeliveryBacklog `json:"backlog"`
+	SubscriptionHealth
+}
+
+// SubscriptionSettings say how a subscription's deliveries go to its
+// receiver (docs/webhooks.md#delivery-controls).
+type SubscriptionSettings struct {
+	RateLimitPerSecond *int   `json:"rate_limit_per_second" minimum:"1" maximum:"1000" doc:"At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes, nightly retries, resends and recovers alike); null for no limit."`
+	MaxInFlight        int    `json:"max_in_flight" minimum:"1" maximum:"100" doc:"At most this many attempts run at once."`
+	Ordering           string `json:"ordering" enum:"none,per_entity" doc:"per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order."`
+}
+
+// The subscription states and orderings.
+const (
+	SubscriptionHealthy = "healthy"
+	SubscriptionFailing = "failing"
+	OrderingNone        = domain.OrderingNone
+	OrderingPerEntity   = domain.OrderingPerEntity
+)
+
+// DeliveryBacklog is a subscription's deliveries not delivered yet, by
+// status.
+type DeliveryBacklog struct {
+	Pending int `json:"pending" doc:"Not attempted yet (waiting for their turn, their rate or their entity)."`
+	Failed  int `json:"failed" doc:"Failed, waiting for their next retry."`
+	Held    int `json:"held" doc:"Held while the subscription is failing, with no attempt spent."`
+}
+
+// SubscriptionHealth is how a subscription's receiver is doing
+// (docs/webhooks.md#operational-events).
+type SubscriptionHealth struct {
+	ConsecutiveFailures int               `json:"consecutive_failures" doc:"Failed attempts in a row, across the subscription's deliveries."`
+	FailingSince        *domain.Timestamp `json:"failing_since" doc:"Since when the subscription is failing (5 failed attempts in a row); null when it is not."`
+	LastFailureStatus   *int              `json:"last_failure_status" doc:"The HTTP status of the last failed attempt; null when no answer came or none failed."`
+	LastFailureError    *string           `json:"last_failure_error" doc:"What went wrong with the last failed attempt."`
+}
+
+const subscriptionColumns = `id, org_id, url, event_types, active, created_at,
+	consecutive_failures, failing_since, last_failure_status, last_failure_error,
+	rate_limit_per_second, max_in_flight, ordering`
+
+func scanSubscription(row pgx.Row) (Subscription, error) { return scanSubscriptionWith(row) }
+
+// scanSubscriptionWith scans subscriptionColumns and then extra.
+func scanSubscriptionWith(row pgx.Row, extra ...any) (Subscription, error) {
+	var s Subscription
+	err := row.Scan(append([]any{&s.ID, &s.OrgID, &s.URL, &s.EventTypes, &s.Active, &s.CreatedAt,
+		&s.ConsecutiveFailures, &s.FailingSince, &s.LastFailureStatus, &s.LastFailureError,
+		&s.RateLimitPerSecond, &s.MaxInFlight, &s.Ordering}, extra...)...)
+	s.State = SubscriptionHealthy
+	if s.FailingSince != nil {
+		s.State = SubscriptionFailing
+	}
+	return s, err
+}
+
+// withBacklog fills in the backlog of the organisation's subscriptions
+// list, in one statement (an index holds the deliveries not delivered).
+func (d *DB) withBacklog(ctx context.Context, orgID uuid.UUID, list []Subscription, err error) ([]Subscription, error) {
+	if err != nil || len(list) == 0 {
+		return list, err
+	}
+	ids := make([]uuid.UUID, len(list))
+	at := make(map[uuid.UUID]*DeliveryBacklog, len(list))
+	for i := range list {
+		ids[i] = list[i].ID
+		at[list[i].ID] = &list[i].Backlog
+	}
+	rows, err := d.pool.Query(ctx, `
+		SELECT subscription_id, status, count(*) FROM webhook_deliveries
+		WHERE org_id = $1 AND subscription_id = ANY ($2) AND status IN ('pending', 'failed', 'held')
+		GROUP BY subscription_id, status`, orgID, ids)
+	if err != nil {
+		return list, err
+	}
+	var sub uuid.UUID
+	var status string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&sub, &status, &n}, func() error {
+		b := at[sub]
+		switch domain.WebhookStatus(status) {
+		case domain.WebhookPending:
+			b.Pending = n
+		case domain.WebhookFailed:
+			b.Failed = n
+		case domain.WebhookHeld:
+			b.Held = n
+		}
+		return nil
+	})
+	return list, err
+}
+
+// oneWithBacklog is withBacklog of one subscription.
+func (d *DB) oneWithBacklog(ctx context.Context, s Subscription, err error) (Subscription, error) {
+	if err != nil {
+		return s, err
+	}
+	list, err := d.withBacklog(ctx, s.OrgID, []Subscription{s}, nil)
+	return list[0], err
+}
+
+// NewSubscription is what adding a subscription takes. An empty EventTypes
+// means every event type.
+type NewSubscription struct {
+	OrgID      uuid.UUID
+	URL        string
+	EventTypes []string
+	// The settings; nil leaves each at its default (no rate limit, 10 in
+	// flight, no ordering).
+	RateLimit   *int
+	MaxInFlight *int
+	Ordering    *string
+}
+
+// CreatedSubscription is a new subscription with its secret, which is never
+// readable again.
+type CreatedSubscription struct {
+	Subscription
+	Secret string
+}
+
+// CreateSubscription adds a webhook subscription with a new secret, sealed
+// with sealer. The URL is checked by the caller (outbound.CheckURL).
+func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in NewSubscription) (CreatedSubscription, error) {
+	for _, t := range in.EventTypes {
+		if !slices.Contains(domain.EventTypes, t) {
+			return CreatedSubscription{}, domain.Errorf(domain.EINVALID, "unknown event type %q", t)
+		}
+	}
+	if len(in.URL) > 2000 {
+		return CreatedSubscription{}, domain.Errorf(domain.EINVALID, "the URL is longer than 2000 characters")
+	}
+	if err := (SubscriptionChange{RateLimitSet: true, RateLimit: in.RateLimit, MaxInFlight: in.MaxInFlight, Ordering: in.Ordering}).check(); err != nil {
+		return CreatedSubscription{}, err
+	}
+	if _, err := d.Organisation(ctx, in.OrgID); err != nil {
+		return CreatedSubscription{}, err
+	}
+	if in.EventTypes == nil {
+		in.EventTypes = []string{}
+	}
+	secret, id := secrets.NewSigningSecret(), NewID()
+	s, err := scanSubscription(d.pool.QueryRow(ctx, `
+		INSERT INTO webhook_subscriptions (id, org_id, url, event_types, secret_sealed, rate_limit_per_second, max_in_flight, ordering)
+		VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, 10), coalesce($8, 'none')) RETURNING `+subscriptionColumns,
+		id, in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret, sealedAt(subscriptionSecrets, id)), in.RateLimit, in.MaxInFlight, in.Ordering))
+	return CreatedSubscription{Subscription: s, Secret: secret}, err
+}
+
+// SetSubscriptionActive disables or enables one of the organisation's
+// subscriptions. A disabled subscription gets no new deliveries, and its
+// deliveries waiting for a retry end exhausted when their turn comes.
+func (d *DB) SetSubscriptionActive(ctx context.Context, orgID, id uuid.UUID, active bool) (Subscription, error) {
+	s, err := scanSubscription(d.pool.QueryRow(ctx, `
+		UPDATE webhook_subscriptions SET active = $3, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING `+subscriptionColumns,
+		orgID, id, active))
+	return d.oneWithBacklog(ctx, s, notFound(err, "subscription"))
+}
+
 // ListSubscriptionsPage lists the organisation's subscriptions, newest
 // first, a page at a time.
 func (d *DB) ListSubscriptionsPage(ctx context.Context, orgID uuid.UUID, p Page) ([]Subscription, error) {
@@ -122,43 +294,4 @@ func (d *DB) RotateSubscriptionSecret(ctx context.Context, sealer *secrets.Seale
 	out.Subscription, err = d.oneWithBacklog(ctx, s, notFound(err, "subscription"))
 	out.PreviousExpiresAt = domain.NewTimestamp(expires)
 	return out, err
-}
-
-// DeliveryListFilter narrows the organisation's delivery list.
-type DeliveryListFilter struct {
-	SubscriptionID *uuid.UUID
-	Status         domain.WebhookStatus
-	EventType      string
-	// EventID narrows to one event's deliveries, one per subscription
-	// (read by the index of the event and subscription).
-	EventID *uuid.UUID
-}
-
-// ListWebhookDeliveriesPage lists the organisation's deliveries, newest
-// first, a page at a time.
-func (d *DB) ListWebhookDeliveriesPage(ctx context.Context, orgID uuid.UUID, f DeliveryListFilter, p Page) ([]WebhookDelivery, error) {
-	c := newConds()
-	c.add("w.org_id = ?", orgID)
-	c.addIf(f.Status != "", "w.status = ?", f.Status)
-	c.addIf(f.SubscriptionID != nil, "w.subscription_id = ?", f.SubscriptionID)
-	c.addIf(f.EventType != "", "e.type = ?", f.EventType)
-	c.addIf(f.EventID != nil, "w.event_id = ?", f.EventID)
-	return listPage(ctx, d.pool, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom, "webhook_deliveries", "w", c, p, scanWebhookDelivery)
-}
-
-// RecoverableDeliveries lists, oldest first, the deliveries of one of the
-// organisation's subscriptions created since then that failed or were
-// exhausted: the ones a receiver that was down missed. ENOTFOUND when the
-// organisation has no such subscription.
-func (d *DB) RecoverableDeliveries(ctx context.Context, orgID, subscriptionID uuid.UUID, since time.Time) ([]WebhookDelivery, error) {
-	if _, err := d.GetSubscription(ctx, orgID, subscriptionID); err != nil {
-		return nil, err
-	}
-	rows, err := d.pool.Query(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+`
-		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.created_at >= $3 AND w.status IN ('failed', 'exhausted')
-		ORDER BY w.created_at, w.id`, orgID, subscriptionID, since)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDelivery, error) { return scanWebhookDelivery(r) })
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
 )
 
 // Wake kinds (record_wakes.kind).
@@ -70,10 +72,10 @@ func queueWakes(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, keys []string, 
 }
 
 // ClaimRecordWakes claims up to limit waiting wakes, oldest first, that no
-// relay's claim holds, for ClaimLease, in a transaction that commits before
-// it returns: the caller sends them, deletes those it sent
-// (DeleteRecordWakes) and releases the rest (ReleaseRecordWakes). Fewer than
-// limit means none were left.
+// relay's claim holds, for domain.ClaimLease, in a transaction that commits
+// before it returns: the caller sends them, deletes those it sent
+// (DeleteRecordWakes) and releases the rest (ReleaseRecordWakes). Fewer
+// than limit means none were left.
 func (d *DB) ClaimRecordWakes(ctx context.Context, limit int) ([]RecordWake, error) {
 	rows, err := d.pool.Query(ctx, `
 		WITH c AS (
@@ -81,7 +83,7 @@ func (d *DB) ClaimRecordWakes(ctx context.Context, limit int) ([]RecordWake, err
 			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
 		)
 		UPDATE record_wakes w SET claimed_until = now() + make_interval(secs => $2) FROM c WHERE w.id = c.id
-		RETURNING w.id, w.org_id, w.kind, w.receipt_id, w.po_id, w.invoice_ref, w.keys`, limit, ClaimLease.Seconds())
+		RETURNING w.id, w.org_id, w.kind, w.receipt_id, w.po_id, w.invoice_ref, w.keys`, limit, domain.ClaimLease.Seconds())
 	if err != nil {
 		return nil, err
 	}

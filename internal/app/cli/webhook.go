@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -153,7 +154,15 @@ func webhookAddCmd() *cobra.Command {
 }
 
 func webhookListCmd() *cobra.Command {
-	return orgListCmd("List an organisation's subscriptions (never their secrets)", (*db.DB).ListSubscriptions,
+	list := func(d *db.DB, ctx context.Context, orgID uuid.UUID) ([]db.Subscription, error) {
+		// An unknown organisation is an error, not an empty list.
+		if _, err := d.Organisation(ctx, orgID); err != nil {
+			return nil, err
+		}
+		return db.EveryPage(func(p db.Page) ([]db.Subscription, error) { return d.ListSubscriptionsPage(ctx, orgID, p) },
+			func(s db.Subscription) db.Key { return db.Key{At: s.CreatedAt.Time, ID: s.ID} })
+	}
+	return orgListCmd("List an organisation's subscriptions (never their secrets)", list,
 		func(w io.Writer, list []db.Subscription) {
 			fmt.Fprintln(w, "ID\tURL\tEVENTS\tACTIVE\tCREATED")
 			for _, s := range list {
@@ -219,7 +228,7 @@ func webhookDeliveriesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f := db.WebhookDeliveryFilter{OrgID: orgID, Status: domain.WebhookStatus(status), Limit: limit}
+			f := db.DeliveryListFilter{Status: domain.WebhookStatus(status)}
 			if subscription != "" {
 				id, err := parseID("--subscription", subscription)
 				if err != nil {
@@ -231,7 +240,17 @@ func webhookDeliveriesCmd() *cobra.Command {
 				return usagef("--limit must be 1 to 1000")
 			}
 			list := func(ctx context.Context, d *db.DB) ([]db.WebhookDelivery, error) {
-				return d.ListWebhookDeliveries(ctx, f)
+				if f.Status != "" && !slices.Contains(domain.WebhookStatuses, f.Status) {
+					return nil, domain.Errorf(domain.EINVALID, "unknown delivery status %q (one of %s)", f.Status, domain.JoinValues(domain.WebhookStatuses))
+				}
+				// An unknown organisation is an error, not an empty list.
+				if _, err := d.Organisation(ctx, orgID); err != nil {
+					return nil, err
+				}
+				// The newest limit deliveries: the first page, without the
+				// row past it that says another follows.
+				deliveries, err := d.ListWebhookDeliveriesPage(ctx, orgID, f, db.Page{Limit: limit})
+				return deliveries[:min(len(deliveries), limit)], err
 			}
 			return printFromDB(cmd, cfg, list, func(w io.Writer, deliveries []db.WebhookDelivery) {
 				fmt.Fprintln(w, "ID\tEVENT\tSTATUS\tATTEMPTS\tLAST STATUS\tNEXT ATTEMPT\tCREATED")

@@ -1,0 +1,236 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/secrets"
+)
+
+// Envelope is the body of a delivery: the event.
+type Envelope struct {
+	ID        uuid.UUID        `json:"id"`
+	Type      string           `json:"type"`
+	CreatedAt domain.Timestamp `json:"created_at"`
+	Data      json.RawMessage  `json:"data"`
+}
+
+// WebhookTarget is what an attempt needs: where, with which secret, what.
+type WebhookTarget struct {
+	DeliveryID     uuid.UUID
+	SubscriptionID uuid.UUID
+	URL            string
+	Active         bool
+	Status         domain.WebhookStatus
+	Event          Envelope
+	secretSealed   []byte
+	// The secret a rotation replaced, and until when it still signs.
+	previousSealed    []byte
+	previousExpiresAt *time.Time
+}
+
+// SealedSecrets are the subscription's signing secrets as they are kept,
+// sealed to the subscription: the current one, and the one a rotation
+// replaced (nil when none) with until when it still signs. Which of them
+// sign an attempt is domain.PreviousSecretSigns's rule.
+func (t WebhookTarget) SealedSecrets() (current secrets.Sealed, previous *secrets.Sealed, previousExpiresAt *time.Time) {
+	at := sealedAt(subscriptionSecrets, t.SubscriptionID)
+	if t.previousSealed != nil {
+		previous = &secrets.Sealed{Value: t.previousSealed, At: at}
+	}
+	return secrets.Sealed{Value: t.secretSealed, At: at}, previous, t.previousExpiresAt
+}
+
+// WebhookTarget loads a delivery's subscription and event.
+func (d *DB) WebhookTarget(ctx context.Context, orgID, deliveryID uuid.UUID) (WebhookTarget, error) {
+	var t WebhookTarget
+	var createdAt time.Time
+	err := d.pool.QueryRow(ctx, `
+		SELECT w.id, s.id, s.url, s.active, w.status, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_expires_at,
+		       e.id, e.type, e.created_at, e.data::text
+		FROM webhook_deliveries w
+		JOIN webhook_subscriptions s ON s.org_id = w.org_id AND s.id = w.subscription_id
+		JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+		WHERE w.org_id = $1 AND w.id = $2`, orgID, deliveryID).Scan(
+		&t.DeliveryID, &t.SubscriptionID, &t.URL, &t.Active, &t.Status, &t.secretSealed, &t.previousSealed, &t.previousExpiresAt,
+		&t.Event.ID, &t.Event.Type, &createdAt, &t.Event.Data)
+	t.Event.CreatedAt = domain.NewTimestamp(createdAt)
+	return t, notFound(err, "delivery")
+}
+
+// WebhookAttemptRecord is one attempt and where it leaves the delivery.
+type WebhookAttemptRecord struct {
+	OrgID      uuid.UUID
+	DeliveryID uuid.UUID
+	Attempt    int
+	Manual     bool
+	StartedAt  time.Time
+	Duration   time.Duration
+	StatusCode *int
+	Error      *string
+	// Excerpt is the start of the answer's body (at most 1 KB).
+	Excerpt *string
+	// Status is the delivery's status after the attempt, and NextAttemptAt
+	// when it will be tried again (failed only).
+	Status        domain.WebhookStatus
+	NextAttemptAt *time.Time
+}
+
+// RecordWebhookAttempt logs an attempt and moves the delivery, and reports
+// whether its subscription is failing after it. An attempt recorded again
+// (its activity was retried after a crash) replaces the first record.
+func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (failing bool, err error) {
+	if !slices.Contains(domain.WebhookStatuses, a.Status) {
+		return false, fmt.Errorf("unknown delivery status %q", a.Status)
+	}
+	err = d.inTx(ctx, func(tx pgx.Tx) error {
+		// first: this attempt is recorded for the first time (not again by
+		// a retried activity), so it counts towards the subscription's run.
+		var first bool
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO webhook_attempts (id, org_id, delivery_id, attempt, manual, started_at, duration_ms, status_code, error, response_excerpt)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			ON CONFLICT (org_id, delivery_id, attempt) DO UPDATE SET
+				manual = EXCLUDED.manual, started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms,
+				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt
+			RETURNING xmax = 0`,
+			NewID(), a.OrgID, a.DeliveryID, a.Attempt, a.Manual, a.StartedAt, a.Duration.Milliseconds(),
+			a.StatusCode, a.Error, a.Excerpt).Scan(&first); err != nil {
+			return err
+		}
+		var d domain.DeliveryExhaustedData
+		err := tx.QueryRow(ctx, `
+			UPDATE webhook_deliveries w
+			SET attempts = greatest(attempts, $3), status = $4, last_status_code = $5, last_error = $6,
+			    next_attempt_at = $7, updated_at = now()
+			FROM events e WHERE w.org_id = $1 AND w.id = $2 AND e.org_id = w.org_id AND e.id = w.event_id
+			RETURNING w.id, w.event_id, e.type, w.subscription_id, w.attempts`,
+			a.OrgID, a.DeliveryID, a.Attempt, a.Status, a.StatusCode, a.Error, a.NextAttemptAt).Scan(
+			&d.DeliveryID, &d.EventID, &d.EventType, &d.SubscriptionID, &d.Attempts)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return domain.Errorf(domain.ENOTFOUND, "delivery not found")
+		}
+		if err != nil {
+			return err
+		}
+		probe, err := releaseInFlight(ctx, tx, a.OrgID, a.DeliveryID)
+		if err != nil {
+			return err
+		}
+		if !first {
+			err := tx.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`,
+				a.OrgID, d.SubscriptionID).Scan(&failing)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		}
+		if a.Status == domain.WebhookExhausted {
+			if err := emit(ctx, tx, a.OrgID, domain.DeliveryExhausted.New(d)); err != nil {
+				return err
+			}
+		}
+		failing, err = subscriptionAttempt(ctx, tx, a, d.SubscriptionID, probe)
+		return err
+	})
+	return failing, err
+}
+
+// subscriptionAttempt counts an attempt in its subscription's health, as
+// domain.HealthState.After says: the failure that makes it failing emits
+// webhook.subscription.failing; the success that ends a failing spell
+// emits webhook.subscription.recovered (which wakes the relays: the held
+// deliveries go again).
+func subscriptionAttempt(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID, probe bool) (failing bool, err error) {
+	o := domain.AttemptOutcome{Succeeded: a.Status == domain.WebhookSucceeded, Probe: probe, StatusCode: a.StatusCode, Error: a.Error}
+	// Read without a lock first: an attempt that changes nothing (a
+	// success of a healthy subscription, the common case) takes none that
+	// deliveries to the subscription would queue behind.
+	h, _, _, err := subscriptionHealth(ctx, tx, a.OrgID, subscriptionID, false)
+	if err == nil && h.ChangedBy(o.Succeeded) {
+		var url string
+		var now time.Time
+		// Locked, it is read again: another attempt may have changed it.
+		h, url, now, err = subscriptionHealth(ctx, tx, a.OrgID, subscriptionID, true)
+		if err == nil && h.ChangedBy(o.Succeeded) {
+			return recordHealth(ctx, tx, a, subscriptionID, url, h, h.After(o, now))
+		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // the subscription was deleted meanwhile
+	}
+	return false, err
+}
+
+// subscriptionHealth reads a subscription's health, its URL and the
+// transaction's time, locking the row when lock says so.
+func subscriptionHealth(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID, lock bool) (h domain.HealthState, url string, now time.Time, err error) {
+	sql := `SELECT consecutive_failures, failing_since, probe_interval_seconds, probe_at, last_failure_status, last_failure_error,
+		url, now() FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`
+	if lock {
+		sql += ` FOR UPDATE`
+	}
+	var interval *int
+	err = tx.QueryRow(ctx, sql, orgID, id).Scan(
+		&h.ConsecutiveFailures, &h.FailingSince, &interval, &h.ProbeAt, &h.LastFailureStatus, &h.LastFailureError, &url, &now)
+	if interval != nil {
+		h.ProbeInterval = time.Duration(*interval) * time.Second
+	}
+	return h, url, now, err
+}
+
+// recordHealth writes a subscription's health after an attempt a, was
+// before it, and emits the event of a failing spell begun or ended. It
+// reports whether the subscription is failing.
+func recordHealth(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID, url string, was, h domain.HealthState) (bool, error) {
+	var interval *int
+	if h.ProbeInterval > 0 {
+		secs := int(h.ProbeInterval / time.Second)
+		interval = &secs
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_subscriptions SET consecutive_failures = $3, last_failure_status = $4, last_failure_error = $5,
+		failing_since = $6, probe_interval_seconds = $7, probe_at = $8 WHERE org_id = $1 AND id = $2`,
+		a.OrgID, subscriptionID, h.ConsecutiveFailures, h.LastFailureStatus, h.LastFailureError, h.FailingSince, interval, h.ProbeAt); err != nil {
+		return false, err
+	}
+	switch {
+	case !was.Failing() && h.Failing():
+		return true, emit(ctx, tx, a.OrgID, domain.SubscriptionFailing.New(domain.SubscriptionFailingData{SubscriptionID: subscriptionID,
+			URL: url, ConsecutiveFailures: h.ConsecutiveFailures, LastStatus: a.StatusCode, LastError: a.Error,
+			Since: domain.NewTimestamp(*h.FailingSince)}))
+	case was.Failing() && !h.Failing():
+		// The statuses are written into the statement rather than passed:
+		// the planner proves the predicate of the backlog index
+		// (webhook_deliveries_backlog) only from literals.
+		var held int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2
+			AND status IN (`+statusLiterals(domain.RecoveryReleases)+`)`, a.OrgID, subscriptionID).Scan(&held); err != nil {
+			return false, err
+		}
+		return false, emit(ctx, tx, a.OrgID, domain.SubscriptionRecovered.New(domain.SubscriptionRecoveredData{SubscriptionID: subscriptionID,
+			URL: url, FailingSince: domain.NewTimestamp(*was.FailingSince), HeldDeliveries: held}))
+	}
+	return h.Failing(), nil
+}
+
+// EndWebhookDelivery ends a delivery without an attempt (its subscription was
+// disabled): exhausted, with the reason.
+func (d *DB) EndWebhookDelivery(ctx context.Context, orgID, deliveryID uuid.UUID, reason string) error {
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			UPDATE webhook_deliveries SET status = 'exhausted', last_error = $3, next_attempt_at = NULL, updated_at = now()
+			WHERE org_id = $1 AND id = $2`, orgID, deliveryID, reason); err != nil {
+			return err
+		}
+		_, err := releaseInFlight(ctx, tx, orgID, deliveryID)
+		return err
+	})
+}

@@ -1,0 +1,133 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/commerce-integration/commerce/domain"
+)
+
+// WebhookDelivery is a webhook delivery as support sees it.
+type WebhookDelivery struct {
+	ID             uuid.UUID            `json:"id"`
+	OrgID          uuid.UUID            `json:"org_id"`
+	EventID        uuid.UUID            `json:"event_id"`
+	EventType      string               `json:"event_type"`
+	SubscriptionID uuid.UUID            `json:"subscription_id"`
+	URL            string               `json:"url"`
+	Status         domain.WebhookStatus `json:"status"`
+	Attempts       int                  `json:"attempts"`
+	LastStatusCode *int                 `json:"last_status_code"`
+	LastError      *string              `json:"last_error"`
+	NextAttemptAt  *domain.Timestamp    `json:"next_attempt_at"`
+	CreatedAt      domain.Timestamp     `json:"created_at"`
+	UpdatedAt      domain.Timestamp     `json:"updated_at"`
+	// AttemptLog is filled by GetWebhookDelivery.
+	AttemptLog []WebhookAttempt `json:"attempt_log,omitempty"`
+}
+
+// WebhookAttempt is one logged attempt of a delivery.
+type WebhookAttempt struct {
+	Attempt    int              `json:"attempt"`
+	Manual     bool             `json:"manual"`
+	StartedAt  domain.Timestamp `json:"started_at"`
+	DurationMS int              `json:"duration_ms"`
+	StatusCode *int             `json:"status_code"`
+	Error      *string          `json:"error"`
+	Response   *string          `json:"response_excerpt"`
+}
+
+const webhookDeliveryColumns = `w.id, w.org_id, w.event_id, e.type, w.subscription_id, s.url, w.status, w.attempts,
+	w.last_status_code, w.last_error, w.next_attempt_at, w.created_at, w.updated_at`
+
+const webhookDeliveryFrom = ` FROM webhook_deliveries w
+	JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+	JOIN webhook_subscriptions s ON s.org_id = w.org_id AND s.id = w.subscription_id`
+
+func scanWebhookDelivery(row pgx.Row) (WebhookDelivery, error) {
+	var x WebhookDelivery
+	err := row.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.URL, &x.Status, &x.Attempts,
+		&x.LastStatusCode, &x.LastError, &x.NextAttemptAt, &x.CreatedAt, &x.UpdatedAt)
+	return x, err
+}
+
+// GetWebhookDelivery returns one of the organisation's deliveries with its
+// attempt log, oldest attempt first. Both are read in one snapshot, so the
+// delivery's attempts and status agree with the log beside them even while
+// an attempt is being recorded.
+func (d *DB) GetWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) (x WebhookDelivery, err error) {
+	err = pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		x, err = scanWebhookDelivery(tx.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+` WHERE w.org_id = $1 AND w.id = $2`, orgID, id))
+		if err != nil {
+			return notFound(err, "delivery")
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT attempt, manual, started_at, duration_ms, status_code, error, response_excerpt
+			FROM webhook_attempts WHERE org_id = $1 AND delivery_id = $2 ORDER BY attempt`, x.OrgID, x.ID)
+		if err != nil {
+			return err
+		}
+		x.AttemptLog, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookAttempt, error) {
+			var a WebhookAttempt
+			err := r.Scan(&a.Attempt, &a.Manual, &a.StartedAt, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response)
+			return a, err
+		})
+		return err
+	})
+	if x.AttemptLog == nil {
+		x.AttemptLog = []WebhookAttempt{}
+	}
+	return x, err
+}
+
+// Backlog counts what an operator watches grow, across organisations: the
+// parked inbound posts, and the subscriptions and endpoints failing now.
+func (d *DB) Backlog(ctx context.Context) (parked, failingSubscriptions, failingEndpoints int, err error) {
+	err = d.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM inbound_receipts WHERE outcome = 'parked'),
+		(SELECT count(*) FROM webhook_subscriptions WHERE failing_since IS NOT NULL),
+		(SELECT count(*) FROM inbound_endpoints WHERE failing_since IS NOT NULL)`).Scan(&parked, &failingSubscriptions, &failingEndpoints)
+	return parked, failingSubscriptions, failingEndpoints, err
+}
+
+// DeliveryListFilter narrows the organisation's delivery list.
+type DeliveryListFilter struct {
+	SubscriptionID *uuid.UUID
+	Status         domain.WebhookStatus
+	EventType      string
+	// EventID narrows to one event's deliveries, one per subscription
+	// (read by the index of the event and subscription).
+	EventID *uuid.UUID
+}
+
+// ListWebhookDeliveriesPage lists the organisation's deliveries, newest
+// first, a page at a time.
+func (d *DB) ListWebhookDeliveriesPage(ctx context.Context, orgID uuid.UUID, f DeliveryListFilter, p Page) ([]WebhookDelivery, error) {
+	c := newConds()
+	c.add("w.org_id = ?", orgID)
+	c.addIf(f.Status != "", "w.status = ?", f.Status)
+	c.addIf(f.SubscriptionID != nil, "w.subscription_id = ?", f.SubscriptionID)
+	c.addIf(f.EventType != "", "e.type = ?", f.EventType)
+	c.addIf(f.EventID != nil, "w.event_id = ?", f.EventID)
+	return listPage(ctx, d.pool, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom, "webhook_deliveries", "w", c, p, scanWebhookDelivery)
+}
+
+// RecoverableDeliveries lists, oldest first, the deliveries of one of the
+// organisation's subscriptions created since then that failed or were
+// exhausted: the ones a receiver that was down missed. ENOTFOUND when the
+// organisation has no such subscription.
+func (d *DB) RecoverableDeliveries(ctx context.Context, orgID, subscriptionID uuid.UUID, since time.Time) ([]WebhookDelivery, error) {
+	if _, err := d.GetSubscription(ctx, orgID, subscriptionID); err != nil {
+		return nil, err
+	}
+	rows, err := d.pool.Query(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+`
+		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.created_at >= $3 AND w.status IN ('failed', 'exhausted')
+		ORDER BY w.created_at, w.id`, orgID, subscriptionID, since)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDelivery, error) { return scanWebhookDelivery(r) })
+}
