@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
@@ -17,24 +16,6 @@ import (
 // written as a JSON \u escape. A larger body is refused with 413 before it is
 // read whole.
 const maxCustomersBody = 8 << 20
-
-// ListCustomersInput is the query of GET /api/v1/customers.
-type ListCustomersInput struct {
-	Search string `query:"search" maxLength:"200" doc:"Matches company and email domain (case-insensitive substring)."`
-	LargePage
-	Since
-}
-
-// ListCustomersOutput is a page of customers, newest first.
-type ListCustomersOutput struct {
-	Body struct {
-		Customers  []domain.Customer `json:"customers" doc:"Customers, newest first; with updated_since, oldest change first."`
-		NextCursor *string           `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
-	}
-}
-
-// CustomerOutput is a customer with its contacts.
-type CustomerOutput struct{ Body domain.CustomerDetail }
 
 // CustomersInputBody documents the body of POST /api/v1/customers. The
 // handler reads the raw body itself, so that the customer past the limit is
@@ -49,15 +30,9 @@ type CustomersInput struct{}
 // CustomersOutput counts what a customers upsert did.
 type CustomersOutput struct{ Body db.CustomerUpsert }
 
+// registerCustomers registers the customers upsert; the customers' reads
+// are a table entry (customersRoute, reads.go).
 func (s *Server) registerCustomers() {
-	huma.Register(s.api, access(huma.Operation{
-		OperationID: "list-customers", Method: http.MethodGet, Path: "/api/v1/customers", Tags: []string{"Customers"},
-		Summary: "List customers", Description: "The organisation's customers, newest first.",
-	}, domain.ScopeCustomersRead, "", http.StatusBadRequest), s.listCustomers)
-	huma.Register(s.api, access(huma.Operation{
-		OperationID: "get-customer", Method: http.MethodGet, Path: "/api/v1/customers/{id}", Tags: []string{"Customers"},
-		Summary: "Read a customer", Description: "A customer with its contacts, the primary contact first.",
-	}, domain.ScopeCustomersRead, "", http.StatusNotFound), s.getCustomer)
 	registerRawJSON(s, access(huma.Operation{
 		OperationID: "upsert-customers", Method: http.MethodPost, Path: "/api/v1/customers", Tags: []string{"Customers"},
 		Summary: "Create or update customers",
@@ -69,25 +44,6 @@ func (s *Server) registerCustomers() {
 		MaxBodyBytes: maxCustomersBody,
 	}, domain.ScopeCustomersWrite, "", http.StatusBadRequest, http.StatusRequestEntityTooLarge),
 		reflect.TypeFor[CustomersInputBody](), s.upsertCustomers)
-}
-
-func (s *Server) listCustomers(ctx context.Context, in *ListCustomersInput) (*ListCustomersOutput, error) {
-	out := &ListCustomersOutput{}
-	var err error
-	out.Body.Customers, out.Body.NextCursor, err = changedList(ctx, s, "customers", in.Cursor, in.Limit, in.UpdatedSince, []string{"search", in.Search},
-		func(p db.Page) ([]domain.Customer, error) {
-			return s.db.ListCustomers(ctx, orgID(ctx), db.CustomerFilter{Search: in.Search}, p)
-		},
-		func(c domain.Customer) (domain.Timestamp, uuid.UUID) { return c.CreatedAt, c.ID },
-		func(c domain.Customer) (domain.Timestamp, uuid.UUID) { return c.UpdatedAt, c.ID })
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (s *Server) getCustomer(ctx context.Context, in *IDPath) (*CustomerOutput, error) {
-	return readByID[CustomerOutput](ctx, s, in.ID, "customer", s.db.Customer)
 }
 
 func (s *Server) upsertCustomers(ctx context.Context, in *CustomersInput) (*CustomersOutput, error) {

@@ -19,12 +19,16 @@ type LargePage struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"500" default:"100" doc:"Rows per page, 1 to 500."`
 }
 
+func (p LargePage) paging() (string, int) { return p.Cursor, p.Limit }
+
 // SmallPage is the paging input of the lists that default to 50 rows and
 // allow up to 200.
 type SmallPage struct {
 	Cursor string `query:"cursor" doc:"Opaque cursor: the previous page's next_cursor."`
 	Limit  int    `query:"limit" minimum:"1" maximum:"200" default:"50" doc:"Rows per page, 1 to 200."`
 }
+
+func (p SmallPage) paging() (string, int) { return p.Cursor, p.Limit }
 
 // binding is what a cursor is bound to: the organisation, and the list's
 // filters in a fixed order.
@@ -63,6 +67,8 @@ func page[T any](s *Server, rows []T, limit int, list, bound string, key func(T)
 type Since struct {
 	UpdatedSince time.Time `query:"updated_since" doc:"RFC 3339 time. Walks the records changed at or after it (updated_at >= updated_since) instead: oldest change first, ties by id, paged by next_cursor. A record changed while the walk runs moves to the end and comes again later in the same walk, so the walk returns every record as it last changed and never skips one. The walk stops short of changes whose transactions may still be running: a record changed in the last moments comes in the next walk. To stay in sync, walk again from the updated_at of the last record seen (it comes once more)."`
 }
+
+func (s Since) since() time.Time { return s.UpdatedSince }
 
 // newestList serves one page of a newest-first list: it checks the cursor
 // against the list and its filters (name/value pairs), fetches limit+1 rows

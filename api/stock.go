@@ -12,26 +12,6 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-// ListStockLinesInput is the query of GET /api/v1/stock/lines.
-type ListStockLinesInput struct {
-	ProductID  string `query:"product_id" format:"uuid" doc:"Only the stock of this product."`
-	LocationID string `query:"location_id" format:"uuid" doc:"Only the stock at this location."`
-	SKU        string `query:"sku" maxLength:"64" doc:"Only the stock of the product with this SKU."`
-	SmallPage
-	Since
-}
-
-// ListStockLinesOutput is a page of stock lines, newest first.
-type ListStockLinesOutput struct {
-	Body struct {
-		StockLines []domain.StockLine `json:"stock_lines" doc:"Stock lines, newest first; with updated_since, oldest change first."`
-		NextCursor *string            `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
-	}
-}
-
-// StockLineOutput is a stock line with its newest movements.
-type StockLineOutput struct{ Body domain.StockLineDetail }
-
 // StockLocationsOutput is every stock location, the default first.
 type StockLocationsOutput struct {
 	Body struct {
@@ -67,16 +47,9 @@ type MovementOutput struct {
 	Body   db.MovementResult
 }
 
+// registerStock registers the locations, the movements and moving stock;
+// the stock lines' reads are a table entry (stockLinesRoute, reads.go).
 func (s *Server) registerStock() {
-	huma.Register(s.api, access(huma.Operation{
-		OperationID: "list-stock-lines", Method: http.MethodGet, Path: "/api/v1/stock/lines", Tags: []string{"Stock"},
-		Summary: "List stock lines", Description: "The stock of each product at each location, newest line first.",
-	}, domain.ScopeStockRead, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound), s.listStockLines)
-	huma.Register(s.api, access(huma.Operation{
-		OperationID: "get-stock-line", Method: http.MethodGet, Path: "/api/v1/stock/lines/{id}", Tags: []string{"Stock"},
-		Summary: "Read a stock line", Description: "A stock line with its newest movements (at most 100), including " +
-			"transfers into it.",
-	}, domain.ScopeStockRead, domain.AddonStock, http.StatusNotFound), s.getStockLine)
 	huma.Register(s.api, access(huma.Operation{
 		OperationID: "list-stock-locations", Method: http.MethodGet, Path: "/api/v1/stock/locations", Tags: []string{"Stock"},
 		Summary: "List stock locations", Description: "Every stock location in one answer (not paged), the default location first.",
@@ -102,33 +75,6 @@ func (s *Server) registerStock() {
 		}},
 	}, domain.ScopeStockWrite, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict,
 		http.StatusRequestEntityTooLarge), s.createMovement)
-}
-
-func (s *Server) listStockLines(ctx context.Context, in *ListStockLinesInput) (*ListStockLinesOutput, error) {
-	product, err := optionalID("product_id", in.ProductID)
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	location, err := optionalID("location_id", in.LocationID)
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	out := &ListStockLinesOutput{}
-	out.Body.StockLines, out.Body.NextCursor, err = changedList(ctx, s, "stock_lines", in.Cursor, in.Limit, in.UpdatedSince,
-		[]string{"product_id", in.ProductID, "location_id", in.LocationID, "sku", in.SKU},
-		func(p db.Page) ([]domain.StockLine, error) {
-			return s.db.ListStockLines(ctx, orgID(ctx), db.StockLineFilter{ProductID: product, LocationID: location, SKU: in.SKU}, p)
-		},
-		func(l domain.StockLine) (domain.Timestamp, uuid.UUID) { return l.CreatedAt, l.ID },
-		func(l domain.StockLine) (domain.Timestamp, uuid.UUID) { return l.UpdatedAt, l.ID })
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (s *Server) getStockLine(ctx context.Context, in *IDPath) (*StockLineOutput, error) {
-	return readByID[StockLineOutput](ctx, s, in.ID, "stock line", s.db.StockLine)
 }
 
 func (s *Server) listStockLocations(ctx context.Context, _ *struct{}) (*StockLocationsOutput, error) {

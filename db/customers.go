@@ -16,18 +16,15 @@ import (
 // domain (case-insensitive substring).
 type CustomerFilter struct{ Search string }
 
-const customerColumns = `c.id, c.company, c.website, c.email_domain, c.vat_number, c.payment_terms, c.currency, c.external_refs, c.created_at, c.updated_at`
-
-// customerFields are the scan targets of customerColumns.
-func customerFields(c *domain.Customer) []any {
-	return []any{&c.ID, &c.Company, &c.Website, &c.EmailDomain, &c.VATNumber, &c.PaymentTerms, &c.Currency, &c.ExternalRefs,
-		&c.CreatedAt, &c.UpdatedAt}
-}
-
-func scanCustomer(r pgx.Row) (domain.Customer, error) {
-	var c domain.Customer
-	err := r.Scan(customerFields(&c)...)
-	return c, err
+// customerRecords reads a customer's row for the customer list and a
+// customer's detail.
+var customerRecords = records[domain.Customer]{
+	table: "customers", alias: "c",
+	columns: `c.id, c.company, c.website, c.email_domain, c.vat_number, c.payment_terms, c.currency, c.external_refs, c.created_at, c.updated_at`,
+	fields: func(c *domain.Customer) []any {
+		return []any{&c.ID, &c.Company, &c.Website, &c.EmailDomain, &c.VATNumber, &c.PaymentTerms, &c.Currency, &c.ExternalRefs,
+			&c.CreatedAt, &c.UpdatedAt}
+	},
 }
 
 // ListCustomers lists the organisation's customers, newest first.
@@ -35,7 +32,7 @@ func (d *DB) ListCustomers(ctx context.Context, orgID uuid.UUID, f CustomerFilte
 	c := newConds()
 	c.add("c.org_id = ?", orgID)
 	c.addIf(f.Search != "", "(c.company || chr(31) || coalesce(c.email_domain, '')) ILIKE ?", searchPattern(f.Search))
-	return listPage(ctx, d.pool, `SELECT `+customerColumns+` FROM customers c`, "customers", "c", c, p, scanCustomer)
+	return customerRecords.list(ctx, d.pool, c, p)
 }
 
 func scanContact(r pgx.Row) (domain.Contact, error) {
@@ -48,12 +45,9 @@ func scanContact(r pgx.Row) (domain.Contact, error) {
 // the primary one first, then oldest first, at most domain.ContactsPerRecord.
 func (d *DB) Customer(ctx context.Context, orgID, id uuid.UUID) (domain.CustomerDetail, error) {
 	var c domain.CustomerDetail
-	err := d.detail(ctx, "customer",
-		func(r pgx.Row) error {
-			return r.Scan(customerFields(&c.Customer)...)
-		},
+	err := d.detail(ctx, "customer", customerRecords.into(&c.Customer),
 		[]string{
-			`SELECT ` + customerColumns + ` FROM customers c WHERE c.org_id = $1 AND c.id = $2`,
+			customerRecords.byID(""),
 			`SELECT id, name, email, phone, is_primary FROM customer_contacts
 			 WHERE org_id = $1 AND customer_id = $2 ORDER BY is_primary DESC, created_at, id LIMIT ` + strconv.Itoa(domain.ContactsPerRecord),
 		}, []any{orgID, id},

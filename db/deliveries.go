@@ -15,19 +15,16 @@ type DeliveryFilter struct {
 	OrderID *uuid.UUID
 }
 
-const deliveryColumns = `d.id, d.number, d.status, d.order_id, d.customer_id, d.carrier, d.consignment_ref, d.tracking_url,
-	d.ship_to, d.dispatched_at, d.delivered_at, d.created_at, d.updated_at`
-
-// deliveryFields are the scan targets of deliveryColumns.
-func deliveryFields(d *domain.Delivery) []any {
-	return []any{&d.ID, &d.Number, &d.Status, &d.OrderID, &d.CustomerID, &d.Carrier, &d.ConsignmentRef, &d.TrackingURL,
-		&d.ShipTo, &d.DispatchedAt, &d.DeliveredAt, &d.CreatedAt, &d.UpdatedAt}
-}
-
-func scanDelivery(r pgx.Row) (domain.Delivery, error) {
-	var d domain.Delivery
-	err := r.Scan(deliveryFields(&d)...)
-	return d, err
+// deliveryRecords reads a delivery's row for the delivery list and a
+// delivery's detail.
+var deliveryRecords = records[domain.Delivery]{
+	table: "deliveries", alias: "d",
+	columns: `d.id, d.number, d.status, d.order_id, d.customer_id, d.carrier, d.consignment_ref, d.tracking_url,
+	d.ship_to, d.dispatched_at, d.delivered_at, d.created_at, d.updated_at`,
+	fields: func(d *domain.Delivery) []any {
+		return []any{&d.ID, &d.Number, &d.Status, &d.OrderID, &d.CustomerID, &d.Carrier, &d.ConsignmentRef, &d.TrackingURL,
+			&d.ShipTo, &d.DispatchedAt, &d.DeliveredAt, &d.CreatedAt, &d.UpdatedAt}
+	},
 }
 
 // ListDeliveries lists the organisation's deliveries, newest first.
@@ -36,19 +33,16 @@ func (d *DB) ListDeliveries(ctx context.Context, orgID uuid.UUID, f DeliveryFilt
 	c.add("d.org_id = ?", orgID)
 	c.addIf(f.Status != "", "d.status = ?", f.Status)
 	c.addIf(f.OrderID != nil, "d.order_id = ?", f.OrderID)
-	return listPage(ctx, d.pool, `SELECT `+deliveryColumns+` FROM deliveries d`, "deliveries", "d", c, p, scanDelivery)
+	return deliveryRecords.list(ctx, d.pool, c, p)
 }
 
 // Delivery returns one of the organisation's deliveries with its lines and
 // packages.
 func (d *DB) Delivery(ctx context.Context, orgID, id uuid.UUID) (domain.DeliveryDetail, error) {
 	var dl domain.DeliveryDetail
-	err := d.detail(ctx, "delivery",
-		func(r pgx.Row) error {
-			return r.Scan(deliveryFields(&dl.Delivery)...)
-		},
+	err := d.detail(ctx, "delivery", deliveryRecords.into(&dl.Delivery),
 		[]string{
-			`SELECT ` + deliveryColumns + ` FROM deliveries d WHERE d.org_id = $1 AND d.id = $2`,
+			deliveryRecords.byID(""),
 			`SELECT position, description, qty, order_line_position FROM delivery_lines
 			 WHERE org_id = $1 AND delivery_id = $2 ORDER BY position`,
 			`SELECT id, reference, weight_grams, tracking_url FROM delivery_packages

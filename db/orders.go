@@ -13,17 +13,14 @@ import (
 // OrderFilter narrows an order list.
 type OrderFilter struct{ Status domain.OrderStatus }
 
-const orderColumns = `o.id, o.number, o.status, o.currency, o.total_minor, o.customer_id, o.customer_po_ref, o.created_at, o.updated_at`
-
-// orderFields are the scan targets of orderColumns.
-func orderFields(o *domain.Order) []any {
-	return []any{&o.ID, &o.Number, &o.Status, &o.Currency, &o.TotalMinor, &o.CustomerID, &o.CustomerPORef, &o.CreatedAt, &o.UpdatedAt}
-}
-
-func scanOrder(r pgx.Row) (domain.Order, error) {
-	var o domain.Order
-	err := r.Scan(orderFields(&o)...)
-	return o, err
+// orderRecords reads an order's row for the order list and an order's
+// detail.
+var orderRecords = records[domain.Order]{
+	table: "orders", alias: "o",
+	columns: `o.id, o.number, o.status, o.currency, o.total_minor, o.customer_id, o.customer_po_ref, o.created_at, o.updated_at`,
+	fields: func(o *domain.Order) []any {
+		return []any{&o.ID, &o.Number, &o.Status, &o.Currency, &o.TotalMinor, &o.CustomerID, &o.CustomerPORef, &o.CreatedAt, &o.UpdatedAt}
+	},
 }
 
 // ListOrders lists the organisation's orders, newest first.
@@ -31,19 +28,16 @@ func (d *DB) ListOrders(ctx context.Context, orgID uuid.UUID, f OrderFilter, p P
 	c := newConds()
 	c.add("o.org_id = ?", orgID)
 	c.addIf(f.Status != "", "o.status = ?", f.Status)
-	return listPage(ctx, d.pool, `SELECT `+orderColumns+` FROM orders o`, "orders", "o", c, p, scanOrder)
+	return orderRecords.list(ctx, d.pool, c, p)
 }
 
 // Order returns one of the organisation's orders with its lines and the
 // invoice references recorded against it.
 func (d *DB) Order(ctx context.Context, orgID, id uuid.UUID) (domain.OrderDetail, error) {
 	var o domain.OrderDetail
-	err := d.detail(ctx, "order",
-		func(r pgx.Row) error {
-			return r.Scan(append(orderFields(&o.Order), &o.SubtotalMinor, &o.VATMinor, &o.TrackingURL)...)
-		},
+	err := d.detail(ctx, "order", orderRecords.into(&o.Order, &o.SubtotalMinor, &o.VATMinor, &o.TrackingURL),
 		[]string{
-			`SELECT ` + orderColumns + `, o.subtotal_minor, o.vat_minor, o.tracking_url FROM orders o WHERE o.org_id = $1 AND o.id = $2`,
+			orderRecords.byID(`o.subtotal_minor, o.vat_minor, o.tracking_url`),
 			`SELECT position, line_type, description, attrs_snapshot, qty, uom, unit_price_minor
 			 FROM order_lines WHERE org_id = $1 AND order_id = $2 ORDER BY position`,
 			`SELECT invoice_ref, invoice_status, amount_minor, currency, recorded_at

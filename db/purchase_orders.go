@@ -17,19 +17,16 @@ type PurchaseOrderFilter struct {
 	SupplierID *uuid.UUID
 }
 
-const purchaseOrderColumns = `po.id, po.number, po.status, po.supplier_id, po.currency, po.total_minor, po.supplier_ref,
-	po.expected_date, po.created_at, po.updated_at`
-
-// purchaseOrderFields are the scan targets of purchaseOrderColumns.
-func purchaseOrderFields(p *domain.PurchaseOrder) []any {
-	return []any{&p.ID, &p.Number, &p.Status, &p.SupplierID, &p.Currency, &p.TotalMinor, &p.SupplierRef, &p.ExpectedDate,
-		&p.CreatedAt, &p.UpdatedAt}
-}
-
-func scanPurchaseOrder(r pgx.Row) (domain.PurchaseOrder, error) {
-	var p domain.PurchaseOrder
-	err := r.Scan(purchaseOrderFields(&p)...)
-	return p, err
+// purchaseOrderRecords reads a purchase order's row for the purchase order
+// list and a purchase order's detail.
+var purchaseOrderRecords = records[domain.PurchaseOrder]{
+	table: "purchase_orders", alias: "po",
+	columns: `po.id, po.number, po.status, po.supplier_id, po.currency, po.total_minor, po.supplier_ref,
+	po.expected_date, po.created_at, po.updated_at`,
+	fields: func(p *domain.PurchaseOrder) []any {
+		return []any{&p.ID, &p.Number, &p.Status, &p.SupplierID, &p.Currency, &p.TotalMinor, &p.SupplierRef, &p.ExpectedDate,
+			&p.CreatedAt, &p.UpdatedAt}
+	},
 }
 
 // ListPurchaseOrders lists the organisation's purchase orders, newest first.
@@ -38,7 +35,7 @@ func (d *DB) ListPurchaseOrders(ctx context.Context, orgID uuid.UUID, f Purchase
 	c.add("po.org_id = ?", orgID)
 	c.addIf(f.Status != "", "po.status = ?", f.Status)
 	c.addIf(f.SupplierID != nil, "po.supplier_id = ?", f.SupplierID)
-	return listPage(ctx, d.pool, `SELECT `+purchaseOrderColumns+` FROM purchase_orders po`, "purchase_orders", "po", c, p, scanPurchaseOrder)
+	return purchaseOrderRecords.list(ctx, d.pool, c, p)
 }
 
 // PurchaseOrder returns one of the organisation's purchase orders with its
@@ -55,12 +52,9 @@ func (d *DB) PurchaseOrder(ctx context.Context, orgID, id uuid.UUID) (domain.Pur
 		v       domain.Variance
 	}
 	var invoiceIDs []uuid.UUID
-	err := d.detail(ctx, "purchase order",
-		func(r pgx.Row) error {
-			return r.Scan(purchaseOrderFields(&po.PurchaseOrder)...)
-		},
+	err := d.detail(ctx, "purchase order", purchaseOrderRecords.into(&po.PurchaseOrder),
 		[]string{
-			`SELECT ` + purchaseOrderColumns + ` FROM purchase_orders po WHERE po.org_id = $1 AND po.id = $2`,
+			purchaseOrderRecords.byID(""),
 			`SELECT l.position, l.sku, l.description, l.qty, l.uom, l.unit_price_minor, l.expected_date,
 			        coalesce((SELECT sum(rl.qty) FROM po_receipt_lines rl
 			                  WHERE rl.org_id = l.org_id AND rl.po_id = l.po_id AND rl.position = l.position), 0)

@@ -198,3 +198,47 @@ func collect[T any](dst *[]T, scan func(pgx.Row) (T, error)) func(pgx.Rows) erro
 		return err
 	}
 }
+
+// records is how a read-only resource's rows are read, by its list and by
+// its read by id: from table (named alias in the statement, with any join
+// the columns need), the columns, and where each is scanned to. The list
+// pages on the table's (created_at, id) or (updated_at, id) (listPage).
+type records[T any] struct {
+	table, alias string
+	join         string
+	columns      string
+	fields       func(*T) []any
+}
+
+// selectSQL is "SELECT <columns>[, more] FROM <table> <alias> <join>".
+func (r records[T]) selectSQL(more string) string {
+	columns := r.columns
+	if more != "" {
+		columns += ", " + more
+	}
+	return "SELECT " + columns + " FROM " + r.table + " " + r.alias + r.join
+}
+
+func (r records[T]) scan(row pgx.Row) (T, error) {
+	var v T
+	err := row.Scan(r.fields(&v)...)
+	return v, err
+}
+
+// list is a page of the rows that meet c (which scopes them by org_id), as
+// listPage pages them.
+func (r records[T]) list(ctx context.Context, q querier, c *conds, p Page) ([]T, error) {
+	return listPage(ctx, q, r.selectSQL(""), r.table, r.alias, c, p, r.scan)
+}
+
+// byID is the query of one record by the organisation ($1) and its id ($2),
+// with the columns more after the list's: the first query of its detail.
+func (r records[T]) byID(more string) string {
+	return r.selectSQL(more) + " WHERE " + r.alias + ".org_id = $1 AND " + r.alias + ".id = $2"
+}
+
+// into scans a row of byID: the list's columns into dst, then the columns
+// byID was given into more.
+func (r records[T]) into(dst *T, more ...any) func(pgx.Row) error {
+	return func(row pgx.Row) error { return row.Scan(append(r.fields(dst), more...)...) }
+}

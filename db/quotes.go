@@ -13,17 +13,14 @@ import (
 // QuoteFilter narrows a quote list.
 type QuoteFilter struct{ Status domain.QuoteStatus }
 
-const quoteColumns = `q.id, q.number, q.status, q.currency, q.total_minor, q.customer_id, q.valid_until, q.sent_at, q.created_at, q.updated_at`
-
-// quoteFields are the scan targets of quoteColumns.
-func quoteFields(q *domain.Quote) []any {
-	return []any{&q.ID, &q.Number, &q.Status, &q.Currency, &q.TotalMinor, &q.CustomerID, &q.ValidUntil, &q.SentAt, &q.CreatedAt, &q.UpdatedAt}
-}
-
-func scanQuote(r pgx.Row) (domain.Quote, error) {
-	var q domain.Quote
-	err := r.Scan(quoteFields(&q)...)
-	return q, err
+// quoteRecords reads a quote's row for the quote list and a quote's
+// detail.
+var quoteRecords = records[domain.Quote]{
+	table: "quotes", alias: "q",
+	columns: `q.id, q.number, q.status, q.currency, q.total_minor, q.customer_id, q.valid_until, q.sent_at, q.created_at, q.updated_at`,
+	fields: func(q *domain.Quote) []any {
+		return []any{&q.ID, &q.Number, &q.Status, &q.Currency, &q.TotalMinor, &q.CustomerID, &q.ValidUntil, &q.SentAt, &q.CreatedAt, &q.UpdatedAt}
+	},
 }
 
 // ListQuotes lists the organisation's quotes, newest first.
@@ -31,18 +28,15 @@ func (d *DB) ListQuotes(ctx context.Context, orgID uuid.UUID, f QuoteFilter, p P
 	c := newConds()
 	c.add("q.org_id = ?", orgID)
 	c.addIf(f.Status != "", "q.status = ?", f.Status)
-	return listPage(ctx, d.pool, `SELECT `+quoteColumns+` FROM quotes q`, "quotes", "q", c, p, scanQuote)
+	return quoteRecords.list(ctx, d.pool, c, p)
 }
 
 // Quote returns one of the organisation's quotes with its lines.
 func (d *DB) Quote(ctx context.Context, orgID, id uuid.UUID) (domain.QuoteDetail, error) {
 	var q domain.QuoteDetail
-	err := d.detail(ctx, "quote",
-		func(r pgx.Row) error {
-			return r.Scan(append(quoteFields(&q.Quote), &q.SubtotalMinor, &q.DiscountMinor, &q.VATMinor)...)
-		},
+	err := d.detail(ctx, "quote", quoteRecords.into(&q.Quote, &q.SubtotalMinor, &q.DiscountMinor, &q.VATMinor),
 		[]string{
-			`SELECT ` + quoteColumns + `, q.subtotal_minor, q.discount_minor, q.vat_minor FROM quotes q WHERE q.org_id = $1 AND q.id = $2`,
+			quoteRecords.byID(`q.subtotal_minor, q.discount_minor, q.vat_minor`),
 			`SELECT position, line_type, description, qty, uom, unit_price_minor, discount_pct, lead_time_days, amount_minor
 			 FROM quote_lines WHERE org_id = $1 AND quote_id = $2 ORDER BY position`,
 		}, []any{orgID, id},

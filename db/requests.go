@@ -12,29 +12,30 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-const requestColumns = `r.id, r.title, r.status, r.last_message_at, r.created_at`
-
-func scanRequest(r pgx.Row) (domain.RequestThread, error) {
-	var t domain.RequestThread
-	err := r.Scan(&t.ID, &t.Title, &t.Status, &t.LastMessageAt, &t.CreatedAt)
-	return t, err
+// requestRecords reads a request thread's row for the request list and a
+// request's detail.
+var requestRecords = records[domain.RequestThread]{
+	table: "request_threads", alias: "r",
+	columns: `r.id, r.title, r.status, r.last_message_at, r.created_at`,
+	fields: func(t *domain.RequestThread) []any {
+		return []any{&t.ID, &t.Title, &t.Status, &t.LastMessageAt, &t.CreatedAt}
+	},
 }
 
 // ListRequests lists the organisation's request threads, newest first.
 func (d *DB) ListRequests(ctx context.Context, orgID uuid.UUID, p Page) ([]domain.RequestThread, error) {
 	c := newConds()
 	c.add("r.org_id = ?", orgID)
-	return listPage(ctx, d.pool, `SELECT `+requestColumns+` FROM request_threads r`, "request_threads", "r", c, p, scanRequest)
+	return requestRecords.list(ctx, d.pool, c, p)
 }
 
 // Request returns one of the organisation's request threads with its
 // messages, oldest first, at most domain.MessagesPerRequest.
 func (d *DB) Request(ctx context.Context, orgID, id uuid.UUID) (domain.RequestDetail, error) {
 	var t domain.RequestDetail
-	err := d.detail(ctx, "request",
-		func(r pgx.Row) error { return r.Scan(&t.ID, &t.Title, &t.Status, &t.LastMessageAt, &t.CreatedAt) },
+	err := d.detail(ctx, "request", requestRecords.into(&t.RequestThread),
 		[]string{
-			`SELECT ` + requestColumns + ` FROM request_threads r WHERE r.org_id = $1 AND r.id = $2`,
+			requestRecords.byID(""),
 			`SELECT id, role, blocks, created_at FROM request_messages
 			 WHERE org_id = $1 AND thread_id = $2 ORDER BY created_at, id LIMIT ` + strconv.Itoa(domain.MessagesPerRequest),
 		}, []any{orgID, id},

@@ -74,18 +74,15 @@ type StockLineFilter struct {
 	SKU        string
 }
 
-const stockLineSelect = `SELECT s.id, s.product_id, p.sku, s.location_id, s.qty_on_hand, s.unit_cost_minor, s.currency,
-	s.created_at, s.updated_at FROM stock_lines s JOIN products p ON p.org_id = s.org_id AND p.id = s.product_id`
-
-// stockLineFields are the scan targets of stockLineSelect.
-func stockLineFields(s *domain.StockLine) []any {
-	return []any{&s.ID, &s.ProductID, &s.SKU, &s.LocationID, &s.QtyOnHand, &s.UnitCostMinor, &s.Currency, &s.CreatedAt, &s.UpdatedAt}
-}
-
-func scanStockLine(r pgx.Row) (domain.StockLine, error) {
-	var s domain.StockLine
-	err := r.Scan(stockLineFields(&s)...)
-	return s, err
+// stockLineRecords reads a stock line's row, with its product's SKU, for
+// the stock line list, a stock line's detail and a movement's answer.
+var stockLineRecords = records[domain.StockLine]{
+	table: "stock_lines", alias: "s", join: " JOIN products p ON p.org_id = s.org_id AND p.id = s.product_id",
+	columns: `s.id, s.product_id, p.sku, s.location_id, s.qty_on_hand, s.unit_cost_minor, s.currency,
+	s.created_at, s.updated_at`,
+	fields: func(s *domain.StockLine) []any {
+		return []any{&s.ID, &s.ProductID, &s.SKU, &s.LocationID, &s.QtyOnHand, &s.UnitCostMinor, &s.Currency, &s.CreatedAt, &s.UpdatedAt}
+	},
 }
 
 // ListStockLines lists the organisation's stock lines, newest first.
@@ -95,7 +92,7 @@ func (d *DB) ListStockLines(ctx context.Context, orgID uuid.UUID, f StockLineFil
 	c.addIf(f.ProductID != nil, "s.product_id = ?", f.ProductID)
 	c.addIf(f.LocationID != nil, "s.location_id = ?", f.LocationID)
 	c.addIf(f.SKU != "", "p.sku = ?", f.SKU)
-	return listPage(ctx, d.pool, stockLineSelect, "stock_lines", "s", c, p, scanStockLine)
+	return stockLineRecords.list(ctx, d.pool, c, p)
 }
 
 // movementsPerLine is how many of a stock line's newest movements its
@@ -116,12 +113,9 @@ func scanMovement(r pgx.Row) (domain.StockMovement, error) {
 // movements (at most 100), including transfers into it.
 func (d *DB) StockLine(ctx context.Context, orgID, id uuid.UUID) (domain.StockLineDetail, error) {
 	var s domain.StockLineDetail
-	err := d.detail(ctx, "stock line",
-		func(r pgx.Row) error {
-			return r.Scan(stockLineFields(&s.StockLine)...)
-		},
+	err := d.detail(ctx, "stock line", stockLineRecords.into(&s.StockLine),
 		[]string{
-			stockLineSelect + ` WHERE s.org_id = $1 AND s.id = $2`,
+			stockLineRecords.byID(""),
 			`SELECT ` + movementColumns + ` FROM stock_movements m
 			 WHERE m.org_id = $1 AND (m.line_id = $2 OR m.to_line_id = $2)
 			 ORDER BY m.created_at DESC, m.id DESC LIMIT ` + strconv.Itoa(movementsPerLine),
@@ -229,11 +223,11 @@ func (d *DB) CreateMovement(ctx context.Context, orgID uuid.UUID, m domain.Movem
 			toLine, toBalance, mv.ToLocationID = &id, &b, &dst.location
 			lineIDs = append(lineIDs, id)
 		}
-		rows, err := tx.Query(ctx, stockLineSelect+` WHERE s.org_id = $1 AND s.id = ANY($2) ORDER BY s.created_at, s.id`, orgID, lineIDs)
+		rows, err := tx.Query(ctx, stockLineRecords.selectSQL("")+` WHERE s.org_id = $1 AND s.id = ANY($2) ORDER BY s.created_at, s.id`, orgID, lineIDs)
 		if err != nil {
 			return err
 		}
-		res.Lines, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StockLine, error) { return scanStockLine(r) })
+		res.Lines, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StockLine, error) { return stockLineRecords.scan(r) })
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/commerce-integration/commerce/domain"
 )
@@ -14,17 +13,14 @@ import (
 // (case-insensitive substring).
 type SupplierFilter struct{ Search string }
 
-const supplierColumns = `s.id, s.name, s.email, s.phone, s.currency, s.payment_terms, s.external_refs, s.created_at, s.updated_at`
-
-// supplierFields are the scan targets of supplierColumns.
-func supplierFields(s *domain.Supplier) []any {
-	return []any{&s.ID, &s.Name, &s.Email, &s.Phone, &s.Currency, &s.PaymentTerms, &s.ExternalRefs, &s.CreatedAt, &s.UpdatedAt}
-}
-
-func scanSupplier(r pgx.Row) (domain.Supplier, error) {
-	var s domain.Supplier
-	err := r.Scan(supplierFields(&s)...)
-	return s, err
+// supplierRecords reads a supplier's row for the supplier list and a
+// supplier's detail.
+var supplierRecords = records[domain.Supplier]{
+	table: "suppliers", alias: "s",
+	columns: `s.id, s.name, s.email, s.phone, s.currency, s.payment_terms, s.external_refs, s.created_at, s.updated_at`,
+	fields: func(s *domain.Supplier) []any {
+		return []any{&s.ID, &s.Name, &s.Email, &s.Phone, &s.Currency, &s.PaymentTerms, &s.ExternalRefs, &s.CreatedAt, &s.UpdatedAt}
+	},
 }
 
 // ListSuppliers lists the organisation's suppliers, newest first.
@@ -32,19 +28,16 @@ func (d *DB) ListSuppliers(ctx context.Context, orgID uuid.UUID, f SupplierFilte
 	c := newConds()
 	c.add("s.org_id = ?", orgID)
 	c.addIf(f.Search != "", "(s.name || chr(31) || coalesce(s.email, '')) ILIKE ?", searchPattern(f.Search))
-	return listPage(ctx, d.pool, `SELECT `+supplierColumns+` FROM suppliers s`, "suppliers", "s", c, p, scanSupplier)
+	return supplierRecords.list(ctx, d.pool, c, p)
 }
 
 // Supplier returns one of the organisation's suppliers with its contacts,
 // the primary one first, then oldest first, at most domain.ContactsPerRecord.
 func (d *DB) Supplier(ctx context.Context, orgID, id uuid.UUID) (domain.SupplierDetail, error) {
 	var s domain.SupplierDetail
-	err := d.detail(ctx, "supplier",
-		func(r pgx.Row) error {
-			return r.Scan(supplierFields(&s.Supplier)...)
-		},
+	err := d.detail(ctx, "supplier", supplierRecords.into(&s.Supplier),
 		[]string{
-			`SELECT ` + supplierColumns + ` FROM suppliers s WHERE s.org_id = $1 AND s.id = $2`,
+			supplierRecords.byID(""),
 			`SELECT id, name, email, phone, is_primary FROM supplier_contacts
 			 WHERE org_id = $1 AND supplier_id = $2 ORDER BY is_primary DESC, created_at, id LIMIT ` + strconv.Itoa(domain.ContactsPerRecord),
 		}, []any{orgID, id},
