@@ -23,14 +23,6 @@ import (
 	"github.com/commerce-integration/commerce/signature"
 )
 
-// Headers of a webhook delivery besides Content-Type and the signature.
-const (
-	HeaderEventID    = "X-Service-Event-Id"
-	HeaderEventType  = "X-Service-Event-Type"
-	HeaderDeliveryID = "X-Service-Delivery-Id"
-	HeaderAttempt    = "X-Service-Attempt"
-)
-
 // userAgent is sent with every delivery.
 const userAgent = "commerce-webhooks/1.0"
 
@@ -142,10 +134,10 @@ func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.Del
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(HeaderEventID, t.Event.ID.String())
-	req.Header.Set(HeaderEventType, t.Event.Type)
-	req.Header.Set(HeaderDeliveryID, in.DeliveryID.String())
-	req.Header.Set(HeaderAttempt, strconv.Itoa(in.Attempt))
+	req.Header.Set(domain.HeaderEventID, t.Event.ID.String())
+	req.Header.Set(domain.HeaderEventType, t.Event.Type)
+	req.Header.Set(domain.HeaderDeliveryID, in.DeliveryID.String())
+	req.Header.Set(domain.HeaderAttempt, strconv.Itoa(in.Attempt))
 	// Both schemes (docs/design.md#signatures): X-Service-Signature, and the
 	// Standard Webhooks headers with the event id as the message id, which
 	// every attempt of every delivery of the event repeats; each secret

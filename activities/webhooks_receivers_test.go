@@ -90,8 +90,8 @@ func TestDeliveryVerifiesWithStandardWebhooksAndStripe(t *testing.T) {
 		t.Fatalf("stripe-go ValidatePayload: %v (header %s)", err, d.header.Get(signature.Header))
 	}
 
-	if id := d.header.Get(standardwebhooks.HeaderWebhookID); id == "" || id != d.header.Get(activities.HeaderEventID) {
-		t.Fatalf("webhook-id %q, event id %q", id, d.header.Get(activities.HeaderEventID))
+	if id := d.header.Get(standardwebhooks.HeaderWebhookID); id == "" || id != d.header.Get(domain.HeaderEventID) {
+		t.Fatalf("webhook-id %q, event id %q", id, d.header.Get(domain.HeaderEventID))
 	}
 	ts := d.header.Get(standardwebhooks.HeaderWebhookTimestamp)
 	if t0, _, _ := strings.Cut(strings.TrimPrefix(d.header.Get(signature.Header), "t="), ","); ts == "" || t0 != ts {

@@ -20,6 +20,15 @@ const (
 	WebhookSkipped   WebhookStatus = "skipped"   // support let its entity's later deliveries go before it
 )
 
+// The headers of a webhook delivery besides Content-Type and the signature
+// (docs/webhooks.md): the sender sets them and the console shows them.
+const (
+	HeaderEventID    = "X-Service-Event-Id"
+	HeaderEventType  = "X-Service-Event-Type"
+	HeaderDeliveryID = "X-Service-Delivery-Id"
+	HeaderAttempt    = "X-Service-Attempt"
+)
+
 // SecretUnopenable is the type of the non-retryable error that ends a
 // delivery whose subscription secret cannot be opened (sealed under another
 // key, or damaged): no retry can change it.

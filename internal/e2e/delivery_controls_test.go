@@ -13,7 +13,6 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/workflows"
@@ -196,7 +195,7 @@ func TestSkippingAFailedDeliveryLetsItsEntityGoOn(t *testing.T) {
 	var failing atomic.Value // the event id the receiver refuses
 	failing.Store("")
 	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(activities.HeaderEventID) == failing.Load().(string) {
+		if r.Header.Get(domain.HeaderEventID) == failing.Load().(string) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	})

@@ -211,15 +211,15 @@ func TestRecordHistories(t *testing.T) {
 	broken := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
 	var racingSub db.CreatedSubscription
 	racing := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-		switch r.Header.Get(activities.HeaderAttempt) {
+		switch r.Header.Get(domain.HeaderAttempt) {
 		case "1":
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		case "3":
 			return
 		}
-		ref := domain.WebhookDeliveryRef{ID: mustID(t, r.Header.Get(activities.HeaderDeliveryID)), OrgID: f.org.ID,
-			EventID: mustID(t, r.Header.Get(activities.HeaderEventID)), EventType: r.Header.Get(activities.HeaderEventType),
+		ref := domain.WebhookDeliveryRef{ID: mustID(t, r.Header.Get(domain.HeaderDeliveryID)), OrgID: f.org.ID,
+			EventID: mustID(t, r.Header.Get(domain.HeaderEventID)), EventType: r.Header.Get(domain.HeaderEventType),
 			SubscriptionID: racingSub.ID}
 		go func() {
 			if err := f.Workflows.ResendWebhook(context.Background(), ref, false); err != nil {

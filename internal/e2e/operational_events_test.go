@@ -11,7 +11,6 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/workflows"
@@ -132,9 +131,9 @@ func TestOperationalEventsReachTheSubscriptionsThatAskForThem(t *testing.T) {
 		t.Logf("arrival %d: %s at %s; held %s", i, d.envelope.ID, d.at.Format("15:04:05.000"), held[i])
 	}
 	for i, d := range arrived {
-		if d.envelope.ID.String() != held[i] || d.header.Get(activities.HeaderAttempt) != "1" {
+		if d.envelope.ID.String() != held[i] || d.header.Get(domain.HeaderAttempt) != "1" {
 			t.Fatalf("arrival %d: event %s attempt %s; want %s (held deliveries oldest first), attempt 1",
-				i, d.envelope.ID, d.header.Get(activities.HeaderAttempt), held[i])
+				i, d.envelope.ID, d.header.Get(domain.HeaderAttempt), held[i])
 		}
 	}
 	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 AND status = 'succeeded' AND attempts = 1`,

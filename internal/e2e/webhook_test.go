@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/signature"
@@ -132,9 +131,9 @@ func TestInboundChangeIsDeliveredSignedWithinSeconds(t *testing.T) {
 	eventID := f.one(`SELECT id::text FROM events WHERE org_id = $1 AND type = 'order.status_changed'`)
 	deliveryID := f.one(`SELECT id::text FROM webhook_deliveries WHERE org_id = $1 AND event_id = $2`, eventID)
 	h := d.header
-	if h.Get("Content-Type") != "application/json" || h.Get(activities.HeaderEventID) != eventID ||
-		h.Get(activities.HeaderEventType) != "order.status_changed" || h.Get(activities.HeaderDeliveryID) != deliveryID ||
-		h.Get(activities.HeaderAttempt) != "1" || h.Get(signature.HeaderWebhookID) != eventID {
+	if h.Get("Content-Type") != "application/json" || h.Get(domain.HeaderEventID) != eventID ||
+		h.Get(domain.HeaderEventType) != "order.status_changed" || h.Get(domain.HeaderDeliveryID) != deliveryID ||
+		h.Get(domain.HeaderAttempt) != "1" || h.Get(signature.HeaderWebhookID) != eventID {
 		t.Fatalf("headers %v (event %s, delivery %s)", h, eventID, deliveryID)
 	}
 	var data map[string]any
@@ -251,9 +250,9 @@ func TestCrashBetweenChangeAndDeliveryLosesAndDoublesNothing(t *testing.T) {
 	got := append([]delivered(nil), rc.deliveries...)
 	rc.mu.Unlock()
 	for _, d := range got {
-		perDelivery[d.header.Get(activities.HeaderDeliveryID)]++
+		perDelivery[d.header.Get(domain.HeaderDeliveryID)]++
 		if d.verified != nil {
-			t.Errorf("delivery %s does not verify: %v", d.header.Get(activities.HeaderDeliveryID), d.verified)
+			t.Errorf("delivery %s does not verify: %v", d.header.Get(domain.HeaderDeliveryID), d.verified)
 		}
 	}
 	if len(perDelivery) != 4 || rc.count() != 4 {
@@ -321,7 +320,7 @@ func TestSupportSeesAndResendsDeliveriesThroughTheCLI(t *testing.T) {
 	if x["status"] != "succeeded" || x["attempts"] != 2.0 || len(log) != 2 || log[1].(map[string]any)["manual"] != true {
 		t.Fatalf("after the resend: %v", x)
 	}
-	if d := rc.next(); d.header.Get(activities.HeaderAttempt) != "2" || d.header.Get(activities.HeaderDeliveryID) != id {
+	if d := rc.next(); d.header.Get(domain.HeaderAttempt) != "2" || d.header.Get(domain.HeaderDeliveryID) != id {
 		t.Fatalf("resent delivery headers %v", d.header)
 	}
 	// A delivery that succeeded can be sent once more on request.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/commerce-integration/commerce/activities"
+	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/signature"
 )
 
@@ -49,8 +49,8 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	eventID := r.Header.Get(activities.HeaderEventID)
-	deliveryID := r.Header.Get(activities.HeaderDeliveryID)
+	eventID := r.Header.Get(domain.HeaderEventID)
+	deliveryID := r.Header.Get(domain.HeaderDeliveryID)
 	now := time.Now()
 	// Both schemes must verify, and the webhook-id, the event id header and
 	// the body's id must name the same event.
@@ -70,7 +70,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
-	attempt, _ := strconv.Atoi(r.Header.Get(activities.HeaderAttempt))
+	attempt, _ := strconv.Atoi(r.Header.Get(domain.HeaderAttempt))
 	byAttempt := rc.tries[deliveryID]
 	if byAttempt == nil {
 		byAttempt = map[int]bool{}

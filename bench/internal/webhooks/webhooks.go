@@ -85,7 +85,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
-	rc.seen[r.Header.Get(activities.HeaderDeliveryID)] = true
+	rc.seen[r.Header.Get(domain.HeaderDeliveryID)] = true
 	if len(rc.seen) == rc.want && rc.complete != nil {
 		close(rc.complete)
 		rc.complete = nil

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/signature"
@@ -274,10 +273,10 @@ func (c *console) delivery(w http.ResponseWriter, r *http.Request) {
 	d.Body = string(body)
 	d.Headers = [][2]string{
 		{"Content-Type", "application/json"},
-		{activities.HeaderEventID, e.ID.String()},
-		{activities.HeaderEventType, e.Type},
-		{activities.HeaderDeliveryID, x.ID.String()},
-		{activities.HeaderAttempt, "the attempt's number"},
+		{domain.HeaderEventID, e.ID.String()},
+		{domain.HeaderEventType, e.Type},
+		{domain.HeaderDeliveryID, x.ID.String()},
+		{domain.HeaderAttempt, "the attempt's number"},
 		{signature.HeaderWebhookID, e.ID.String()},
 		{signature.HeaderWebhookTimestamp, "the attempt's time, in seconds"},
 		{signature.HeaderWebhookSignature, "v1,*** (one per signing secret)"},
