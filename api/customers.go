@@ -47,7 +47,13 @@ type CustomersInputBody struct {
 type CustomersInput struct{}
 
 // CustomersOutput counts what a customers upsert did.
-type CustomersOutput struct{ Body db.CustomerUpsert }
+type CustomersOutput struct{ Body CustomerUpsert }
+
+// CustomerUpsert counts the customers an upsert created and updated.
+type CustomerUpsert struct {
+	Created int `json:"created"`
+	Updated int `json:"updated"`
+}
 
 func (s *Server) registerCustomers() {
 	huma.Register(s.api, access(huma.Operation{
@@ -110,5 +116,5 @@ func (s *Server) upsertCustomers(ctx context.Context, in *CustomersInput) (*Cust
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &CustomersOutput{Body: res}, nil
+	return &CustomersOutput{Body: CustomerUpsert{Created: res.Created, Updated: res.Updated}}, nil
 }
