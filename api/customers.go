@@ -28,7 +28,13 @@ type CustomersInputBody struct {
 type CustomersInput struct{}
 
 // CustomersOutput counts what a customers upsert did.
-type CustomersOutput struct{ Body db.CustomerUpsert }
+type CustomersOutput struct{ Body CustomerUpsert }
+
+// CustomerUpsert counts the customers an upsert created and updated.
+type CustomerUpsert struct {
+	Created int `json:"created"`
+	Updated int `json:"updated"`
+}
 
 // registerCustomers registers the customers upsert; the customers' reads
 // are a table entry (customersRoute, reads.go).
@@ -66,5 +72,5 @@ func (s *Server) upsertCustomers(ctx context.Context, in *CustomersInput) (*Cust
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &CustomersOutput{Body: res}, nil
+	return &CustomersOutput{Body: CustomerUpsert{Created: res.Created, Updated: res.Updated}}, nil
 }

@@ -19,8 +19,8 @@ import (
 // ListEndpointsOutput is a page of inbound endpoints, newest first.
 type ListEndpointsOutput struct {
 	Body struct {
-		Endpoints  []integrations.EndpointItem `json:"endpoints"`
-		NextCursor *string                     `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+		Endpoints  []EndpointItem `json:"endpoints"`
+		NextCursor *string        `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
 
@@ -39,13 +39,13 @@ type ListReceiptsInput struct {
 // ListReceiptsOutput is a page of receipts, newest first.
 type ListReceiptsOutput struct {
 	Body struct {
-		Receipts   []integrations.ReceiptSummary `json:"receipts"`
-		NextCursor *string                       `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+		Receipts   []ReceiptSummary `json:"receipts"`
+		NextCursor *string          `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
 
 // ReceiptOutput is a receipt with its body, answer and trace.
-type ReceiptOutput struct{ Body integrations.ReceiptDetail }
+type ReceiptOutput struct{ Body ReceiptDetail }
 
 // ReplayInput is POST /api/v1/inbound/receipts/{id}/replay.
 type ReplayInput struct {
@@ -56,7 +56,7 @@ type ReplayInput struct {
 }
 
 // ReplayOutput is what a replay did.
-type ReplayOutput struct{ Body integrations.ReplayResult }
+type ReplayOutput struct{ Body ReplayResult }
 
 // BulkReplayInput is POST /api/v1/inbound/replays.
 type BulkReplayInput struct {
@@ -71,7 +71,7 @@ type BulkReplayInput struct {
 }
 
 // ReplayBatchOutput is a bulk replay and its progress.
-type ReplayBatchOutput struct{ Body db.ReplayBatch }
+type ReplayBatchOutput struct{ Body ReplayBatch }
 
 func (s *Server) registerInboundManagement() {
 	huma.Register(s.api, access(managementOp("list-inbound-endpoints", http.MethodGet, "/api/v1/inbound/endpoints", tagInbound,
@@ -113,14 +113,14 @@ func (s *Server) registerInboundManagement() {
 }
 
 func (s *Server) listInboundEndpoints(ctx context.Context, in *SmallPage) (*ListEndpointsOutput, error) {
-	out := &ListEndpointsOutput{}
-	var err error
-	out.Body.Endpoints, out.Body.NextCursor, err = newestList(ctx, s, "inbound-endpoints", in.Cursor, in.Limit, nil,
+	rows, next, err := newestList(ctx, s, "inbound-endpoints", in.Cursor, in.Limit, nil,
 		func(p db.Page) ([]integrations.EndpointItem, error) { return s.manage.Endpoints(ctx, orgID(ctx), p) },
 		func(e integrations.EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID })
 	if err != nil {
 		return nil, err
 	}
+	out := &ListEndpointsOutput{}
+	out.Body.Endpoints, out.Body.NextCursor = each(rows, newEndpointItem), next
 	return out, nil
 }
 
@@ -139,8 +139,7 @@ func (s *Server) listInboundReceipts(ctx context.Context, in *ListReceiptsInput)
 	if f.ReceivedBefore, err = optionalTime("received_before", in.ReceivedBefore); err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	out := &ListReceiptsOutput{}
-	out.Body.Receipts, out.Body.NextCursor, err = newestList(ctx, s, "inbound-receipts", in.Cursor, in.Limit,
+	rows, next, err := newestList(ctx, s, "inbound-receipts", in.Cursor, in.Limit,
 		[]string{"endpoint_id", in.EndpointID, "outcome", in.Outcome, "received_after", in.ReceivedAfter,
 			"received_before", in.ReceivedBefore, "ref", f.Ref},
 		func(p db.Page) ([]integrations.ReceiptSummary, error) {
@@ -150,11 +149,13 @@ func (s *Server) listInboundReceipts(ctx context.Context, in *ListReceiptsInput)
 	if err != nil {
 		return nil, err
 	}
+	out := &ListReceiptsOutput{}
+	out.Body.Receipts, out.Body.NextCursor = each(rows, newReceiptSummary), next
 	return out, nil
 }
 
 func (s *Server) getInboundReceipt(ctx context.Context, in *IDPath) (*ReceiptOutput, error) {
-	return readByID[ReceiptOutput](ctx, s, in.ID, "receipt", s.manage.Receipt)
+	return readByID[ReceiptOutput](ctx, s, in.ID, "receipt", answered(s.manage.Receipt, newReceiptDetail))
 }
 
 func (s *Server) replayInboundReceipt(ctx context.Context, in *ReplayInput) (*ReplayOutput, error) {
@@ -164,7 +165,7 @@ func (s *Server) replayInboundReceipt(ctx context.Context, in *ReplayInput) (*Re
 	if err != nil {
 		return nil, err
 	}
-	return &ReplayOutput{Body: res}, nil
+	return &ReplayOutput{Body: NewReplayResult(res)}, nil
 }
 
 func (s *Server) cancelInboundReceipt(ctx context.Context, in *IDPath) (*ReceiptOutput, error) {
@@ -174,7 +175,7 @@ func (s *Server) cancelInboundReceipt(ctx context.Context, in *IDPath) (*Receipt
 	if err != nil {
 		return nil, err
 	}
-	return &ReceiptOutput{Body: r}, nil
+	return &ReceiptOutput{Body: newReceiptDetail(r)}, nil
 }
 
 func (s *Server) startBulkReplay(ctx context.Context, in *BulkReplayInput) (*ReplayBatchOutput, error) {
@@ -188,11 +189,11 @@ func (s *Server) startBulkReplay(ctx context.Context, in *BulkReplayInput) (*Rep
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &ReplayBatchOutput{Body: b}, nil
+	return &ReplayBatchOutput{Body: newReplayBatch(b)}, nil
 }
 
 func (s *Server) getBulkReplay(ctx context.Context, in *IDPath) (*ReplayBatchOutput, error) {
-	return readByID[ReplayBatchOutput](ctx, s, in.ID, "replay batch", s.db.GetReplayBatch)
+	return readByID[ReplayBatchOutput](ctx, s, in.ID, "replay batch", answered(s.db.GetReplayBatch, newReplayBatch))
 }
 
 func (s *Server) stopBulkReplay(ctx context.Context, in *IDPath) (*ReplayBatchOutput, error) {
@@ -202,5 +203,5 @@ func (s *Server) stopBulkReplay(ctx context.Context, in *IDPath) (*ReplayBatchOu
 	if err != nil {
 		return nil, err
 	}
-	return &ReplayBatchOutput{Body: b}, nil
+	return &ReplayBatchOutput{Body: newReplayBatch(b)}, nil
 }

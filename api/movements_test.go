@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/domain"
 )
 
@@ -37,10 +37,10 @@ func newStockFixture(t *testing.T) *stockFixture {
 	return s
 }
 
-func (s *stockFixture) move(body string) (int, db.MovementResult, string) {
+func (s *stockFixture) move(body string) (int, api.MovementResult, string) {
 	s.t.Helper()
 	status, b := s.post("/api/v1/stock/movements", body)
-	var r db.MovementResult
+	var r api.MovementResult
 	_ = json.Unmarshal(b, &r)
 	return status, r, string(b)
 }
@@ -256,7 +256,7 @@ func TestConcurrentMovementsNeverGoBelowZero(t *testing.T) {
 					return
 				}
 				status, _, b := s.do("POST", "/api/v1/stock/movements", keys[i%len(keys)], strings.NewReader(ops[i].body))
-				var r db.MovementResult
+				var r api.MovementResult
 				_ = json.Unmarshal(b, &r)
 				answers[i] = answer{status, r.Movement.ID}
 			}

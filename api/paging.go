@@ -162,3 +162,17 @@ func readByID[O ~struct{ Body T }, T any](ctx context.Context, s *Server, raw, w
 	}
 	return &O{Body: v}, nil
 }
+
+// answered is a read of a record by id that returns the record's answer,
+// for readByID: db and integrations return records, and api writes them in
+// its answer types.
+func answered[R, A any](fetch func(ctx context.Context, org, id uuid.UUID) (R, error), answer func(R) A) func(ctx context.Context, org, id uuid.UUID) (A, error) {
+	return func(ctx context.Context, org, id uuid.UUID) (A, error) {
+		r, err := fetch(ctx, org, id)
+		if err != nil {
+			var zero A
+			return zero, err
+		}
+		return answer(r), nil
+	}
+}

@@ -44,7 +44,14 @@ type MovementInput struct {
 // was applied, 200 when its idempotency key had been applied before.
 type MovementOutput struct {
 	Status int
-	Body   db.MovementResult
+	Body   MovementResult
+}
+
+// MovementResult is what a stock movement answers: the movement and the
+// stock lines it changed, as they stood right after it.
+type MovementResult struct {
+	Movement domain.StockMovement `json:"movement"`
+	Lines    []domain.StockLine   `json:"lines"`
 }
 
 // registerStock registers the locations, the movements and moving stock;
@@ -70,7 +77,7 @@ func (s *Server) registerStock() {
 		Responses: map[string]*huma.Response{"200": {
 			Description: "The idempotency key was applied before: its first result, unchanged.",
 			Content: map[string]*huma.MediaType{"application/json": {
-				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[db.MovementResult](), true, ""),
+				Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[MovementResult](), true, ""),
 			}},
 		}},
 	}, domain.ScopeStockWrite, domain.AddonStock, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict,
@@ -122,5 +129,5 @@ func (s *Server) createMovement(ctx context.Context, in *MovementInput) (*Moveme
 	if replayed {
 		status = http.StatusOK
 	}
-	return &MovementOutput{Status: status, Body: res}, nil
+	return &MovementOutput{Status: status, Body: MovementResult{Movement: res.Movement, Lines: res.Lines}}, nil
 }

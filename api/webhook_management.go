@@ -20,8 +20,8 @@ import (
 // ListSubscriptionsOutput is a page of subscriptions, newest first.
 type ListSubscriptionsOutput struct {
 	Body struct {
-		Subscriptions []db.Subscription `json:"subscriptions"`
-		NextCursor    *string           `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+		Subscriptions []Subscription `json:"subscriptions"`
+		NextCursor    *string        `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
 
@@ -39,13 +39,13 @@ type CreateSubscriptionInput struct {
 // SubscriptionSecretOutput is a subscription with its secret, shown once.
 type SubscriptionSecretOutput struct {
 	Body struct {
-		db.Subscription
+		Subscription
 		Secret *string `json:"secret" doc:"The signing secret: shown this once, kept sealed; null in the answer to a retry with the same Idempotency-Key."`
 	}
 }
 
 // SubscriptionOutput is a subscription.
-type SubscriptionOutput struct{ Body db.Subscription }
+type SubscriptionOutput struct{ Body Subscription }
 
 // UpdateSubscriptionInput is PATCH /api/v1/webhooks/subscriptions/{id}.
 type UpdateSubscriptionInput struct {
@@ -85,7 +85,7 @@ func (OptionalRate) Schema(huma.Registry) *huma.Schema {
 // RotateSecretOutput is a subscription's new secret.
 type RotateSecretOutput struct {
 	Body struct {
-		db.Subscription
+		Subscription
 		Secret            *string          `json:"secret" doc:"The new signing secret: shown this once; null in the answer to a retry with the same Idempotency-Key."`
 		PreviousExpiresAt domain.Timestamp `json:"previous_secret_expires_at" doc:"Until then deliveries carry a second v1, made with the secret replaced."`
 	}
@@ -117,13 +117,13 @@ type ListWebhookDeliveriesInput struct {
 // ListWebhookDeliveriesOutput is a page of deliveries, newest first.
 type ListWebhookDeliveriesOutput struct {
 	Body struct {
-		Deliveries []db.WebhookDelivery `json:"deliveries"`
-		NextCursor *string              `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+		Deliveries []WebhookDelivery `json:"deliveries"`
+		NextCursor *string           `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
 
 // WebhookDeliveryOutput is a delivery with its attempts.
-type WebhookDeliveryOutput struct{ Body db.WebhookDelivery }
+type WebhookDeliveryOutput struct{ Body WebhookDelivery }
 
 // ---- events
 
@@ -137,13 +137,13 @@ type ListEventsInput struct {
 // ListEventsOutput is a page of events, newest first.
 type ListEventsOutput struct {
 	Body struct {
-		Events     []db.Event `json:"events"`
-		NextCursor *string    `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
+		Events     []Event `json:"events"`
+		NextCursor *string `json:"next_cursor" doc:"Cursor of the next page; null when no rows follow."`
 	}
 }
 
 // EventOutput is one event.
-type EventOutput struct{ Body db.Event }
+type EventOutput struct{ Body Event }
 
 func (s *Server) registerWebhookManagement() {
 	huma.Register(s.api, access(managementOp("list-webhook-subscriptions", http.MethodGet, "/api/v1/webhooks/subscriptions", tagWebhooks,
@@ -200,14 +200,14 @@ func (s *Server) registerWebhookManagement() {
 }
 
 func (s *Server) listSubscriptions(ctx context.Context, in *SmallPage) (*ListSubscriptionsOutput, error) {
-	out := &ListSubscriptionsOutput{}
-	var err error
-	out.Body.Subscriptions, out.Body.NextCursor, err = newestList(ctx, s, "webhook-subscriptions", in.Cursor, in.Limit, nil,
+	rows, next, err := newestList(ctx, s, "webhook-subscriptions", in.Cursor, in.Limit, nil,
 		func(p db.Page) ([]db.Subscription, error) { return s.db.ListSubscriptionsPage(ctx, orgID(ctx), p) },
 		func(x db.Subscription) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
 	if err != nil {
 		return nil, err
 	}
+	out := &ListSubscriptionsOutput{}
+	out.Body.Subscriptions, out.Body.NextCursor = each(rows, NewSubscription), next
 	return out, nil
 }
 
@@ -222,7 +222,7 @@ func (s *Server) createSubscription(ctx context.Context, in *CreateSubscriptionI
 		return nil, s.fail(ctx, err)
 	}
 	out := &SubscriptionSecretOutput{}
-	out.Body.Subscription, out.Body.Secret = created.Subscription, &created.Secret
+	out.Body.Subscription, out.Body.Secret = NewSubscription(created.Subscription), &created.Secret
 	return out, nil
 }
 
@@ -233,7 +233,7 @@ func checkEvents(types []string) error {
 }
 
 func (s *Server) getSubscription(ctx context.Context, in *IDPath) (*SubscriptionOutput, error) {
-	return readByID[SubscriptionOutput](ctx, s, in.ID, "subscription", s.db.GetSubscription)
+	return readByID[SubscriptionOutput](ctx, s, in.ID, "subscription", answered(s.db.GetSubscription, NewSubscription))
 }
 
 func (s *Server) updateSubscription(ctx context.Context, in *UpdateSubscriptionInput) (*SubscriptionOutput, error) {
@@ -250,7 +250,7 @@ func (s *Server) updateSubscription(ctx context.Context, in *UpdateSubscriptionI
 	if err != nil {
 		return nil, err
 	}
-	return &SubscriptionOutput{Body: x}, nil
+	return &SubscriptionOutput{Body: NewSubscription(x)}, nil
 }
 
 func (s *Server) deleteSubscription(ctx context.Context, in *IDPath) (*NoContent, error) {
@@ -271,7 +271,7 @@ func (s *Server) rotateSecret(ctx context.Context, in *IDPath) (*RotateSecretOut
 		return nil, err
 	}
 	out := &RotateSecretOutput{}
-	out.Body.Subscription, out.Body.Secret, out.Body.PreviousExpiresAt = r.Subscription, &r.Secret, r.PreviousExpiresAt
+	out.Body.Subscription, out.Body.Secret, out.Body.PreviousExpiresAt = NewSubscription(r.Subscription), &r.Secret, r.PreviousExpiresAt
 	return out, nil
 }
 
@@ -293,8 +293,7 @@ func (s *Server) listWebhookDeliveries(ctx context.Context, in *ListWebhookDeliv
 	if f.SubscriptionID, err = optionalID("subscription_id", in.SubscriptionID); err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	out := &ListWebhookDeliveriesOutput{}
-	out.Body.Deliveries, out.Body.NextCursor, err = newestList(ctx, s, "webhook-deliveries", in.Cursor, in.Limit,
+	rows, next, err := newestList(ctx, s, "webhook-deliveries", in.Cursor, in.Limit,
 		[]string{"subscription_id", in.SubscriptionID, "status", in.Status, "event_type", in.EventType},
 		func(p db.Page) ([]db.WebhookDelivery, error) {
 			return s.db.ListWebhookDeliveriesPage(ctx, orgID(ctx), f, p)
@@ -303,11 +302,13 @@ func (s *Server) listWebhookDeliveries(ctx context.Context, in *ListWebhookDeliv
 	if err != nil {
 		return nil, err
 	}
+	out := &ListWebhookDeliveriesOutput{}
+	out.Body.Deliveries, out.Body.NextCursor = each(rows, NewWebhookDelivery), next
 	return out, nil
 }
 
 func (s *Server) getWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDeliveryOutput, error) {
-	return readByID[WebhookDeliveryOutput](ctx, s, in.ID, "delivery", s.db.GetWebhookDelivery)
+	return readByID[WebhookDeliveryOutput](ctx, s, in.ID, "delivery", answered(s.db.GetWebhookDelivery, NewWebhookDelivery))
 }
 
 func (s *Server) resendWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDeliveryOutput, error) {
@@ -317,7 +318,7 @@ func (s *Server) resendWebhookDelivery(ctx context.Context, in *IDPath) (*Webhoo
 	if err != nil {
 		return nil, err
 	}
-	return &WebhookDeliveryOutput{Body: x}, nil
+	return &WebhookDeliveryOutput{Body: NewWebhookDelivery(x)}, nil
 }
 
 func (s *Server) skipWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDeliveryOutput, error) {
@@ -327,7 +328,7 @@ func (s *Server) skipWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookD
 	if err != nil {
 		return nil, err
 	}
-	return &WebhookDeliveryOutput{Body: x}, nil
+	return &WebhookDeliveryOutput{Body: NewWebhookDelivery(x)}, nil
 }
 
 func (s *Server) listEvents(ctx context.Context, in *ListEventsInput) (*ListEventsOutput, error) {
@@ -335,8 +336,7 @@ func (s *Server) listEvents(ctx context.Context, in *ListEventsInput) (*ListEven
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	out := &ListEventsOutput{}
-	out.Body.Events, out.Body.NextCursor, err = newestList(ctx, s, "events", in.Cursor, in.Limit,
+	rows, next, err := newestList(ctx, s, "events", in.Cursor, in.Limit,
 		[]string{"type", in.Type, "created_after", in.CreatedAfter},
 		func(p db.Page) ([]db.Event, error) {
 			return s.db.ListEvents(ctx, orgID(ctx), db.EventFilter{Type: in.Type, CreatedAfter: after}, p)
@@ -345,9 +345,11 @@ func (s *Server) listEvents(ctx context.Context, in *ListEventsInput) (*ListEven
 	if err != nil {
 		return nil, err
 	}
+	out := &ListEventsOutput{}
+	out.Body.Events, out.Body.NextCursor = each(rows, newEvent), next
 	return out, nil
 }
 
 func (s *Server) getEvent(ctx context.Context, in *IDPath) (*EventOutput, error) {
-	return readByID[EventOutput](ctx, s, in.ID, "event", s.db.GetEvent)
+	return readByID[EventOutput](ctx, s, in.ID, "event", answered(s.db.GetEvent, newEvent))
 }

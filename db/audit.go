@@ -12,14 +12,17 @@ import (
 // AuditEntry is one management write: who made it, what it did, to which
 // record, and when.
 type AuditEntry struct {
-	ID         uuid.UUID         `json:"id"`
-	OrgID      uuid.UUID         `json:"org_id"`
-	Actor      string            `json:"actor" doc:"key:<API key id>, or cli:<operator> for the command line."`
-	Action     string            `json:"action" doc:"What was done, as <resource>.<verb> (receipt.replay, subscription.rotate_secret, ...)."`
-	TargetType string            `json:"target_type"`
-	TargetID   string            `json:"target_id"`
-	Detail     domain.JSONObject `json:"detail"`
-	CreatedAt  domain.Timestamp  `json:"created_at"`
+	ID    uuid.UUID
+	OrgID uuid.UUID
+	// Actor is key:<API key id>, or cli:<operator> for the command line.
+	Actor string
+	// Action is what was done, as <resource>.<verb> (receipt.replay,
+	// subscription.rotate_secret, ...).
+	Action     string
+	TargetType string
+	TargetID   string
+	Detail     domain.JSONObject
+	CreatedAt  domain.Timestamp
 }
 
 // NewAuditEntry is a management write to record.

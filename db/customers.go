@@ -57,8 +57,8 @@ func (d *DB) Customer(ctx context.Context, orgID, id uuid.UUID) (domain.Customer
 
 // CustomerUpsert counts what a customers upsert did.
 type CustomerUpsert struct {
-	Created int `json:"created"`
-	Updated int `json:"updated"`
+	Created int
+	Updated int
 }
 
 // UpsertCustomers creates or updates customers in one transaction. Each entry

@@ -15,16 +15,18 @@ import (
 
 // Endpoint is an inbound endpoint as listed: never its token or secret.
 type Endpoint struct {
-	ID               uuid.UUID            `json:"id"`
-	OrgID            uuid.UUID            `json:"org_id"`
-	Name             string               `json:"name"`
-	Action           domain.Action        `json:"action"`
-	RequireSignature bool                 `json:"require_signature"`
-	State            domain.EndpointState `json:"state"`
-	RateLimitedCount int64                `json:"rate_limited_count"`
-	CreatedAt        domain.Timestamp     `json:"created_at"`
-	FailingSince     *domain.Timestamp    `json:"failing_since" doc:"Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed; null when they do not."`
-	secretSealed     []byte
+	ID               uuid.UUID
+	OrgID            uuid.UUID
+	Name             string
+	Action           domain.Action
+	RequireSignature bool
+	State            domain.EndpointState
+	RateLimitedCount int64
+	CreatedAt        domain.Timestamp
+	// FailingSince is since when more than half of the endpoint's posts of
+	// the last 15 minutes (10 or more) failed; nil when they do not.
+	FailingSince *domain.Timestamp
+	secretSealed []byte
 }
 
 // NewEndpoint is what creating an endpoint takes.

@@ -13,13 +13,13 @@ import (
 // Event is an event of the outbox as the feed shows it: the envelope
 // deliveries carry.
 type Event struct {
-	ID        uuid.UUID         `json:"id"`
-	Type      string            `json:"type"`
-	CreatedAt domain.Timestamp  `json:"created_at"`
-	Data      domain.JSONObject `json:"data"`
-	// Entity is what the event is about; null for events written before
+	ID        uuid.UUID
+	Type      string
+	CreatedAt domain.Timestamp
+	Data      domain.JSONObject
+	// Entity is what the event is about; nil for events written before
 	// events named it.
-	Entity *domain.Entity `json:"entity" doc:"What the event is about: the record whose events a subscription with per_entity ordering receives in order. Not in the delivered envelope."`
+	Entity *domain.Entity
 }
 
 const eventColumns = `e.id, e.type, e.created_at, e.data, e.entity_type, e.entity_id`

@@ -127,18 +127,20 @@ func (d *DB) ListOrgReceipts(ctx context.Context, orgID uuid.UUID, f OrgReceiptF
 // TraceEvent is an event an inbound post's effect emitted, with the
 // deliveries of it.
 type TraceEvent struct {
-	ID         uuid.UUID         `json:"id"`
-	Type       string            `json:"type"`
-	CreatedAt  domain.Timestamp  `json:"created_at"`
-	Data       domain.JSONObject `json:"data"`
-	Deliveries []TraceDelivery   `json:"deliveries" doc:"The event's deliveries to subscriptions, with where each stands now."`
+	ID         uuid.UUID
+	Type       string
+	CreatedAt  domain.Timestamp
+	Data       domain.JSONObject
+	Deliveries []TraceDelivery
 }
 
 // TraceDelivery is a delivery of a traced event and its latest status.
+// ReceiptTrace reads each as a JSON object its statement builds, whose keys
+// are the json tags.
 type TraceDelivery struct {
 	ID             uuid.UUID            `json:"id"`
 	SubscriptionID uuid.UUID            `json:"subscription_id"`
-	Status         domain.WebhookStatus `json:"status" enum:"pending,succeeded,failed,exhausted"`
+	Status         domain.WebhookStatus `json:"status"`
 	Attempts       int                  `json:"attempts"`
 	LastStatusCode *int                 `json:"last_status_code"`
 	UpdatedAt      domain.Timestamp     `json:"updated_at"`
@@ -149,10 +151,11 @@ type TraceDelivery struct {
 // deliveries.
 type Trace struct {
 	// EffectOf is the receipt the effect is keyed by: the original post.
-	EffectOf uuid.UUID       `json:"effect_of" doc:"The receipt the effect belongs to: this one, or the original post of a replay."`
-	Applied  bool            `json:"applied" doc:"Whether the effect was recorded (false while the post has not gone through)."`
-	Changes  []domain.Change `json:"changes"`
-	Events   []TraceEvent    `json:"events"`
+	EffectOf uuid.UUID
+	// Applied says whether the effect was recorded.
+	Applied bool
+	Changes []domain.Change
+	Events  []TraceEvent
 }
 
 // ReceiptTrace returns the trace of one of the organisation's receipts and

@@ -35,20 +35,21 @@ func (in NewReplayBatch) filter() OrgReceiptFilter {
 
 // ReplayBatch is a bulk replay and its progress.
 type ReplayBatch struct {
-	ID         uuid.UUID         `json:"id"`
-	Status     string            `json:"status" enum:"running,completed,stopped" doc:"running, completed, or stopped before the end."`
-	DryRun     bool              `json:"dry_run"`
-	Total      int               `json:"total" doc:"Receipts in the batch."`
-	Done       int               `json:"done" doc:"Receipts handled so far."`
-	Applied    int               `json:"applied" doc:"Replays that changed something (for a dry run: that would)."`
-	Unchanged  int               `json:"unchanged" doc:"Replays that changed nothing."`
-	Parked     int               `json:"parked" doc:"Replays parked, still waiting for the record they name."`
-	Failed     int               `json:"failed" doc:"Replays that were refused or did not go through."`
-	Skipped    int               `json:"skipped" doc:"Receipts the replay rules refused (a paused endpoint, a replay already running, ...)."`
-	StartedAt  domain.Timestamp  `json:"started_at"`
-	FinishedAt *domain.Timestamp `json:"finished_at"`
+	ID uuid.UUID
+	// Status is running, completed or stopped.
+	Status     string
+	DryRun     bool
+	Total      int
+	Done       int
+	Applied    int
+	Unchanged  int
+	Parked     int
+	Failed     int
+	Skipped    int
+	StartedAt  domain.Timestamp
+	FinishedAt *domain.Timestamp
 	// Problems are the receipts that failed or were skipped so far.
-	Problems []ReplayBatchProblem `json:"problems" doc:"Every receipt so far that failed or was skipped, in the batch's order, with the reason."`
+	Problems []ReplayBatchProblem
 }
 
 // CreateReplayBatch records a bulk replay and its receipts, oldest first,
@@ -132,13 +133,13 @@ func (d *DB) GetReplayBatch(ctx context.Context, orgID, id uuid.UUID) (ReplayBat
 // ReplayBatchProblem is a receipt of a bulk replay that was not replayed
 // as asked: its replay failed, or the replay rules skipped it.
 type ReplayBatchProblem struct {
-	ReceiptID  uuid.UUID        `json:"receipt_id"`
-	ReceivedAt domain.Timestamp `json:"received_at" doc:"When the receipt was received."`
-	Refs       []string         `json:"refs" doc:"The receipt's references."`
-	Outcome    string           `json:"outcome" enum:"failed,skipped"`
-	Reason     *string          `json:"reason" doc:"Why: the replay rule that skipped it, or what the replay was answered."`
+	ReceiptID  uuid.UUID
+	ReceivedAt domain.Timestamp
+	Refs       []string
+	Outcome    string
+	Reason     *string
 	// ReplayID is the replay stored for it, when one was.
-	ReplayID *uuid.UUID `json:"replay_id" doc:"The replay's receipt, when one was stored."`
+	ReplayID *uuid.UUID
 }
 
 // ReplayBatchProblems lists the receipts of one of the organisation's bulk

@@ -142,8 +142,10 @@ func (d *DB) ListMovements(ctx context.Context, orgID uuid.UUID, f MovementFilte
 	return listPage(ctx, d.pool, `SELECT `+movementColumns+` FROM stock_movements m`, "stock_movements", "m", c, p, scanMovement)
 }
 
-// MovementResult is what a stock movement answers: the movement and the
-// stock lines it changed, as they stood right after it.
+// MovementResult is what a stock movement did: the movement and the stock
+// lines it changed, as they stood right after it. Its JSON is kept with the
+// movement (stock_movements.response) and read back for a repeated
+// idempotency key, so its json tags name the stored object's keys.
 type MovementResult struct {
 	Movement domain.StockMovement `json:"movement"`
 	Lines    []domain.StockLine   `json:"lines"`

@@ -14,26 +14,28 @@ import (
 
 // Subscription is a webhook subscription (never with its secret).
 type Subscription struct {
-	ID         uuid.UUID        `json:"id"`
-	OrgID      uuid.UUID        `json:"org_id"`
-	URL        string           `json:"url"`
-	EventTypes []string         `json:"events"`
-	Active     bool             `json:"active"`
-	CreatedAt  domain.Timestamp `json:"created_at"`
+	ID         uuid.UUID
+	OrgID      uuid.UUID
+	URL        string
+	EventTypes []string
+	Active     bool
+	CreatedAt  domain.Timestamp
 	SubscriptionSettings
 	// State is healthy, or failing (FailingSince says since when).
-	State string `json:"state" enum:"healthy,failing" doc:"failing after 5 failed attempts in a row: its deliveries are held, spending no attempts, while a probe tries the oldest now and then; healthy again at the probe's first success."`
+	State string
 	// Backlog counts its deliveries not delivered yet.
-	Backlog DeliveryBacklog `json:"backlog"`
+	Backlog DeliveryBacklog
 	SubscriptionHealth
 }
 
 // SubscriptionSettings say how a subscription's deliveries go to its
-// receiver (docs/webhooks.md#delivery-controls).
+// receiver (docs/webhooks.md#delivery-controls): at most RateLimitPerSecond
+// starts a second (nil: no limit), MaxInFlight attempts at once, and the
+// Ordering of one entity's deliveries.
 type SubscriptionSettings struct {
-	RateLimitPerSecond *int   `json:"rate_limit_per_second" minimum:"1" maximum:"1000" doc:"At most this many deliveries start in any one second, across all workers (first attempts, held deliveries released, probes, nightly retries, resends and recovers alike); null for no limit."`
-	MaxInFlight        int    `json:"max_in_flight" minimum:"1" maximum:"100" doc:"At most this many attempts run at once."`
-	Ordering           string `json:"ordering" enum:"none,per_entity" doc:"per_entity: the deliveries about one entity (an order, a delivery ...) are attempted one at a time, in event order; a failed one holds back only its own entity's later ones. none: no order."`
+	RateLimitPerSecond *int
+	MaxInFlight        int
+	Ordering           string
 }
 
 // The subscription states and orderings.
@@ -47,18 +49,19 @@ const (
 // DeliveryBacklog is a subscription's deliveries not delivered yet, by
 // status.
 type DeliveryBacklog struct {
-	Pending int `json:"pending" doc:"Not attempted yet (waiting for their turn, their rate or their entity)."`
-	Failed  int `json:"failed" doc:"Failed, waiting for their next retry."`
-	Held    int `json:"held" doc:"Held while the subscription is failing, with no attempt spent."`
+	Pending int
+	Failed  int
+	Held    int
 }
 
 // SubscriptionHealth is how a subscription's receiver is doing
-// (docs/webhooks.md#operational-events).
+// (docs/webhooks.md#operational-events): its failed attempts in a row,
+// since when it is failing (nil when it is not), and its last failure.
 type SubscriptionHealth struct {
-	ConsecutiveFailures int               `json:"consecutive_failures" doc:"Failed attempts in a row, across the subscription's deliveries."`
-	FailingSince        *domain.Timestamp `json:"failing_since" doc:"Since when the subscription is failing (5 failed attempts in a row); null when it is not."`
-	LastFailureStatus   *int              `json:"last_failure_status" doc:"The HTTP status of the last failed attempt; null when no answer came or none failed."`
-	LastFailureError    *string           `json:"last_failure_error" doc:"What went wrong with the last failed attempt."`
+	ConsecutiveFailures int
+	FailingSince        *domain.Timestamp
+	LastFailureStatus   *int
+	LastFailureError    *string
 }
 
 const subscriptionColumns = `id, org_id, url, event_types, active, created_at,

@@ -12,32 +12,33 @@ import (
 
 // WebhookDelivery is a webhook delivery as support sees it.
 type WebhookDelivery struct {
-	ID             uuid.UUID            `json:"id"`
-	OrgID          uuid.UUID            `json:"org_id"`
-	EventID        uuid.UUID            `json:"event_id"`
-	EventType      string               `json:"event_type"`
-	SubscriptionID uuid.UUID            `json:"subscription_id"`
-	URL            string               `json:"url"`
-	Status         domain.WebhookStatus `json:"status"`
-	Attempts       int                  `json:"attempts"`
-	LastStatusCode *int                 `json:"last_status_code"`
-	LastError      *string              `json:"last_error"`
-	NextAttemptAt  *domain.Timestamp    `json:"next_attempt_at"`
-	CreatedAt      domain.Timestamp     `json:"created_at"`
-	UpdatedAt      domain.Timestamp     `json:"updated_at"`
+	ID             uuid.UUID
+	OrgID          uuid.UUID
+	EventID        uuid.UUID
+	EventType      string
+	SubscriptionID uuid.UUID
+	URL            string
+	Status         domain.WebhookStatus
+	Attempts       int
+	LastStatusCode *int
+	LastError      *string
+	NextAttemptAt  *domain.Timestamp
+	CreatedAt      domain.Timestamp
+	UpdatedAt      domain.Timestamp
 	// AttemptLog is filled by GetWebhookDelivery.
-	AttemptLog []WebhookAttempt `json:"attempt_log,omitempty"`
+	AttemptLog []WebhookAttempt
 }
 
-// WebhookAttempt is one logged attempt of a delivery.
+// WebhookAttempt is one logged attempt of a delivery; Response is the
+// start of the answer's body.
 type WebhookAttempt struct {
-	Attempt    int              `json:"attempt"`
-	Manual     bool             `json:"manual"`
-	StartedAt  domain.Timestamp `json:"started_at"`
-	DurationMS int              `json:"duration_ms"`
-	StatusCode *int             `json:"status_code"`
-	Error      *string          `json:"error"`
-	Response   *string          `json:"response_excerpt"`
+	Attempt    int
+	Manual     bool
+	StartedAt  domain.Timestamp
+	DurationMS int
+	StatusCode *int
+	Error      *string
+	Response   *string
 }
 
 const webhookDeliveryColumns = `w.id, w.org_id, w.event_id, e.type, w.subscription_id, s.url, w.status, w.attempts,

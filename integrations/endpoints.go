@@ -14,16 +14,19 @@ import (
 // EndpointItem is an inbound endpoint as support sees it: never its token
 // or secret.
 type EndpointItem struct {
-	ID               uuid.UUID         `json:"id"`
-	Name             string            `json:"name"`
-	Action           domain.Action     `json:"action"`
-	URLHint          *string           `json:"url_hint" doc:"The last four characters of the endpoint's token, to tell URLs apart; null for endpoints made before hints were kept, and for deleted ones."`
-	RequireSignature bool              `json:"require_signature"`
-	Active           bool              `json:"active"`
-	State            string            `json:"state" enum:"active,paused,deleted"`
-	CreatedAt        domain.Timestamp  `json:"created_at"`
-	Counts           map[string]int    `json:"counts" doc:"Receipts of the last 24 hours by outcome (outcomes with none are left out)."`
-	FailingSince     *domain.Timestamp `json:"failing_since" doc:"Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed or ended in error; null when they do not."`
+	ID     uuid.UUID
+	Name   string
+	Action domain.Action
+	// URLHint is the last four characters of the endpoint's token; nil for
+	// a deleted endpoint and for one made before hints were kept.
+	URLHint          *string
+	RequireSignature bool
+	Active           bool
+	State            string
+	CreatedAt        domain.Timestamp
+	// Counts are the receipts of the last 24 hours by outcome.
+	Counts       map[string]int
+	FailingSince *domain.Timestamp
 }
 
 // Endpoints lists a page of the organisation's inbound endpoints, newest

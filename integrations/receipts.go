@@ -19,22 +19,22 @@ import (
 
 // ReceiptSummary is a receipt as lists show it.
 type ReceiptSummary struct {
-	ID                 uuid.UUID         `json:"id"`
-	EndpointID         uuid.UUID         `json:"endpoint_id"`
-	Action             domain.Action     `json:"action"`
-	ReceivedAt         domain.Timestamp  `json:"received_at"`
-	StatusCode         *int              `json:"status_code" doc:"The HTTP status the sender was answered; null while it has no answer."`
-	Outcome            domain.Outcome    `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error"`
-	Refs               []string          `json:"refs" doc:"The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50."`
-	WaitingFor         []string          `json:"waiting_for" doc:"For a parked post, the records it waits for, as kind:reference (order:SO-2026-0250); empty for any other."`
-	WaitingDescription *string           `json:"waiting_description" doc:"For a parked post, what it waits for, in words."`
-	ReplayOf           *uuid.UUID        `json:"replay_of" doc:"The original post, for a replay."`
-	WorkflowID         *string           `json:"workflow_id"`
-	Error              *string           `json:"error"`
-	SizeBytes          int               `json:"size_bytes"`
-	CompletedAt        *domain.Timestamp `json:"completed_at"`
-	DurationMS         *int              `json:"duration_ms"`
-	TraceID            *string           `json:"trace_id" doc:"The OpenTelemetry trace the post was received in: its HTTP request, workflow, SQL and the webhooks it caused. Null when tracing is off."`
+	ID                 uuid.UUID
+	EndpointID         uuid.UUID
+	Action             domain.Action
+	ReceivedAt         domain.Timestamp
+	StatusCode         *int
+	Outcome            domain.Outcome
+	Refs               []string
+	WaitingFor         []string
+	WaitingDescription *string
+	ReplayOf           *uuid.UUID
+	WorkflowID         *string
+	Error              *string
+	SizeBytes          int
+	CompletedAt        *domain.Timestamp
+	DurationMS         *int
+	TraceID            *string
 }
 
 func summarise(r db.Receipt) ReceiptSummary {
@@ -53,13 +53,15 @@ func summarise(r db.Receipt) ReceiptSummary {
 // what it did.
 type ReceiptDetail struct {
 	ReceiptSummary
-	Body          any               `json:"body" doc:"The body posted, as JSON; null when it was not JSON or was not kept whole."`
-	BodyComplete  bool              `json:"body_complete" doc:"Whether the whole body was kept (a body over 1 MB keeps only its start)."`
-	Headers       map[string]string `json:"headers" doc:"The request headers kept, the signature's v1 values masked."`
-	Response      any               `json:"response" doc:"The body the sender was answered."`
-	Replays       []uuid.UUID       `json:"replays" doc:"The replays of this receipt, oldest first."`
-	TemporalUIURL *string           `json:"temporal_ui_url" doc:"The receipt's workflow in the Temporal Web UI; null when none is configured or no workflow ran."`
-	Trace         db.Trace          `json:"trace"`
+	// Body and Response are the body posted and the answer, decoded; nil
+	// when one is not JSON.
+	Body          any
+	BodyComplete  bool
+	Headers       map[string]string
+	Response      any
+	Replays       []uuid.UUID
+	TemporalUIURL *string
+	Trace         db.Trace
 }
 
 // ListReceipts lists the organisation's receipts, newest first.
@@ -141,13 +143,13 @@ func MaskHeaders(h map[string]string) map[string]string {
 
 // ReplayResult is what a replay did, or for a dry run would do.
 type ReplayResult struct {
-	DryRun bool `json:"dry_run"`
-	// Receipt is the replay's new receipt (null for a dry run).
-	Receipt *ReceiptDetail `json:"receipt" doc:"The replay's new receipt, with its outcome and trace; null for a dry run."`
+	DryRun bool
+	// Receipt is the replay's new receipt (nil for a dry run).
+	Receipt *ReceiptDetail
 	// Outcome and Changes are what it did (or would do).
-	Outcome domain.Outcome  `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error"`
-	Changes []domain.Change `json:"changes" doc:"The changes it made, or for a dry run would make."`
-	Error   *string         `json:"error" doc:"Why it did not go through (the action's refusal), when it did not."`
+	Outcome domain.Outcome
+	Changes []domain.Change
+	Error   *string
 }
 
 // ReplayReceipt replays one of the organisation's receipts (the replay

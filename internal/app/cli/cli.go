@@ -276,3 +276,29 @@ func tsOrDash(t *domain.Timestamp) string {
 	}
 	return t.String()
 }
+
+// answering wraps a record command's run so that it returns the record's
+// answer (an api type): the command's JSON is then the REST answer's.
+func answering[R, A any](run func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (R, error), answer func(R) A) func(*db.DB, context.Context, uuid.UUID, uuid.UUID) (A, error) {
+	return func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (A, error) {
+		r, err := run(d, ctx, orgID, id)
+		if err != nil {
+			var zero A
+			return zero, err
+		}
+		return answer(r), nil
+	}
+}
+
+// answers converts a list of records to their answers; a nil list stays nil
+// and an empty one empty, so that --json writes what was read.
+func answers[R, A any](rows []R, answer func(R) A) []A {
+	if rows == nil {
+		return nil
+	}
+	out := make([]A, len(rows))
+	for i, r := range rows {
+		out[i] = answer(r)
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
@@ -27,8 +28,8 @@ func receiptsCmd() *cobra.Command {
 }
 
 // receiptJSON is one receipt as `receipts list --json` prints it; show and
-// replay add "response" (the answer), the body, its trace and the link to
-// its workflow.
+// replay add "response" (the answer), the body, its trace (the API's
+// answer of it) and the link to its workflow.
 type receiptJSON struct {
 	ID            uuid.UUID       `json:"id"`
 	EndpointID    uuid.UUID       `json:"endpoint_id"`
@@ -49,7 +50,7 @@ type receiptJSON struct {
 	CompletedAt   *string         `json:"completed_at"`
 	Replays       []uuid.UUID     `json:"replays,omitempty"`
 	TemporalUIURL *string         `json:"temporal_ui_url,omitempty"`
-	Trace         *db.Trace       `json:"trace,omitempty"`
+	Trace         *api.Trace      `json:"trace,omitempty"`
 	TraceID       *string         `json:"trace_id,omitempty"`
 }
 
@@ -73,7 +74,8 @@ func detailJSON(r integrations.ReceiptDetail) receiptJSON {
 	if r.Body != nil {
 		j.Body, _ = json.Marshal(r.Body)
 	}
-	j.Replays, j.TemporalUIURL, j.Trace = r.Replays, r.TemporalUIURL, &r.Trace
+	trace := api.NewTrace(r.Trace)
+	j.Replays, j.TemporalUIURL, j.Trace = r.Replays, r.TemporalUIURL, &trace
 	return j
 }
 
@@ -259,7 +261,8 @@ func receiptsReplayCmd() *cobra.Command {
 						out := detailJSON(*res.Receipt)
 						return newPrinter(cmd).print(out, func(w io.Writer) { printReceipt(w, out) })
 					}
-					return newPrinter(cmd).print(res, func(w io.Writer) {
+					// A dry run prints the API's answer of it.
+					return newPrinter(cmd).print(api.NewReplayResult(res), func(w io.Writer) {
 						fmt.Fprintf(w, "dry run\t%s would be %s\n", id, res.Outcome)
 						if res.Error != nil {
 							fmt.Fprintf(w, "error\t%s\n", *res.Error)

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/config"
@@ -29,14 +30,14 @@ func webhookCmd() *cobra.Command {
 	return cmd
 }
 
-// subscriptionJSON is a subscription as `webhook add|list --json` print it;
-// secret only from add.
+// subscriptionJSON is a subscription as `webhook add --json` prints it: the
+// API's answer, with the secret.
 type subscriptionJSON struct {
-	db.Subscription
+	api.Subscription
 	Secret string `json:"secret,omitempty"`
 }
 
-func printSubscription(w io.Writer, s db.Subscription) {
+func printSubscription(w io.Writer, s api.Subscription) {
 	fmt.Fprintf(w, "subscription\t%s\nurl\t%s\nevents\t%s\nactive\t%v\n", s.ID, s.URL, eventsText(s.EventTypes), s.Active)
 	rate := "none"
 	if s.RateLimitPerSecond != nil {
@@ -81,7 +82,7 @@ func webhookSettingsCmd() *cobra.Command {
 		return m.UpdateSubscription(ctx, operator(), orgID, id, ch)
 	}
 	cmd = orgRecordCmd("settings SUBSCRIPTION_ID", "Set a subscription's rate limit, attempts at once and ordering (docs/webhooks.md)",
-		(*db.DB).SubscriptionOrg, set, printSubscription)
+		(*db.DB).SubscriptionOrg, answering(set, api.NewSubscription), printSubscription)
 	cmd.Flags().StringVar(&rate, "rate", "none", "attempts a second at most, 1 to 1000, or none")
 	cmd.Flags().IntVar(&inFlight, "max-in-flight", 10, "attempts at once at most, 1 to 100")
 	cmd.Flags().StringVar(&ordering, "ordering", "none", "none, or per_entity: one entity's deliveries one at a time, in event order")
@@ -135,7 +136,7 @@ func webhookAddCmd() *cobra.Command {
 					return subscriptionJSON{}, err
 				}
 				s, err := m.CreateSubscription(ctx, operator(), db.NewSubscription{OrgID: orgID, URL: url, EventTypes: types})
-				return subscriptionJSON{Subscription: s.Subscription, Secret: s.Secret}, err
+				return subscriptionJSON{Subscription: api.NewSubscription(s.Subscription), Secret: s.Secret}, err
 			}
 			return printFromDB(cmd, cfg, add, func(w io.Writer, s subscriptionJSON) {
 				printSubscription(w, s.Subscription)
@@ -154,16 +155,17 @@ func webhookAddCmd() *cobra.Command {
 }
 
 func webhookListCmd() *cobra.Command {
-	list := func(d *db.DB, ctx context.Context, orgID uuid.UUID) ([]db.Subscription, error) {
+	list := func(d *db.DB, ctx context.Context, orgID uuid.UUID) ([]api.Subscription, error) {
 		// An unknown organisation is an error, not an empty list.
 		if _, err := d.Organisation(ctx, orgID); err != nil {
 			return nil, err
 		}
-		return db.EveryPage(func(p db.Page) ([]db.Subscription, error) { return d.ListSubscriptionsPage(ctx, orgID, p) },
+		list, err := db.EveryPage(func(p db.Page) ([]db.Subscription, error) { return d.ListSubscriptionsPage(ctx, orgID, p) },
 			func(s db.Subscription) db.Key { return db.Key{At: s.CreatedAt.Time, ID: s.ID} })
+		return answers(list, api.NewSubscription), err
 	}
 	return orgListCmd("List an organisation's subscriptions (never their secrets)", list,
-		func(w io.Writer, list []db.Subscription) {
+		func(w io.Writer, list []api.Subscription) {
 			fmt.Fprintln(w, "ID\tURL\tEVENTS\tACTIVE\tCREATED")
 			for _, s := range list {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", s.ID, s.URL, eventsText(s.EventTypes), s.Active, s.CreatedAt)
@@ -175,10 +177,10 @@ func webhookActiveCmd(use string, active bool, short string) *cobra.Command {
 	set := func(d *db.DB, ctx context.Context, orgID, id uuid.UUID) (db.Subscription, error) {
 		return d.SetSubscriptionActive(ctx, orgID, id, active)
 	}
-	return orgRecordCmd(use+" SUBSCRIPTION_ID", short, (*db.DB).SubscriptionOrg, set, printSubscription)
+	return orgRecordCmd(use+" SUBSCRIPTION_ID", short, (*db.DB).SubscriptionOrg, answering(set, api.NewSubscription), printSubscription)
 }
 
-func printDelivery(w io.Writer, x db.WebhookDelivery) {
+func printDelivery(w io.Writer, x api.WebhookDelivery) {
 	fmt.Fprintf(w, "delivery\t%s\nevent\t%s (%s)\nsubscription\t%s\nurl\t%s\nstatus\t%s\nattempts\t%d\nnext attempt\t%s\n",
 		x.ID, x.EventID, x.EventType, x.SubscriptionID, x.URL, x.Status, x.Attempts, tsOrDash(x.NextAttemptAt))
 	if x.LastError != nil {
@@ -239,7 +241,7 @@ func webhookDeliveriesCmd() *cobra.Command {
 			if limit < 1 || limit > 1000 {
 				return usagef("--limit must be 1 to 1000")
 			}
-			list := func(ctx context.Context, d *db.DB) ([]db.WebhookDelivery, error) {
+			list := func(ctx context.Context, d *db.DB) ([]api.WebhookDelivery, error) {
 				if f.Status != "" && !slices.Contains(domain.WebhookStatuses, f.Status) {
 					return nil, domain.Errorf(domain.EINVALID, "unknown delivery status %q (one of %s)", f.Status, domain.JoinValues(domain.WebhookStatuses))
 				}
@@ -250,9 +252,9 @@ func webhookDeliveriesCmd() *cobra.Command {
 				// The newest limit deliveries: the first page, without the
 				// row past it that says another follows.
 				deliveries, err := d.ListWebhookDeliveriesPage(ctx, orgID, f, db.Page{Limit: limit})
-				return deliveries[:min(len(deliveries), limit)], err
+				return answers(deliveries[:min(len(deliveries), limit)], api.NewWebhookDelivery), err
 			}
-			return printFromDB(cmd, cfg, list, func(w io.Writer, deliveries []db.WebhookDelivery) {
+			return printFromDB(cmd, cfg, list, func(w io.Writer, deliveries []api.WebhookDelivery) {
 				fmt.Fprintln(w, "ID\tEVENT\tSTATUS\tATTEMPTS\tLAST STATUS\tNEXT ATTEMPT\tCREATED")
 				for _, x := range deliveries {
 					last := "-"
@@ -277,7 +279,7 @@ func webhookDeliveriesCmd() *cobra.Command {
 
 func webhookShowCmd() *cobra.Command {
 	return orgRecordCmd("show DELIVERY_ID", "Show a delivery and every attempt: status code, duration, error, the start of the answer",
-		(*db.DB).WebhookDeliveryOrg, (*db.DB).GetWebhookDelivery, printDelivery)
+		(*db.DB).WebhookDeliveryOrg, answering((*db.DB).GetWebhookDelivery, api.NewWebhookDelivery), printDelivery)
 }
 
 // webhookSkipCmd ends a delivery not delivered yet without another
@@ -291,7 +293,7 @@ func webhookSkipCmd() *cobra.Command {
 		return m.Skip(ctx, operator(), orgID, id)
 	}
 	return orgRecordCmd("skip DELIVERY_ID", "End a pending, failed or held delivery without another attempt (its entity's later deliveries go on)",
-		(*db.DB).WebhookDeliveryOrg, skip, printDelivery)
+		(*db.DB).WebhookDeliveryOrg, answering(skip, api.NewWebhookDelivery), printDelivery)
 }
 
 func webhookResendCmd() *cobra.Command {
@@ -339,7 +341,8 @@ func webhookResendCmd() *cobra.Command {
 					}
 					time.Sleep(200 * time.Millisecond)
 				}
-				return newPrinter(cmd).print(x, func(w io.Writer) { printDelivery(w, x) })
+				out := api.NewWebhookDelivery(x)
+				return newPrinter(cmd).print(out, func(w io.Writer) { printDelivery(w, out) })
 			})
 		},
 	}
@@ -376,7 +379,7 @@ func webhookRotateCmd() *cobra.Command {
 					return rotatedJSON{}, err
 				}
 				r, err := m.RotateSecret(ctx, operator(), orgID, id)
-				return rotatedJSON{Subscription: r.Subscription, Secret: r.Secret, PreviousExpiresAt: r.PreviousExpiresAt.String()}, err
+				return rotatedJSON{Subscription: api.NewSubscription(r.Subscription), Secret: r.Secret, PreviousExpiresAt: r.PreviousExpiresAt.String()}, err
 			}
 			return printFromDB(cmd, cfg, rotate, func(w io.Writer, r rotatedJSON) {
 				printSubscription(w, r.Subscription)
@@ -390,9 +393,10 @@ func webhookRotateCmd() *cobra.Command {
 	return cmd
 }
 
-// rotatedJSON is `webhook rotate-secret --json`.
+// rotatedJSON is `webhook rotate-secret --json`: the API's answer of the
+// subscription, with its new secret.
 type rotatedJSON struct {
-	db.Subscription
+	api.Subscription
 	Secret            string `json:"secret"`
 	PreviousExpiresAt string `json:"previous_secret_expires_at"`
 }
