@@ -7,7 +7,6 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 )
 
