@@ -15,35 +15,35 @@ import (
 
 // Receipt is a stored inbound post.
 type Receipt struct {
-	ID         uuid.UUID        `json:"id"`
-	OrgID      uuid.UUID        `json:"org_id"`
-	EndpointID uuid.UUID        `json:"endpoint_id"`
-	Action     domain.Action    `json:"action"`
-	ReceivedAt domain.Timestamp `json:"received_at"`
-	StatusCode *int             `json:"status_code"`
-	Outcome    domain.Outcome   `json:"outcome"`
+	ID         uuid.UUID
+	OrgID      uuid.UUID
+	EndpointID uuid.UUID
+	Action     domain.Action
+	ReceivedAt domain.Timestamp
+	StatusCode *int
+	Outcome    domain.Outcome
 	// Stage is the intake stage the post reached: the one that refused
 	// it, or domain.StageStart for a post handed to its workflow.
-	Stage      domain.IntakeStage `json:"stage"`
-	WaitingFor *string            `json:"waiting_for,omitempty"`
+	Stage      domain.IntakeStage
+	WaitingFor *string
 	// WaitingKeys, for a parked receipt, name the records it waits for
 	// ("order:SO-2026-0250"); nil for any other.
-	WaitingKeys []string `json:"waiting_keys,omitempty"`
+	WaitingKeys []string
 	// Refs are the business references the body names
 	// (docs/design.md#references).
-	Refs []string `json:"refs"`
+	Refs []string
 	// TraceID is the trace the post was received in (nil with tracing off).
-	TraceID     *string           `json:"trace_id"`
-	ReplayOf    *uuid.UUID        `json:"replay_of"`
-	WorkflowID  *string           `json:"workflow_id"`
-	Error       *string           `json:"error"`
-	SizeBytes   int               `json:"size_bytes"`
-	CompletedAt *domain.Timestamp `json:"completed_at"`
-	DurationMS  *int              `json:"duration_ms"`
+	TraceID     *string
+	ReplayOf    *uuid.UUID
+	WorkflowID  *string
+	Error       *string
+	SizeBytes   int
+	CompletedAt *domain.Timestamp
+	DurationMS  *int
 	// Detail, filled by Receipt(): the stored answer, body and headers.
-	Response json.RawMessage   `json:"response,omitempty"`
-	Body     json.RawMessage   `json:"body,omitempty"`
-	Headers  map[string]string `json:"headers,omitempty"`
+	Response json.RawMessage
+	Body     json.RawMessage
+	Headers  map[string]string
 
 	body         []byte
 	bodyComplete bool
