@@ -14,19 +14,14 @@ type auditData struct {
 	Next    string
 }
 
-func (c *console) audit(w http.ResponseWriter, r *http.Request) {
-	p, err := pageKey(r)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	v := viewerOf(r.Context())
-	list, err := c.DB.ListAudit(r.Context(), v.OrgID, p)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	var d auditData
-	d.Entries, d.Next = nextPage(r, list, func(x db.AuditEntry) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
-	c.render(w, r, http.StatusOK, "audit", d)
+// auditPage is the audit log, newest first.
+var auditPage = listPage[struct{}, db.AuditEntry]{
+	template: "audit",
+	rows: func(c *console, r *http.Request, org uuid.UUID, _ struct{}, p db.Page) ([]db.AuditEntry, error) {
+		return c.DB.ListAudit(r.Context(), org, p)
+	},
+	key: func(x db.AuditEntry) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID },
+	data: func(_ *console, _ *http.Request, _ uuid.UUID, _ struct{}, rows []db.AuditEntry, next string) (any, error) {
+		return auditData{Entries: rows, Next: next}, nil
+	},
 }

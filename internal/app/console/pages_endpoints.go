@@ -19,21 +19,17 @@ type endpointsData struct {
 	Outcomes  []domain.Outcome
 }
 
-func (c *console) endpoints(w http.ResponseWriter, r *http.Request) {
-	p, err := pageKey(r)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	v := viewerOf(r.Context())
-	list, err := c.Service.Endpoints(r.Context(), v.OrgID, p)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	d := endpointsData{Actions: domain.Actions, Outcomes: domain.Outcomes}
-	d.Endpoints, d.Next = nextPage(r, list, func(e integrations.EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID })
-	c.render(w, r, http.StatusOK, "endpoints", d)
+// endpointsPage is the organisation's endpoints, newest first, with their
+// last day's counts and the form that makes one.
+var endpointsPage = listPage[struct{}, integrations.EndpointItem]{
+	template: "endpoints",
+	rows: func(c *console, r *http.Request, org uuid.UUID, _ struct{}, p db.Page) ([]integrations.EndpointItem, error) {
+		return c.Service.Endpoints(r.Context(), org, p)
+	},
+	key: func(e integrations.EndpointItem) (domain.Timestamp, uuid.UUID) { return e.CreatedAt, e.ID },
+	data: func(_ *console, _ *http.Request, _ uuid.UUID, _ struct{}, rows []integrations.EndpointItem, next string) (any, error) {
+		return endpointsData{Endpoints: rows, Next: next, Actions: domain.Actions, Outcomes: domain.Outcomes}, nil
+	},
 }
 
 type createdEndpointData struct {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -49,75 +50,85 @@ func (c *console) allEndpoints(r *http.Request, orgID uuid.UUID) ([]integrations
 	}
 }
 
-func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
-	v := viewerOf(r.Context())
+// receiptsFilter is what the receipts page is filtered by: the list's
+// filter, the outcomes chosen (as given, and the known ones in their
+// order) and the zone its times are in.
+type receiptsFilter struct {
+	db.OrgReceiptFilter
+	chosen map[string]bool
+	names  []string
+	loc    *time.Location
+}
+
+// receiptsPage is the organisation's receipts, newest first, filtered by
+// endpoint, outcomes, time and reference, with the link to a bulk replay of
+// what the filters select.
+var receiptsPage = listPage[receiptsFilter, integrations.ReceiptSummary]{
+	template: "receipts",
+	filter:   readReceiptsFilter,
+	rows: func(c *console, r *http.Request, org uuid.UUID, f receiptsFilter, p db.Page) ([]integrations.ReceiptSummary, error) {
+		return c.Service.ListReceipts(r.Context(), org, f.OrgReceiptFilter, p)
+	},
+	key:  func(x integrations.ReceiptSummary) (domain.Timestamp, uuid.UUID) { return x.ReceivedAt, x.ID },
+	data: receiptsPageData,
+}
+
+// readReceiptsFilter reads the receipts page's filters.
+func readReceiptsFilter(r *http.Request) (receiptsFilter, error) {
 	q := r.URL.Query()
-	f := db.OrgReceiptFilter{Ref: strings.TrimSpace(q.Get("ref"))}
+	f := receiptsFilter{OrgReceiptFilter: db.OrgReceiptFilter{Ref: strings.TrimSpace(q.Get("ref"))}, chosen: map[string]bool{}}
 	var err error
 	if raw := q.Get("endpoint"); raw != "" {
 		id, perr := uuid.Parse(raw)
 		if perr != nil {
-			c.fail(w, r, http.StatusBadRequest, "The endpoint filter names no endpoint.")
-			return
+			return f, badFilter("The endpoint filter names no endpoint.")
 		}
 		f.EndpointID = &id
 	}
-	chosen := map[string]bool{}
 	for _, o := range q["outcome"] {
 		for _, part := range strings.Split(o, ",") {
 			if part = strings.TrimSpace(part); part != "" {
-				chosen[part] = true
+				f.chosen[part] = true
 			}
 		}
 	}
-	names := make([]string, 0, len(chosen))
+	f.names = make([]string, 0, len(f.chosen))
 	for _, o := range domain.Outcomes {
-		if chosen[string(o)] {
-			names = append(names, string(o))
+		if f.chosen[string(o)] {
+			f.names = append(f.names, string(o))
 		}
 	}
-	if len(names) != len(chosen) {
-		c.fail(w, r, http.StatusBadRequest, "The outcome filter names an outcome that does not exist.")
-		return
+	if len(f.names) != len(f.chosen) {
+		return f, badFilter("The outcome filter names an outcome that does not exist.")
 	}
-	if f.Outcomes, err = domain.ParseOutcomes(strings.Join(names, ",")); err != nil {
-		c.failErr(w, r, err)
-		return
+	if f.Outcomes, err = domain.ParseOutcomes(strings.Join(f.names, ",")); err != nil {
+		return f, err
 	}
-	loc, err := formZone(q.Get(zoneField))
+	if f.loc, err = formZone(q.Get(zoneField)); err != nil {
+		return f, err
+	}
+	if f.ReceivedAfter, err = formTime("From", q.Get("after"), f.loc); err != nil {
+		return f, err
+	}
+	if f.ReceivedBefore, err = formTime("To", q.Get("before"), f.loc); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// receiptsPageData is the receipts page: the rows with their endpoints'
+// names, the filter's choices, and the bulk replay form's link.
+func receiptsPageData(c *console, r *http.Request, org uuid.UUID, f receiptsFilter, rows []integrations.ReceiptSummary, next string) (any, error) {
+	eps, err := c.allEndpoints(r, org)
 	if err != nil {
-		c.failErr(w, r, err)
-		return
+		return nil, err
 	}
-	if f.ReceivedAfter, err = formTime("From", q.Get("after"), loc); err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	if f.ReceivedBefore, err = formTime("To", q.Get("before"), loc); err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	p, err := pageKey(r)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	list, err := c.Service.ListReceipts(r.Context(), v.OrgID, f, p)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	eps, err := c.allEndpoints(r, v.OrgID)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	d := receiptsData{Endpoints: map[uuid.UUID]integrations.EndpointItem{}, Filter: q, Outcomes: domain.Outcomes, Chosen: chosen,
-		Zone: zoneName(loc)}
+	q := r.URL.Query()
+	d := receiptsData{Receipts: rows, Next: next, Endpoints: map[uuid.UUID]integrations.EndpointItem{}, Filter: q, Outcomes: domain.Outcomes,
+		Chosen: f.chosen, Zone: zoneName(f.loc)}
 	for _, e := range eps {
 		d.Endpoints[e.ID] = e
 	}
-	d.Receipts, d.Next = nextPage(r, list, func(x integrations.ReceiptSummary) (domain.Timestamp, uuid.UUID) { return x.ReceivedAt, x.ID })
 	bulk := url.Values{}
 	// The times with their zone: the form selects what the list showed.
 	for k, key := range map[string]string{"endpoint": "endpoint", "after": "after", "before": "before", zoneField: zoneField, "ref": "ref"} {
@@ -125,15 +136,15 @@ func (c *console) receipts(w http.ResponseWriter, r *http.Request) {
 			bulk.Set(key, s)
 		}
 	}
-	if len(names) > 0 {
-		bulk.Set("outcome", strings.Join(names, ","))
+	if len(f.names) > 0 {
+		bulk.Set("outcome", strings.Join(f.names, ","))
 	}
 	// Built here and passed as a URL: the template would escape a query
 	// string put in its href as one value (the form then opened with none
 	// of the filters).
 	d.BulkURL = template.URL(Prefix + "/replays/new?" + bulk.Encode()) // #nosec G203 -- url.Values.Encode escapes every value
 	d.EndpointList = eps
-	c.render(w, r, http.StatusOK, "receipts", d)
+	return d, nil
 }
 
 type receiptData struct {

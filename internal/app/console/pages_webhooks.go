@@ -27,21 +27,18 @@ type subscriptionsData struct {
 	Zone  string
 }
 
-func (c *console) subscriptions(w http.ResponseWriter, r *http.Request) {
-	p, err := pageKey(r)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	v := viewerOf(r.Context())
-	list, err := c.DB.ListSubscriptionsPage(r.Context(), v.OrgID, p)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	d := subscriptionsData{EventTypes: domain.EventTypes, Since: now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04"), Zone: "UTC"}
-	d.Subscriptions, d.Next = nextPage(r, list, func(x db.Subscription) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
-	c.render(w, r, http.StatusOK, "webhooks", d)
+// subscriptionsPage is the organisation's subscriptions, newest first,
+// with the forms that make, change and recover them.
+var subscriptionsPage = listPage[struct{}, db.Subscription]{
+	template: "webhooks",
+	rows: func(c *console, r *http.Request, org uuid.UUID, _ struct{}, p db.Page) ([]db.Subscription, error) {
+		return c.DB.ListSubscriptionsPage(r.Context(), org, p)
+	},
+	key: func(x db.Subscription) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID },
+	data: func(_ *console, _ *http.Request, _ uuid.UUID, _ struct{}, rows []db.Subscription, next string) (any, error) {
+		return subscriptionsData{Subscriptions: rows, Next: next, EventTypes: domain.EventTypes,
+			Since: now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04"), Zone: "UTC"}, nil
+	},
 }
 
 type createdSubscriptionData struct {
@@ -198,51 +195,46 @@ type deliveriesData struct {
 	Subscriptions []db.Subscription
 }
 
-func (c *console) deliveries(w http.ResponseWriter, r *http.Request) {
-	v := viewerOf(r.Context())
+// deliveriesPage is the organisation's webhook deliveries, newest first,
+// filtered by status, subscription, event type or event.
+var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
+	template: "deliveries",
+	filter:   deliveriesFilter,
+	rows: func(c *console, r *http.Request, org uuid.UUID, f db.DeliveryListFilter, p db.Page) ([]db.WebhookDelivery, error) {
+		return c.DB.ListWebhookDeliveriesPage(r.Context(), org, f, p)
+	},
+	key: func(x db.WebhookDelivery) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID },
+	data: func(c *console, r *http.Request, org uuid.UUID, _ db.DeliveryListFilter, rows []db.WebhookDelivery, next string) (any, error) {
+		subs, err := db.EveryPage(func(p db.Page) ([]db.Subscription, error) { return c.DB.ListSubscriptionsPage(r.Context(), org, p) },
+			func(s db.Subscription) db.Key { return db.Key{At: s.CreatedAt.Time, ID: s.ID} })
+		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs}, err
+	},
+}
+
+// deliveriesFilter reads the deliveries page's filters.
+func deliveriesFilter(r *http.Request) (db.DeliveryListFilter, error) {
 	q := r.URL.Query()
 	f := db.DeliveryListFilter{Status: domain.WebhookStatus(q.Get("status")), EventType: strings.TrimSpace(q.Get("event_type"))}
 	statuses := domain.WebhookStatuses
 	if f.Status != "" && !slices.Contains(statuses, f.Status) {
-		c.fail(w, r, http.StatusBadRequest, "The status filter names a status that does not exist: "+strconv.QuoteToASCII(string(f.Status))+
-			" (one of "+domain.JoinValues(statuses)+").")
-		return
+		return f, badFilter("The status filter names a status that does not exist: " + strconv.QuoteToASCII(string(f.Status)) +
+			" (one of " + domain.JoinValues(statuses) + ").")
 	}
 	if raw := q.Get("subscription"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
-			c.fail(w, r, http.StatusBadRequest, "The subscription filter names no subscription.")
-			return
+			return f, badFilter("The subscription filter names no subscription.")
 		}
 		f.SubscriptionID = &id
 	}
 	if raw := q.Get("event"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
-			c.fail(w, r, http.StatusBadRequest, "The event filter names no event: "+strconv.QuoteToASCII(raw)+" is not an event id.")
-			return
+			return f, badFilter("The event filter names no event: " + strconv.QuoteToASCII(raw) + " is not an event id.")
 		}
 		f.EventID = &id
 	}
-	p, err := pageKey(r)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	list, err := c.DB.ListWebhookDeliveriesPage(r.Context(), v.OrgID, f, p)
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	subs, err := db.EveryPage(func(p db.Page) ([]db.Subscription, error) { return c.DB.ListSubscriptionsPage(r.Context(), v.OrgID, p) },
-		func(s db.Subscription) db.Key { return db.Key{At: s.CreatedAt.Time, ID: s.ID} })
-	if err != nil {
-		c.failErr(w, r, err)
-		return
-	}
-	d := deliveriesData{Filter: q, Statuses: statuses, Subscriptions: subs}
-	d.Deliveries, d.Next = nextPage(r, list, func(x db.WebhookDelivery) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID })
-	c.render(w, r, http.StatusOK, "deliveries", d)
+	return f, nil
 }
 
 func (c *console) delivery(w http.ResponseWriter, r *http.Request) {
