@@ -112,9 +112,9 @@ type TraceDelivery struct {
 // receipt too.
 func NewTrace(t db.Trace) Trace {
 	return Trace{EffectOf: t.EffectOf, Applied: t.Applied, Changes: t.Changes,
-		Events: each(t.Events, func(e db.TraceEvent) TraceEvent {
+		Events: Answers(t.Events, func(e db.TraceEvent) TraceEvent {
 			return TraceEvent{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt, Data: e.Data,
-				Deliveries: each(e.Deliveries, func(x db.TraceDelivery) TraceDelivery {
+				Deliveries: Answers(e.Deliveries, func(x db.TraceDelivery) TraceDelivery {
 					return TraceDelivery{ID: x.ID, SubscriptionID: x.SubscriptionID, Status: x.Status, Attempts: x.Attempts,
 						LastStatusCode: x.LastStatusCode, UpdatedAt: x.UpdatedAt}
 				})}
@@ -171,7 +171,7 @@ type ReplayBatchProblem struct {
 func newReplayBatch(b db.ReplayBatch) ReplayBatch {
 	return ReplayBatch{ID: b.ID, Status: b.Status, DryRun: b.DryRun, Total: b.Total, Done: b.Done, Applied: b.Applied,
 		Unchanged: b.Unchanged, Parked: b.Parked, Failed: b.Failed, Skipped: b.Skipped, StartedAt: b.StartedAt, FinishedAt: b.FinishedAt,
-		Problems: each(b.Problems, func(p db.ReplayBatchProblem) ReplayBatchProblem {
+		Problems: Answers(b.Problems, func(p db.ReplayBatchProblem) ReplayBatchProblem {
 			return ReplayBatchProblem{ReceiptID: p.ReceiptID, ReceivedAt: p.ReceivedAt, Refs: p.Refs, Outcome: p.Outcome,
 				Reason: p.Reason, ReplayID: p.ReplayID}
 		})}

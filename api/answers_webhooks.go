@@ -97,7 +97,7 @@ func NewWebhookDelivery(x db.WebhookDelivery) WebhookDelivery {
 	return WebhookDelivery{ID: x.ID, OrgID: x.OrgID, EventID: x.EventID, EventType: x.EventType, SubscriptionID: x.SubscriptionID,
 		URL: x.URL, Status: x.Status, Attempts: x.Attempts, LastStatusCode: x.LastStatusCode, LastError: x.LastError,
 		NextAttemptAt: x.NextAttemptAt, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt,
-		AttemptLog: each(x.AttemptLog, func(a db.WebhookAttempt) WebhookAttempt {
+		AttemptLog: Answers(x.AttemptLog, func(a db.WebhookAttempt) WebhookAttempt {
 			return WebhookAttempt{Attempt: a.Attempt, Manual: a.Manual, StartedAt: a.StartedAt, DurationMS: a.DurationMS,
 				StatusCode: a.StatusCode, Error: a.Error, Response: a.Response}
 		})}
@@ -117,9 +117,10 @@ func newEvent(e db.Event) Event {
 	return Event{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt, Data: e.Data, Entity: e.Entity}
 }
 
-// each converts a list of records to their answers. A nil list stays nil
-// and an empty one empty, so that each is written as it was read.
-func each[R, A any](rows []R, answer func(R) A) []A {
+// Answers converts a list of records to their answers (the REST routes'
+// and the CLI's --json alike). A nil list stays nil and an empty one empty,
+// so that each is written as it was read.
+func Answers[R, A any](rows []R, answer func(R) A) []A {
 	if rows == nil {
 		return nil
 	}

@@ -120,7 +120,7 @@ func (s *Server) listInboundEndpoints(ctx context.Context, in *SmallPage) (*List
 		return nil, err
 	}
 	out := &ListEndpointsOutput{}
-	out.Body.Endpoints, out.Body.NextCursor = each(rows, newEndpointItem), next
+	out.Body.Endpoints, out.Body.NextCursor = Answers(rows, newEndpointItem), next
 	return out, nil
 }
 
@@ -150,7 +150,7 @@ func (s *Server) listInboundReceipts(ctx context.Context, in *ListReceiptsInput)
 		return nil, err
 	}
 	out := &ListReceiptsOutput{}
-	out.Body.Receipts, out.Body.NextCursor = each(rows, newReceiptSummary), next
+	out.Body.Receipts, out.Body.NextCursor = Answers(rows, newReceiptSummary), next
 	return out, nil
 }
 

@@ -207,7 +207,7 @@ func (s *Server) listSubscriptions(ctx context.Context, in *SmallPage) (*ListSub
 		return nil, err
 	}
 	out := &ListSubscriptionsOutput{}
-	out.Body.Subscriptions, out.Body.NextCursor = each(rows, NewSubscription), next
+	out.Body.Subscriptions, out.Body.NextCursor = Answers(rows, NewSubscription), next
 	return out, nil
 }
 
@@ -303,7 +303,7 @@ func (s *Server) listWebhookDeliveries(ctx context.Context, in *ListWebhookDeliv
 		return nil, err
 	}
 	out := &ListWebhookDeliveriesOutput{}
-	out.Body.Deliveries, out.Body.NextCursor = each(rows, NewWebhookDelivery), next
+	out.Body.Deliveries, out.Body.NextCursor = Answers(rows, NewWebhookDelivery), next
 	return out, nil
 }
 
@@ -346,7 +346,7 @@ func (s *Server) listEvents(ctx context.Context, in *ListEventsInput) (*ListEven
 		return nil, err
 	}
 	out := &ListEventsOutput{}
-	out.Body.Events, out.Body.NextCursor = each(rows, newEvent), next
+	out.Body.Events, out.Body.NextCursor = Answers(rows, newEvent), next
 	return out, nil
 }
 

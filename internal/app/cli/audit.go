@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 )
@@ -37,7 +38,7 @@ func auditCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "The audit log of management writes (replays, cancels, subscriptions, resends)"}
 	list := func(d *db.DB, ctx context.Context, org uuid.UUID) ([]auditJSON, error) {
 		entries, err := d.ListAudit(ctx, org, db.Page{Limit: auditListed})
-		return answers(entries[:min(len(entries), auditListed)], newAuditJSON), err
+		return api.Answers(entries[:min(len(entries), auditListed)], newAuditJSON), err
 	}
 	cmd.AddCommand(orgListCmd("List an organisation's audit log, newest first: who (key:<id> or cli:<user>), what, on which record, when",
 		list, func(w io.Writer, entries []auditJSON) {

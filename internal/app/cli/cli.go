@@ -289,16 +289,3 @@ func answering[R, A any](run func(d *db.DB, ctx context.Context, orgID, id uuid.
 		return answer(r), nil
 	}
 }
-
-// answers converts a list of records to their answers; a nil list stays nil
-// and an empty one empty, so that --json writes what was read.
-func answers[R, A any](rows []R, answer func(R) A) []A {
-	if rows == nil {
-		return nil
-	}
-	out := make([]A, len(rows))
-	for i, r := range rows {
-		out[i] = answer(r)
-	}
-	return out
-}

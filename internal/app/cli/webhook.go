@@ -162,7 +162,7 @@ func webhookListCmd() *cobra.Command {
 		}
 		list, err := db.EveryPage(func(p db.Page) ([]db.Subscription, error) { return d.ListSubscriptionsPage(ctx, orgID, p) },
 			func(s db.Subscription) db.Key { return db.Key{At: s.CreatedAt.Time, ID: s.ID} })
-		return answers(list, api.NewSubscription), err
+		return api.Answers(list, api.NewSubscription), err
 	}
 	return orgListCmd("List an organisation's subscriptions (never their secrets)", list,
 		func(w io.Writer, list []api.Subscription) {
@@ -252,7 +252,7 @@ func webhookDeliveriesCmd() *cobra.Command {
 				// The newest limit deliveries: the first page, without the
 				// row past it that says another follows.
 				deliveries, err := d.ListWebhookDeliveriesPage(ctx, orgID, f, db.Page{Limit: limit})
-				return answers(deliveries[:min(len(deliveries), limit)], api.NewWebhookDelivery), err
+				return api.Answers(deliveries[:min(len(deliveries), limit)], api.NewWebhookDelivery), err
 			}
 			return printFromDB(cmd, cfg, list, func(w io.Writer, deliveries []api.WebhookDelivery) {
 				fmt.Fprintln(w, "ID\tEVENT\tSTATUS\tATTEMPTS\tLAST STATUS\tNEXT ATTEMPT\tCREATED")
