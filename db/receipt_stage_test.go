@@ -5,10 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/commerce-integration/commerce/db"
-	"github.com/commerce-integration/commerce/internal/testdb"
 )
 
 // The receipts a release before intake stages stored are given the stage
@@ -17,25 +15,7 @@ import (
 // runs beside the new schema (a rolling upgrade), as it stores more.
 func TestReceiptsOfAnEarlierReleaseAreGivenTheirStage(t *testing.T) {
 	ctx := context.Background()
-	u, _ := testdb.Empty(t)
-	if _, err := db.MigrateTo(ctx, u, 18); err != nil {
-		t.Fatal(err)
-	}
-	org, ep, owner := uuid.New(), uuid.New(), uuid.New()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range []string{
-		`INSERT INTO organisations (id, name, currency) SELECT $1, 'Acme', 'EUR' WHERE $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL`,
-		`INSERT INTO users (id, org_id, email, role) SELECT $3, $1, 'o@acme.example', 'owner' WHERE $2::uuid IS NOT NULL`,
-		`INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, created_by) VALUES ($2, $1, 'erp', 'erp_order_status', sha256('t'), $3)`,
-	} {
-		if _, err := conn.Exec(ctx, q, org, ep, owner); err != nil {
-			t.Fatalf("the organisation: %s: %v", q, err)
-		}
-	}
+	u, conn, org, ep := olderSchema(t, 18, "erp_order_status")
 	// What that release stored: a receipt with its answer, and a workflow
 	// for an accepted post.
 	store := func(status *int, complete bool, errText *string, workflow bool) uuid.UUID {

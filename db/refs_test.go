@@ -163,6 +163,39 @@ func TestReceiptsFilteredByOutcomesComeNewestFirstAcrossPages(t *testing.T) {
 	}
 }
 
+// olderSchema makes a schema of its own at version, as an older release
+// left it, with an organisation, its owner and an endpoint of action as
+// that release stored them; it returns the schema's URL, a connection to
+// it, and the organisation's and endpoint's ids.
+func olderSchema(t *testing.T, version int32, action string) (string, *pgx.Conn, uuid.UUID, uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	u, _ := testdb.Empty(t)
+	if _, err := db.MigrateTo(ctx, u, version); err != nil {
+		t.Fatal(err)
+	}
+	org, ep, owner := uuid.New(), uuid.New(), uuid.New()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO organisations (id, name, currency) VALUES ($1, 'Acme', 'EUR')`, []any{org}},
+		{`INSERT INTO users (id, org_id, email, role) VALUES ($1, $2, 'o@acme.example', 'owner')`, []any{owner, org}},
+		{`INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, created_by) VALUES ($1, $2, 'erp', $3, sha256('t'), $4)`,
+			[]any{ep, org, action, owner}},
+	} {
+		if _, err := conn.Exec(ctx, st.sql, st.args...); err != nil {
+			t.Fatalf("the organisation: %s: %v", st.sql, err)
+		}
+	}
+	return u, conn, org, ep
+}
+
 // TestRefsBackfillOf100000ReceiptsLetsWritersThrough brings a schema to
 // the version before references with 100,000 receipts in it, migrates it,
 // and backfills their refs while a writer updates receipts and stores new
@@ -172,26 +205,7 @@ func TestReceiptsFilteredByOutcomesComeNewestFirstAcrossPages(t *testing.T) {
 func TestRefsBackfillOf100000ReceiptsLetsWritersThrough(t *testing.T) {
 	const receipts = 100000
 	ctx := context.Background()
-	u, _ := testdb.Empty(t)
-	if _, err := db.MigrateTo(ctx, u, 8); err != nil {
-		t.Fatal(err)
-	}
-	// The organisation and its endpoint as that release stored them.
-	org, ep, owner := uuid.New(), uuid.New(), uuid.New()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range []string{
-		`INSERT INTO organisations (id, name, currency) SELECT $1, 'Acme', 'EUR' WHERE $2::uuid IS NOT NULL AND $3::uuid IS NOT NULL`,
-		`INSERT INTO users (id, org_id, email, role) SELECT $3, $1, 'o@acme.example', 'owner' WHERE $2::uuid IS NOT NULL`,
-		`INSERT INTO inbound_endpoints (id, org_id, name, action, token_hash, created_by) VALUES ($2, $1, 'erp', 'delivery_status', sha256('t'), $3)`,
-	} {
-		if _, err := conn.Exec(ctx, q, org, ep, owner); err != nil {
-			t.Fatalf("the organisation: %s: %v", q, err)
-		}
-	}
+	u, conn, org, ep := olderSchema(t, 8, "delivery_status")
 	if _, err := conn.Exec(ctx, `
 		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, outcome)
 		SELECT gen_random_uuid(), $1, $2, 'delivery_status', now() - make_interval(secs => $3 - i),
