@@ -20,21 +20,7 @@ func TestAFailingSubscriptionHoldsItsDeliveriesAndProbesOnASchedule(t *testing.T
 	ctx := context.Background()
 	sub := f.subscribe(domain.EventCustomerCreated)
 	f.customersCreated(30)
-	claim := func() []domain.WebhookDeliveryRef {
-		t.Helper()
-		refs, err := f.d.ClaimWebhookDeliveries(ctx, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := make([]uuid.UUID, len(refs))
-		for i, r := range refs {
-			ids[i] = r.ID
-		}
-		if err := f.d.MarkWebhookDeliveriesStarted(ctx, ids); err != nil {
-			t.Fatal(err)
-		}
-		return refs
-	}
+	claim := f.claim
 	record := func(r domain.WebhookDeliveryRef, ok bool) {
 		t.Helper()
 		status, code := domain.WebhookFailed, 503
@@ -165,6 +151,25 @@ func TestADeliveryAdmittedBeforeItsSubscriptionFailsIsNotHeld(t *testing.T) {
 
 // customersCreated creates n customers and relays their customer.created
 // events: a delivery each to every subscription to them, none started.
+// claim admits and claims up to 100 deliveries, as a relay's round does,
+// and marks their workflows started.
+func (f *opsFixture) claim() []domain.WebhookDeliveryRef {
+	f.t.Helper()
+	ctx := context.Background()
+	refs, err := f.d.ClaimWebhookDeliveries(ctx, 100)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID
+	}
+	if err := f.d.MarkWebhookDeliveriesStarted(ctx, ids); err != nil {
+		f.t.Fatal(err)
+	}
+	return refs
+}
+
 func (f *opsFixture) customersCreated(n int) {
 	f.t.Helper()
 	in := make([]domain.CustomerInput, n)
@@ -291,21 +296,7 @@ func TestPerEntityOrderingAndTheRateAreKeptByAdmission(t *testing.T) {
 		}
 	}
 	f.relay()
-	claim := func() []domain.WebhookDeliveryRef {
-		t.Helper()
-		refs, err := f.d.ClaimWebhookDeliveries(ctx, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := make([]uuid.UUID, len(refs))
-		for i, r := range refs {
-			ids[i] = r.ID
-		}
-		if err := f.d.MarkWebhookDeliveriesStarted(ctx, ids); err != nil {
-			t.Fatal(err)
-		}
-		return refs
-	}
+	claim := f.claim
 	entityOf := func(r domain.WebhookDeliveryRef) string {
 		t.Helper()
 		var e string
