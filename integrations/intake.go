@@ -110,7 +110,6 @@ type post struct {
 	keyHeader string
 	receipt   uuid.UUID
 	refs      []string
-	received  time.Time
 }
 
 // Receive carries an inbound post through the intake and returns its
