@@ -15,6 +15,7 @@ import (
 	"github.com/commerce-integration/commerce/client"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/testdb"
 )
@@ -121,7 +122,8 @@ func TestGeneratedClientPostsToAnInboundEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Deps{DB: d.DB, Cursors: cursor.New(make([]byte, 32))}).Handler())
+	srv := httptest.NewServer(api.New(api.Deps{DB: d.DB, Cursors: cursor.New(make([]byte, 32)),
+		Service: integrations.New(integrations.Deps{DB: d.DB, BaseURL: "http://localhost"})}).Handler())
 	defer srv.Close()
 	c, err := client.NewClientWithResponses(srv.URL)
 	if err != nil {
