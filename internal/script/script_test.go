@@ -1,0 +1,335 @@
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var clock = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+func newRunner(t testing.TB) *Runner {
+	r := NewRunner(DefaultLimits, 2)
+	t.Cleanup(r.Close)
+	return r
+}
+
+func compile(t testing.TB, r *Runner, src string) *Program {
+	t.Helper()
+	p, err := r.Compile(src)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return p
+}
+
+// run compiles src and calls its map on input.
+func run(t testing.TB, r *Runner, src, input string) (Outcome, error) {
+	t.Helper()
+	return r.Run(context.Background(), compile(t, r, src), "map", []byte(input), clock)
+}
+
+func limitOf(err error) string {
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Limit
+	}
+	return ""
+}
+
+func TestRunMapsTheInputToTheReturnedValue(t *testing.T) {
+	r := newRunner(t)
+	out, err := run(t, r, `function map(post) {
+		return {ref: post.body.DocNum, lines: post.body.Lines.map(l => ({sku: l.Item, qty: l.Qty * 2}))};
+	}`, `{"body": {"DocNum": "SO-1", "Lines": [{"Item": "A", "Qty": 2}]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Output) != `{"ref":"SO-1","lines":[{"sku":"A","qty":4}]}` {
+		t.Fatalf("output %s", out.Output)
+	}
+	if out.Null() || out.Duration <= 0 {
+		t.Fatalf("outcome %+v", out)
+	}
+}
+
+func TestRunAnswersNullForNull(t *testing.T) {
+	out, err := run(t, newRunner(t), `function map(post) { return null }`, `{}`)
+	if err != nil || !out.Null() {
+		t.Fatalf("%s %v", out.Output, err)
+	}
+}
+
+func TestRunRefusesUndefinedAndAMissingFunction(t *testing.T) {
+	r := newRunner(t)
+	_, err := run(t, r, `function map(post) { }`, `{}`)
+	if err == nil || !strings.Contains(err.Error(), "map returned undefined") {
+		t.Fatalf("undefined: %v", err)
+	}
+	_, err = run(t, r, `function mapp(post) { return {} }`, `{}`)
+	if err == nil || !strings.Contains(err.Error(), "defines no function map") {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+func TestCompileNamesTheLineAndColumnOfASyntaxError(t *testing.T) {
+	_, err := newRunner(t).Compile("function map(post) {\n  return {a: 1,,};\n}")
+	var se *Error
+	if !errors.As(err, &se) || se.Line != 2 || se.Column == 0 || !strings.Contains(se.Message, "SyntaxError") {
+		t.Fatalf("%#v", err)
+	}
+	if !strings.Contains(err.Error(), "(line 2:") {
+		t.Fatalf("message %q", err)
+	}
+}
+
+func TestCompileRefusesASourceOverTheLimit(t *testing.T) {
+	r := newRunner(t)
+	src := "function map(p) { return p }\n//" + strings.Repeat("x", DefaultLimits.Source)
+	if _, err := r.Compile(src); err == nil || !strings.Contains(err.Error(), "over the limit of 65536") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := r.Compile(src[:DefaultLimits.Source]); err != nil {
+		t.Fatalf("a source of exactly the limit: %v", err)
+	}
+}
+
+func TestAThrowNamesItsMessageLineAndColumn(t *testing.T) {
+	_, err := run(t, newRunner(t), "function map(post) {\n  const x = 1;\n  return post.body.missing.field;\n}", `{"body": {}}`)
+	var se *Error
+	if !errors.As(err, &se) || se.Limit != "" || se.Line != 3 || se.Column == 0 || !strings.HasPrefix(se.Message, "TypeError") {
+		t.Fatalf("%#v", err)
+	}
+	_, err = run(t, newRunner(t), "function map(post) {\n  throw new Error('no order number');\n}", `{}`)
+	if err == nil || !strings.HasPrefix(err.Error(), "Error: no order number (line 2:") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestLimitsEndTheRunWithTheLimitNamed(t *testing.T) {
+	cases := []struct{ name, src, limit string }{
+		{"endless loop", `function map(p) { for (;;) {} }`, LimitCPU},
+		{"endless loop at the top level", `for (;;) {} function map(p) { return p }`, LimitCPU},
+		{"allocation bomb", `function map(p) { const a = []; for (;;) a.push(new Float64Array(1 << 17)); }`, LimitMemory},
+		{"string doubling", `function map(p) { let s = "x"; for (;;) s += s; }`, LimitMemory},
+		{"one huge allocation", `function map(p) { return {n: "x".repeat(1 << 29).length} }`, LimitMemory},
+		{"typed array", `function map(p) { return {n: new Uint8Array(1 << 30).length} }`, LimitMemory},
+		{"deep recursion", `function map(p) { function f(n) { return f(n + 1) + 1 } return f(0) }`, LimitStack},
+		{"huge output", `function map(p) { let s = ""; while (s.length < 2 << 20) s += "xxxxxxxxxxxxxxxx"; return {s} }`, LimitOutput},
+	}
+	r := newRunner(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := run(t, r, c.src, `{}`)
+			if limitOf(err) != c.limit || err.Error() != c.limit+" exceeded" {
+				t.Fatalf("want %s exceeded, got %v", c.limit, err)
+			}
+			// The next run is not affected.
+			out, err := run(t, r, `function map(p) { return {ok: true} }`, `{}`)
+			if err != nil || string(out.Output) != `{"ok":true}` {
+				t.Fatalf("the run after: %s %v", out.Output, err)
+			}
+		})
+	}
+}
+
+func TestAnOutputJustUnderTheLimitIsAnswered(t *testing.T) {
+	// {"s":"…"} is 8 bytes around the string.
+	src := fmt.Sprintf(`function map(p) { return {s: "x".repeat(%d)} }`, DefaultLimits.Output-8)
+	out, err := run(t, newRunner(t), src, `{}`)
+	if err != nil || len(out.Output) != DefaultLimits.Output {
+		t.Fatalf("%d %v", len(out.Output), err)
+	}
+	src = fmt.Sprintf(`function map(p) { return {s: "é".repeat(%d)} }`, DefaultLimits.Output/2)
+	if _, err := run(t, newRunner(t), src, `{}`); limitOf(err) != LimitOutput {
+		t.Fatalf("two-byte characters over the limit in bytes: %v", err)
+	}
+}
+
+func TestNothingButTheLanguageIsReachable(t *testing.T) {
+	r := newRunner(t)
+	for _, expr := range []string{"fetch", "require", "setTimeout", "setInterval", "XMLHttpRequest", "std", "os", "WebAssembly", "process", "WeakRef", "FinalizationRegistry", "__log"} {
+		out, err := run(t, r, `function map(p) { return {t: typeof `+expr+`} }`, `{}`)
+		if err != nil || string(out.Output) != `{"t":"undefined"}` {
+			t.Fatalf("%s: %s %v", expr, out.Output, err)
+		}
+	}
+	_, err := run(t, r, `function map(p) { return {r: Math.random()} }`, `{}`)
+	if err == nil || !strings.Contains(err.Error(), "Math.random is not available") {
+		t.Fatalf("Math.random: %v", err)
+	}
+	if _, err := r.Compile(`import fs from "fs"; function map(p) { return {} }`); err == nil {
+		t.Fatal("a module import compiled")
+	}
+	out, err := run(t, r, `function map(p) { let r = "none"; import("os").then(() => { r = "loaded" }, () => { r = "refused" }); return {r} }`, `{}`)
+	if err != nil || string(out.Output) != `{"r":"none"}` {
+		t.Fatalf("dynamic import: %s %v", out.Output, err)
+	}
+}
+
+func TestDateIsFixedAtTheClockGiven(t *testing.T) {
+	out, err := run(t, newRunner(t), `function map(p) {
+		return {now: Date.now(), iso: new Date().toISOString(), str: Date(), hours: new Date().getHours(),
+			offset: new Date().getTimezoneOffset(), other: new Date(0).toISOString(), isDate: new Date() instanceof Date,
+			local: new Date(2024, 0, 1).toISOString()};
+	}`, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Output, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["now"] != float64(clock.UnixMilli()) || got["iso"] != "2026-03-04T05:06:07.000Z" || got["hours"] != float64(5) ||
+		got["offset"] != float64(0) || got["other"] != "1970-01-01T00:00:00.000Z" || got["isDate"] != true ||
+		got["local"] != "2024-01-01T00:00:00.000Z" || !strings.HasPrefix(got["str"].(string), "Wed Mar 04 2026 05:06:07 GMT+0000") {
+		t.Fatalf("%s", out.Output)
+	}
+}
+
+func TestTheSameScriptAndInputGiveTheSameResult(t *testing.T) {
+	r := newRunner(t)
+	src := `globalThis.count = (globalThis.count || 0) + 1;
+	Object.prototype.polluted = true;
+	function map(p) { return {count, at: new Date().toISOString(), keys: Object.keys({}), sorted: [3, 1, 2].sort(), n: p.n} }`
+	first, err := run(t, r, src, `{"n": 1}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		again, err := run(t, r, src, `{"n": 1}`)
+		if err != nil || string(again.Output) != string(first.Output) {
+			t.Fatalf("%s then %s %v", first.Output, again.Output, err)
+		}
+	}
+	if string(first.Output) != `{"count":1,"at":"2026-03-04T05:06:07.000Z","keys":[],"sorted":[1,2,3],"n":1}` {
+		t.Fatalf("%s", first.Output)
+	}
+}
+
+func TestConsoleLogKeepsFiftyLines(t *testing.T) {
+	out, err := run(t, newRunner(t), `function map(p) {
+		console.log("order", p.n, {a: 1});
+		for (let i = 0; i < 100; i++) console.log(i);
+		return {};
+	}`, `{"n": 7}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Logs) != 51 || out.Logs[0] != `order 7 {"a":1}` || out.Logs[49] != "48" || out.Logs[50] != "… 51 more lines not kept" {
+		t.Fatalf("%d lines: %q ... %q", len(out.Logs), out.Logs[0], out.Logs[len(out.Logs)-1])
+	}
+	// A throw keeps the lines written before it.
+	out, err = run(t, newRunner(t), `function map(p) { console.log("before"); throw new Error("x") }`, `{}`)
+	if err == nil || len(out.Logs) != 1 || out.Logs[0] != "before" {
+		t.Fatalf("%q %v", out.Logs, err)
+	}
+}
+
+func TestARunWaitsForASlotAsLongAsItsContextAllows(t *testing.T) {
+	r := NewRunner(DefaultLimits, 1)
+	defer r.Close()
+	p := compile(t, r, `function map(p) { for (;;) {} }`)
+	go func() { _, _ = r.Run(context.Background(), p, "map", []byte(`{}`), clock) }()
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if _, err := r.Run(ctx, p, "map", []byte(`{}`), clock); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%v", err)
+	}
+}
+
+// rss is the process's resident memory, in bytes.
+func rss(t testing.TB) int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status on this system")
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmRSS")
+	return 0
+}
+
+// RSSBound is what the process may hold while runs that each pass a limit
+// take place at once, over what it held before: per slot, the memory
+// limit and the engine's copy on growth (QuickJS copies an array or string
+// it grows), and a margin for the Go runtime.
+func rssBound(slots int) int64 { return int64(slots)*3*int64(DefaultLimits.Memory) + 64<<20 }
+
+func TestEightRunsPassingLimitsAtOnceKeepTheProcessMemoryBounded(t *testing.T) {
+	const slots = 2
+	r := NewRunner(DefaultLimits, slots)
+	defer r.Close()
+	bombs := []string{
+		`function map(p) { for (;;) {} }`,
+		`function map(p) { const a = []; for (;;) a.push(new Array(1000).fill(1)); }`,
+		`function map(p) { function f(n) { return f(n + 1) + 1 } return f(0) }`,
+		`function map(p) { let s = "x"; for (;;) s += s; }`,
+		`function map(p) { return {n: new Array(5e7).fill(1).length} }`,
+		`function map(p) { const o = {}; for (let i = 0; ; i++) o["k" + i] = "v" + i; }`,
+		`function map(p) { return {n: "x".repeat(1 << 29).length} }`,
+		`function map(p) { const m = new Map(); for (let i = 0; ; i++) m.set(i, [i]); }`,
+	}
+	progs := make([]*Program, len(bombs))
+	for i, b := range bombs {
+		progs[i] = compile(t, r, b)
+	}
+	before := rss(t)
+	var peak int64
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			v := rss(t)
+			mu.Lock()
+			peak = max(peak, v)
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, len(progs))
+	for round := 0; round < 2; round++ {
+		for i, p := range progs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = r.Run(context.Background(), p, "map", []byte(`{}`), clock)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if limitOf(err) == "" {
+				t.Fatalf("bomb %d ended with %v, not a limit", i, err)
+			}
+		}
+	}
+	close(stop)
+	<-sampled
+	t.Logf("RSS before %d MB, peak %d MB, bound %d MB over before", before>>20, peak>>20, rssBound(slots)>>20)
+	if peak-before > rssBound(slots) {
+		t.Fatalf("RSS grew %d MB, over the bound of %d MB", (peak-before)>>20, rssBound(slots)>>20)
+	}
+	out, err := r.Run(context.Background(), compile(t, r, `function map(p) { return {ok: p.n} }`), "map", []byte(`{"n": 1}`), clock)
+	if err != nil || string(out.Output) != `{"ok":1}` {
+		t.Fatalf("a normal run after: %s %v", out.Output, err)
+	}
+}
