@@ -30,7 +30,8 @@ func (a *Activities) ApplyInbound(ctx context.Context, in domain.InboundInput) (
 	if !r.BodyComplete() {
 		return domain.InboundResult{}, businessError(domain.Errorf(domain.ETOOLARGE, "the body was over %d bytes and was not kept whole", domain.MaxInboundBody))
 	}
-	parsed, err := domain.ParseInbound(in.Action, r.RawBody())
+	// A mapped post applies the body its mapping made.
+	parsed, err := domain.ParseInbound(in.Action, r.ActionBody())
 	if err != nil {
 		return domain.InboundResult{}, businessError(err)
 	}

@@ -151,6 +151,8 @@ func (d *DB) ListEndpoints(ctx context.Context, orgID uuid.UUID) ([]Endpoint, er
 type EndpointPost struct {
 	Endpoint Endpoint
 	Rate     RateDecision
+	// Mapping is the endpoint's current mapping; nil for none.
+	Mapping *MappingRef
 }
 
 // SealedSecret is the endpoint's signing secret as it is kept, sealed to
@@ -171,8 +173,8 @@ WITH e AS (
 	WHERE id = (SELECT id FROM e) AND NOT (SELECT allowed FROM rl)
 )
 SELECT e.id, e.org_id, e.name, e.action, e.require_signature, e.state, e.rate_limited_count, e.created_at, e.secret_sealed,
-       rl.allowed, rl.tat, now()
-FROM e, rl`
+       rl.allowed, rl.tat, now(), m.version, m.sha256
+FROM e CROSS JOIN rl` + currentMappingRef(MappingOfEndpoint, "e.id")
 
 // PostToEndpoint finds the endpoint of a token (ENOTFOUND for none or a
 // deleted one) and takes one post from its rate limit, in one round trip.
@@ -180,9 +182,11 @@ func (d *DB) PostToEndpoint(ctx context.Context, tokenHash []byte) (EndpointPost
 	var p EndpointPost
 	var allowed bool
 	var tat, now time.Time
+	var version *int
+	var sum *string
 	e := &p.Endpoint
 	err := d.rate.QueryRow(ctx, endpointPostSQL, tokenHash).Scan(&e.ID, &e.OrgID, &e.Name, &e.Action, &e.RequireSignature,
-		&e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed, &allowed, &tat, &now)
+		&e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed, &allowed, &tat, &now, &version, &sum)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, domain.Errorf(domain.ENOTFOUND, "Not found")
 	}
@@ -190,5 +194,6 @@ func (d *DB) PostToEndpoint(ctx context.Context, tokenHash []byte) (EndpointPost
 		return p, err
 	}
 	p.Rate = decide(EndpointLimit, allowed, tat, now)
+	p.Mapping = mappingRef(version, sum)
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,17 +41,31 @@ type Receipt struct {
 	SizeBytes   int
 	CompletedAt *domain.Timestamp
 	DurationMS  *int
-	// Detail, filled by Receipt(): the stored answer, body and headers.
-	Response json.RawMessage
-	Body     json.RawMessage
-	Headers  map[string]string
+	// MappingVersion is the version of the endpoint's mapping that ran on
+	// the post (nil: none ran).
+	MappingVersion *int
+	// Detail, filled by Receipt(): the stored answer, body and headers, and
+	// the body the mapping made (nil when none).
+	Response   json.RawMessage
+	Body       json.RawMessage
+	Headers    map[string]string
+	MappedBody json.RawMessage
 
-	body         []byte
-	bodyComplete bool
+	body, mappedBody []byte
+	bodyComplete     bool
 }
 
 // RawBody is the post's body as received.
 func (r Receipt) RawBody() []byte { return r.body }
+
+// ActionBody is the body the post's action applies: the one its mapping
+// made, or the body as received where no mapping ran.
+func (r Receipt) ActionBody() []byte {
+	if r.MappingVersion != nil && r.mappedBody != nil {
+		return r.mappedBody
+	}
+	return r.body
+}
 
 // BodyComplete reports whether the whole body was kept (a body over the
 // limit keeps only its first part).
@@ -58,6 +73,9 @@ func (r Receipt) BodyComplete() bool { return r.bodyComplete }
 
 // NewReceipt is an inbound post to store.
 type NewReceipt struct {
+	// ID is the receipt's id when its answer must name it before it is
+	// stored; zero: a new one.
+	ID                uuid.UUID
 	OrgID, EndpointID uuid.UUID
 	Action            domain.Action
 	ReceivedAt        time.Time
@@ -72,6 +90,11 @@ type NewReceipt struct {
 	// Refs are the references Body names when the caller read them
 	// already (domain.ExtractRefs); nil: the receipt's store reads them.
 	Refs []string
+	// MappingVersion is the version of the endpoint's mapping that ran on
+	// Body (nil: none ran); MappedBody what it made, which the workflow
+	// applies in place of Body (nil when it made nothing).
+	MappingVersion *int
+	MappedBody     []byte
 }
 
 // Refusal is what a post refused before any workflow runs is answered:
@@ -81,6 +104,11 @@ type Refusal struct {
 	Stage   domain.IntakeStage
 	Status  int
 	Message string
+	// Outcome is the receipt's outcome: failed unless set (ignored, for a
+	// post its mapping ignored); Response the answer's body when it is not
+	// the {"error"} of Message.
+	Outcome  domain.Outcome
+	Response []byte
 }
 
 // StoreReceipt records an inbound post and returns its id.
@@ -105,7 +133,10 @@ const insertRefKeys = `INSERT INTO inbound_receipt_refs (org_id, ref, receipt_id
 // statement that also emits inbound.receipt.failed. It keeps the id of the
 // trace ctx is in (none with tracing off).
 func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, error) {
-	id := NewID()
+	id := r.ID
+	if id == uuid.Nil {
+		id = NewID()
+	}
 	if r.Headers == nil {
 		r.Headers = map[string]string{}
 	}
@@ -123,34 +154,46 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 		_, err := q.Exec(ctx, `
 			WITH r AS (
 				INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of,
-				                              workflow_id, refs, trace_id, stage)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15) RETURNING org_id, id)
+				                              workflow_id, refs, trace_id, stage, mapping_version, mapped_body)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $17) RETURNING org_id, id)
 			`+insertRefKeys+`$13::text[]) k`,
 			id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf, w, refs, keys, w3c.TraceID(ctx),
-			domain.StageStart)
+			domain.StageStart, r.MappingVersion, r.MappedBody)
 		return id, err
 	}
 	if r.Refusal.Stage == "" || r.Refusal.Stage == domain.StageStart {
 		return id, fmt.Errorf("a refused post names the intake stage that refused it, not %q", r.Refusal.Stage)
 	}
-	msg := r.Refusal.Message
+	outcome := cmp.Or(r.Refusal.Outcome, domain.OutcomeFailed)
+	var msg *string
+	response := r.Refusal.Response
+	if outcome == domain.OutcomeFailed {
+		msg = &r.Refusal.Message
+		if response == nil {
+			response = domain.ErrorJSON(r.Refusal.Message)
+		}
+	}
 	_, err := q.Exec(ctx, `
 		WITH r AS (
 			INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, headers, body, size_bytes, body_complete, replay_of,
-			                              outcome, error, status_code, response, completed_at, duration_ms, refs, trace_id, stage)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'failed', $11, $12, $13, clock_timestamp(),
-			        (extract(epoch FROM clock_timestamp() - $5::timestamptz) * 1000)::int, $14, $16, $17) RETURNING org_id, id)
+			                              outcome, error, status_code, response, completed_at, duration_ms, refs, trace_id, stage,
+			                              mapping_version, mapped_body)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $18, $11, $12, $13, clock_timestamp(),
+			        (extract(epoch FROM clock_timestamp() - $5::timestamptz) * 1000)::int, $14, $16, $17, $19, $20) RETURNING org_id, id)
 		`+insertRefKeys+`$15::text[]) k`,
 		id, r.OrgID, r.EndpointID, r.Action, r.ReceivedAt, r.Headers, r.Body, r.Size, r.BodyComplete, r.ReplayOf,
-		msg, r.Refusal.Status, string(domain.ErrorJSON(msg)), refs, keys, w3c.TraceID(ctx), r.Refusal.Stage)
+		msg, r.Refusal.Status, string(response), refs, keys, w3c.TraceID(ctx), r.Refusal.Stage, outcome, r.MappingVersion, r.MappedBody)
 	if err != nil {
 		return id, err
 	}
-	if _, err := endpointOutcome(ctx, q, r.OrgID, r.EndpointID, domain.OutcomeFailed, nil); err != nil {
+	if _, err := endpointOutcome(ctx, q, r.OrgID, r.EndpointID, outcome, nil); err != nil {
 		return id, err
 	}
+	if outcome != domain.OutcomeFailed {
+		return id, nil
+	}
 	return id, emitFor(ctx, q, r.OrgID, &id, domain.InboundReceiptFailed.New(domain.InboundReceiptFailedData{
-		ReceiptID: id, EndpointID: r.EndpointID, Action: r.Action, Outcome: domain.OutcomeFailed, Error: &msg}))
+		ReceiptID: id, EndpointID: r.EndpointID, Action: r.Action, Outcome: domain.OutcomeFailed, Error: msg}))
 }
 
 // receiptColumns are a receipt's columns in a query that names the table
@@ -158,14 +201,14 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 // for ("order:SO-2026-0250"; "*", a post parked before posts named them,
 // is none).
 const receiptColumns = `r.id, r.org_id, r.endpoint_id, r.action, r.received_at, r.status_code, r.outcome, r.waiting_for, r.replay_of,
-	r.workflow_id, r.error, r.size_bytes, r.completed_at, r.duration_ms, coalesce(r.refs, '{}'), r.trace_id, r.stage,
+	r.workflow_id, r.error, r.size_bytes, r.completed_at, r.duration_ms, coalesce(r.refs, '{}'), r.trace_id, r.stage, r.mapping_version,
 	CASE WHEN r.outcome = 'parked' THEN coalesce((SELECT array_agg(w.key ORDER BY w.key) FROM inbound_receipt_waits w
 		WHERE w.org_id = r.org_id AND w.receipt_id = r.id AND w.key <> '*'), '{}') END`
 
 func scanReceipt(row pgx.Row, extra ...any) (Receipt, error) {
 	var r Receipt
 	dest := append([]any{&r.ID, &r.OrgID, &r.EndpointID, &r.Action, &r.ReceivedAt, &r.StatusCode, &r.Outcome, &r.WaitingFor,
-		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS, &r.Refs, &r.TraceID, &r.Stage, &r.WaitingKeys}, extra...)
+		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS, &r.Refs, &r.TraceID, &r.Stage, &r.MappingVersion, &r.WaitingKeys}, extra...)
 	err := row.Scan(dest...)
 	return r, err
 }
@@ -175,16 +218,19 @@ func scanReceipt(row pgx.Row, extra ...any) (Receipt, error) {
 func (d *DB) GetReceipt(ctx context.Context, orgID, id uuid.UUID) (Receipt, error) {
 	var response []byte
 	var headers map[string]string
-	var body []byte
+	var body, mapped []byte
 	var complete bool
-	r, err := scanReceipt(d.pool.QueryRow(ctx, `SELECT `+receiptColumns+`, r.response, r.headers, r.body, r.body_complete
-		FROM inbound_receipts r WHERE r.org_id = $1 AND r.id = $2`, orgID, id), &response, &headers, &body, &complete)
+	r, err := scanReceipt(d.pool.QueryRow(ctx, `SELECT `+receiptColumns+`, r.response, r.headers, r.body, r.body_complete, r.mapped_body
+		FROM inbound_receipts r WHERE r.org_id = $1 AND r.id = $2`, orgID, id), &response, &headers, &body, &complete, &mapped)
 	if err != nil {
 		return r, notFound(err, "receipt")
 	}
-	r.Response, r.Headers, r.body, r.bodyComplete = response, headers, body, complete
+	r.Response, r.Headers, r.body, r.bodyComplete, r.mappedBody = response, headers, body, complete, mapped
 	if json.Valid(body) {
 		r.Body = body
+	}
+	if json.Valid(mapped) {
+		r.MappedBody = mapped
 	}
 	return r, nil
 }

@@ -34,11 +34,12 @@ const (
 	OutcomeCancelled Outcome = "cancelled" // parked, then cancelled by support
 	OutcomeFailed    Outcome = "failed"    // refused (4xx): the post, or a rule, did not allow it
 	OutcomeError     Outcome = "error"     // a fault on the service side (5xx)
+	OutcomeIgnored   Outcome = "ignored"   // its endpoint's mapping answered null: nothing to do
 )
 
 // Outcomes lists the outcomes of an inbound post.
 var Outcomes = []Outcome{OutcomePending, OutcomeApplied, OutcomeUnchanged, OutcomeParked,
-	OutcomeUnmatched, OutcomeCancelled, OutcomeFailed, OutcomeError}
+	OutcomeUnmatched, OutcomeCancelled, OutcomeFailed, OutcomeError, OutcomeIgnored}
 
 // Failed reports whether a post that ends with the outcome did not go
 // through: refused, a fault on the service side, or never matched. Such an

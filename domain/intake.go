@@ -16,6 +16,7 @@ const (
 	StageSize        IntakeStage = "size"
 	StageSignature   IntakeStage = "signature"
 	StageSenderRetry IntakeStage = "sender_retry"
+	StageMapping     IntakeStage = "mapping"
 	StageShape       IntakeStage = "shape"
 	StageStore       IntakeStage = "store"
 	StageStart       IntakeStage = "start"
