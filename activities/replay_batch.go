@@ -37,7 +37,7 @@ func (a *Activities) ReplayBatchChunk(ctx context.Context, in domain.ReplayBatch
 	for range ReplayParallel {
 		wg.Go(func() {
 			for it := range work {
-				outcome, reason, err := a.Replays.ReplayBatchItem(ctx, in.OrgID, in.BatchID, it, in.DryRun)
+				outcome, reason, err := a.Replays.ReplayBatchItem(ctx, in.OrgID, in.BatchID, it, in.DryRun, in.Mapping)
 				if err == nil && outcome != "" {
 					err = a.DB.FinishReplayBatchItem(ctx, in.OrgID, in.BatchID, it.ReceiptID, outcome, reason)
 				}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"github.com/google/uuid"
 
 	"github.com/commerce-integration/commerce/db"
@@ -40,7 +41,7 @@ type ReceiptSummary struct {
 	Action             domain.Action     `json:"action"`
 	ReceivedAt         domain.Timestamp  `json:"received_at"`
 	StatusCode         *int              `json:"status_code" doc:"The HTTP status the sender was answered; null while it has no answer."`
-	Outcome            domain.Outcome    `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error"`
+	Outcome            domain.Outcome    `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error,ignored"`
 	Refs               []string          `json:"refs" doc:"The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50."`
 	WaitingFor         []string          `json:"waiting_for" doc:"For a parked post, the records it waits for, as kind:reference (order:SO-2026-0250); empty for any other."`
 	WaitingDescription *string           `json:"waiting_description" doc:"For a parked post, what it waits for, in words."`
@@ -51,13 +52,14 @@ type ReceiptSummary struct {
 	CompletedAt        *domain.Timestamp `json:"completed_at"`
 	DurationMS         *int              `json:"duration_ms"`
 	TraceID            *string           `json:"trace_id" doc:"The OpenTelemetry trace the post was received in: its HTTP request, workflow, SQL and the webhooks it caused. Null when tracing is off."`
+	MappingVersion     *int              `json:"mapping_version" doc:"The version of the endpoint's mapping that ran on the post; null when none ran."`
 }
 
 func newReceiptSummary(r integrations.ReceiptSummary) ReceiptSummary {
 	return ReceiptSummary{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
 		Outcome: r.Outcome, Refs: r.Refs, WaitingFor: r.WaitingFor, WaitingDescription: r.WaitingDescription, ReplayOf: r.ReplayOf,
 		WorkflowID: r.WorkflowID, Error: r.Error, SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS,
-		TraceID: r.TraceID}
+		TraceID: r.TraceID, MappingVersion: r.MappingVersion}
 }
 
 // ReceiptDetail is a receipt with what was posted, what it was answered and
@@ -66,6 +68,7 @@ type ReceiptDetail struct {
 	ReceiptSummary
 	Body          any               `json:"body" doc:"The body posted, as JSON; null when it was not JSON or was not kept whole."`
 	BodyComplete  bool              `json:"body_complete" doc:"Whether the whole body was kept (a body over 1 MB keeps only its start)."`
+	MappedBody    json.RawMessage   `json:"mapped_body" doc:"The body the endpoint's mapping made of body, which the action applied; null when no mapping ran or it made none."`
 	Headers       map[string]string `json:"headers" doc:"The request headers kept, the signature's v1 values masked."`
 	Response      any               `json:"response" doc:"The body the sender was answered."`
 	Replays       []uuid.UUID       `json:"replays" doc:"The replays of this receipt, oldest first."`
@@ -75,7 +78,7 @@ type ReceiptDetail struct {
 
 func newReceiptDetail(d integrations.ReceiptDetail) ReceiptDetail {
 	return ReceiptDetail{ReceiptSummary: newReceiptSummary(d.ReceiptSummary), Body: d.Body, BodyComplete: d.BodyComplete,
-		Headers: d.Headers, Response: d.Response, Replays: d.Replays, TemporalUIURL: d.TemporalUIURL, Trace: NewTrace(d.Trace)}
+		MappedBody: d.MappedBody, Headers: d.Headers, Response: d.Response, Replays: d.Replays, TemporalUIURL: d.TemporalUIURL, Trace: NewTrace(d.Trace)}
 }
 
 // Trace is what a post did: the changes its effect made (the effect of the
@@ -123,16 +126,19 @@ func NewTrace(t db.Trace) Trace {
 
 // ReplayResult is what a replay did, or for a dry run would do.
 type ReplayResult struct {
-	DryRun  bool            `json:"dry_run"`
-	Receipt *ReceiptDetail  `json:"receipt" doc:"The replay's new receipt, with its outcome and trace; null for a dry run."`
-	Outcome domain.Outcome  `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error"`
-	Changes []domain.Change `json:"changes" doc:"The changes it made, or for a dry run would make."`
-	Error   *string         `json:"error" doc:"Why it did not go through (the action's refusal), when it did not."`
+	DryRun         bool            `json:"dry_run"`
+	Receipt        *ReceiptDetail  `json:"receipt" doc:"The replay's new receipt, with its outcome and trace; null for a dry run."`
+	Outcome        domain.Outcome  `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error,ignored"`
+	Changes        []domain.Change `json:"changes" doc:"The changes it made, or for a dry run would make."`
+	Error          *string         `json:"error" doc:"Why it did not go through (the action's refusal, or its mapping's), when it did not."`
+	MappingVersion *int            `json:"mapping_version" doc:"The version of the endpoint's mapping the stored body was mapped with again; null when none ran."`
+	MappedBody     json.RawMessage `json:"mapped_body" doc:"The body that mapping made, which the action applies (or for a dry run would)."`
 }
 
 // NewReplayResult is the answer of a replay; the CLI prints a dry run's.
 func NewReplayResult(r integrations.ReplayResult) ReplayResult {
-	out := ReplayResult{DryRun: r.DryRun, Outcome: r.Outcome, Changes: r.Changes, Error: r.Error}
+	out := ReplayResult{DryRun: r.DryRun, Outcome: r.Outcome, Changes: r.Changes, Error: r.Error, MappingVersion: r.MappingVersion,
+		MappedBody: r.MappedBody}
 	if r.Receipt != nil {
 		d := newReceiptDetail(*r.Receipt)
 		out.Receipt = &d

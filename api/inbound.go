@@ -41,7 +41,7 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	if a.Replayed {
 		w.Header().Set(ReplayedHeader, "true")
 	}
-	if a.Error != "" {
+	if a.Error != "" && a.Body == nil {
 		writeError(w, a.Status, a.Error)
 		return
 	}

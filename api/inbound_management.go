@@ -29,7 +29,7 @@ type ListEndpointsOutput struct {
 // ListReceiptsInput is the query of GET /api/v1/inbound/receipts.
 type ListReceiptsInput struct {
 	EndpointID     string `query:"endpoint_id" format:"uuid" doc:"Only receipts of this endpoint."`
-	Outcome        string `query:"outcome" doc:"Only receipts with these outcomes, comma-separated: pending, applied, unchanged, parked, unmatched, cancelled, failed, error." example:"failed,parked"`
+	Outcome        string `query:"outcome" doc:"Only receipts with these outcomes, comma-separated: pending, applied, unchanged, parked, unmatched, cancelled, failed, error, ignored." example:"failed,parked"`
 	ReceivedAfter  string `query:"received_after" format:"date-time" doc:"Only receipts received after this instant (RFC 3339)."`
 	ReceivedBefore string `query:"received_before" format:"date-time" doc:"Only receipts received before this instant (RFC 3339)."`
 	Ref            string `query:"ref" maxLength:"200" doc:"A receipt id (as X-Receipt-Id gave it), or a reference its body names (order_ref, quote_ref, invoice_ref, po_number, supplier_ref, delivery_ref, consignment_ref, a customer's external_id): whole, or the start of one (3 characters or more), in any case." example:"SO-2026-0202"`
@@ -51,7 +51,8 @@ type ReceiptOutput struct{ Body ReceiptDetail }
 type ReplayInput struct {
 	IDPath
 	Body struct {
-		DryRun bool `json:"dry_run,omitempty" doc:"Work out the changes a replay would make, and write nothing: no receipt, no event, no workflow."`
+		DryRun         bool                  `json:"dry_run,omitempty" doc:"Work out the changes a replay would make, and write nothing: no receipt, no event, no workflow."`
+		MappingVersion *MappingVersionChoice `json:"mapping_version,omitempty"`
 	} `required:"false"`
 }
 
@@ -61,13 +62,22 @@ type ReplayOutput struct{ Body ReplayResult }
 // BulkReplayInput is POST /api/v1/inbound/replays.
 type BulkReplayInput struct {
 	Body struct {
-		EndpointID     *uuid.UUID `json:"endpoint_id,omitempty" doc:"Only receipts of this endpoint."`
-		Outcome        string     `json:"outcome" minLength:"1" doc:"The outcomes of the receipts to replay, comma-separated (failed, error, parked, unmatched, cancelled, ...)." example:"failed,unmatched"`
-		ReceivedAfter  *time.Time `json:"received_after,omitempty" doc:"Only receipts received after this instant."`
-		ReceivedBefore *time.Time `json:"received_before,omitempty" doc:"Only receipts received before this instant."`
-		Ref            string     `json:"ref,omitempty" maxLength:"200" doc:"Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case."`
-		DryRun         bool       `json:"dry_run,omitempty" doc:"Count what each replay would do, and write nothing but the batch's progress."`
+		EndpointID     *uuid.UUID            `json:"endpoint_id,omitempty" doc:"Only receipts of this endpoint."`
+		Outcome        string                `json:"outcome" minLength:"1" doc:"The outcomes of the receipts to replay, comma-separated (failed, error, parked, unmatched, cancelled, ...)." example:"failed,unmatched"`
+		ReceivedAfter  *time.Time            `json:"received_after,omitempty" doc:"Only receipts received after this instant."`
+		ReceivedBefore *time.Time            `json:"received_before,omitempty" doc:"Only receipts received before this instant."`
+		Ref            string                `json:"ref,omitempty" maxLength:"200" doc:"Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case."`
+		DryRun         bool                  `json:"dry_run,omitempty" doc:"Count what each replay would do, and write nothing but the batch's progress."`
+		MappingVersion *MappingVersionChoice `json:"mapping_version,omitempty"`
 	}
+}
+
+// mappingChoice is a request's mapping_version (nil: the current mapping).
+func mappingChoice(c *MappingVersionChoice) domain.MappingChoice {
+	if c == nil {
+		return domain.MappingChoice{}
+	}
+	return c.MappingChoice
 }
 
 // ReplayBatchOutput is a bulk replay and its progress.
@@ -88,7 +98,9 @@ func (s *Server) registerInboundManagement() {
 	huma.Register(s.api, access(managementOp("replay-inbound-receipt", http.MethodPost, "/api/v1/inbound/receipts/{id}/replay", tagInbound,
 		"Replay a receipt", "Runs the receipt's action again on its stored body, as a new receipt pointing at the original, "+
 			"through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied "+
-			"changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when "+
+			"changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version "+
+			"names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). "+
+			"With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when "+
 			"the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, "+
 			"a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies."),
 		domain.ScopeInboundReplay, "", managementWrite...), s.replayInboundReceipt)
@@ -100,7 +112,8 @@ func (s *Server) registerInboundManagement() {
 		Tags: []string{tagInbound}, Summary: "Replay receipts in bulk", DefaultStatus: http.StatusAccepted,
 		Description: "Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: " +
 			"narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a " +
-			"single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than " +
+			"single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, " +
+			"a few at a time and paced so a batch never takes more than " +
 			"a share of the service. Follow it with GET /api/v1/inbound/replays/{id}."},
 		domain.ScopeInboundReplay, "", http.StatusBadRequest), s.startBulkReplay)
 	huma.Register(s.api, access(managementOp("get-bulk-replay", http.MethodGet, "/api/v1/inbound/replays/{id}", tagInbound,
@@ -160,7 +173,7 @@ func (s *Server) getInboundReceipt(ctx context.Context, in *IDPath) (*ReceiptOut
 
 func (s *Server) replayInboundReceipt(ctx context.Context, in *ReplayInput) (*ReplayOutput, error) {
 	res, err := byID(ctx, s, in.ID, "receipt", func(a integrations.Actor, org, id uuid.UUID) (integrations.ReplayResult, error) {
-		return s.manage.ReplayReceipt(ctx, a, org, id, in.Body.DryRun)
+		return s.manage.ReplayReceipt(ctx, a, org, id, in.Body.DryRun, mappingChoice(in.Body.MappingVersion))
 	})
 	if err != nil {
 		return nil, err
@@ -185,7 +198,7 @@ func (s *Server) startBulkReplay(ctx context.Context, in *BulkReplayInput) (*Rep
 	}
 	b, err := s.manage.StartBulkReplay(ctx, actor(ctx), db.NewReplayBatch{OrgID: orgID(ctx), EndpointID: in.Body.EndpointID,
 		Outcomes: outcomes, ReceivedAfter: in.Body.ReceivedAfter, ReceivedBefore: in.Body.ReceivedBefore, Ref: strings.TrimSpace(in.Body.Ref),
-		DryRun: in.Body.DryRun})
+		DryRun: in.Body.DryRun, Mapping: mappingChoice(in.Body.MappingVersion)})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

@@ -72,5 +72,6 @@ var (
 
 func (s *Server) registerManagement() {
 	s.registerInboundManagement()
+	s.registerMappings()
 	s.registerWebhookManagement()
 }

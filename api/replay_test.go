@@ -39,7 +39,7 @@ func TestReplayRefusesAPostRefusedForItsSignature(t *testing.T) {
 		t.Fatalf("unsigned post: %d", status)
 	}
 	receipt := uuid.MustParse(h.Get("X-Receipt-Id"))
-	_, err := f.runner().Replay(context.Background(), f.org.ID, receipt)
+	_, err := f.runner().Replay(context.Background(), f.org.ID, receipt, domain.MappingChoice{})
 	if domain.ErrorCode(err) != domain.ECONFLICT || !strings.Contains(domain.ErrorMessage(err), "refused for its signature") {
 		t.Fatalf("replay of a 401 receipt: %v", err)
 	}
@@ -150,7 +150,7 @@ func TestReplayRulesRefuseWithAReason(t *testing.T) {
 }
 
 func replayErr(r *integrations.Posts, orgID, id uuid.UUID) error {
-	_, err := r.Replay(context.Background(), orgID, id)
+	_, err := r.Replay(context.Background(), orgID, id, domain.MappingChoice{})
 	return err
 }
 

@@ -25,6 +25,8 @@ type NewReplayBatch struct {
 	Ref       string
 	DryRun    bool
 	CreatedBy string
+	// Mapping chooses the mapping each receipt's body is mapped with again.
+	Mapping domain.MappingChoice
 }
 
 // filter is the receipts list filter that selects the batch's receipts.
@@ -60,9 +62,9 @@ func (d *DB) CreateReplayBatch(ctx context.Context, in NewReplayBatch) (uuid.UUI
 	var n int
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO replay_batches (id, org_id, endpoint_id, outcomes, received_after, received_before, ref, dry_run, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), $8, $9)`,
-			id, in.OrgID, in.EndpointID, in.Outcomes, in.ReceivedAfter, in.ReceivedBefore, in.Ref, in.DryRun, in.CreatedBy); err != nil {
+			INSERT INTO replay_batches (id, org_id, endpoint_id, outcomes, received_after, received_before, ref, dry_run, created_by, mapping_version)
+			VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), $8, $9, $10)`,
+			id, in.OrgID, in.EndpointID, in.Outcomes, in.ReceivedAfter, in.ReceivedBefore, in.Ref, in.DryRun, in.CreatedBy, in.Mapping.String()); err != nil {
 			return err
 		}
 		c := in.filter().conds(in.OrgID)

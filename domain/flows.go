@@ -346,6 +346,9 @@ type ReplayBatchInput struct {
 	OrgID   uuid.UUID `json:"org_id"`
 	BatchID uuid.UUID `json:"batch_id"`
 	DryRun  bool      `json:"dry_run"`
+	// Mapping chooses the mapping each receipt's body is mapped with again
+	// (a batch started before mappings has none: the current one).
+	Mapping MappingChoice `json:"mapping,omitzero"`
 }
 
 // ReplayChunkResult is what one chunk of a bulk replay did: how many

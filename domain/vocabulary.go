@@ -96,6 +96,7 @@ const (
 	ScopeRequestsWrite      Scope = "requests:write"
 	// The management API (docs/design.md#the-management-api).
 	ScopeInboundRead   Scope = "inbound:read"
+	ScopeInboundWrite  Scope = "inbound:write"
 	ScopeInboundReplay Scope = "inbound:replay"
 	ScopeWebhooksRead  Scope = "webhooks:read"
 	ScopeWebhooksWrite Scope = "webhooks:write"
@@ -109,7 +110,7 @@ var AllScopes = []Scope{
 	ScopeStockRead, ScopeStockWrite, ScopeDeliveriesRead, ScopeSuppliersRead,
 	ScopePurchaseOrdersRead, ScopeCustomersRead, ScopeCustomersWrite,
 	ScopeRequestsRead, ScopeRequestsWrite,
-	ScopeInboundRead, ScopeInboundReplay, ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead,
+	ScopeInboundRead, ScopeInboundWrite, ScopeInboundReplay, ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead,
 }
 
 // ParseScopes reads a comma-separated scope list, or "all". Duplicates are

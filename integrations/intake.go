@@ -2,6 +2,7 @@ package integrations
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -52,6 +53,8 @@ type Answer struct {
 	// notKept marks a refusal that leaves nothing to keep (a body that
 	// could not be read).
 	notKept bool
+	// outcome is the outcome a refusal is kept with: failed unless set.
+	outcome domain.Outcome
 }
 
 // refuse is a stage's refusal of a post.
@@ -69,7 +72,8 @@ type intakeStage struct {
 
 // intake is the inbound pipeline (docs/design.md#the-inbound-pipeline), in
 // order: 404 unknown token, 429 rate limit, 409 paused, 413 body over 1 MB,
-// 401 signature, 400 Idempotency-Key, 400 shape (413 too many items), then
+// 401 signature, 400 Idempotency-Key, the endpoint's mapping (422 when it
+// fails, 200 ignored for null), 400 shape (413 too many items), then
 // the post is stored as a receipt and its action runs as workflow
 // inbound/<receipt_id>, whose first answer is the post's answer.
 var intake = []intakeStage{
@@ -79,6 +83,7 @@ var intake = []intakeStage{
 	{domain.StageSize, true, (*Posts).checkSize},
 	{domain.StageSignature, true, (*Posts).checkSignature},
 	{domain.StageSenderRetry, true, (*Posts).senderRetryKeys},
+	{domain.StageMapping, true, (*Posts).mapBody},
 	{domain.StageShape, true, (*Posts).checkShape},
 	{domain.StageStore, false, (*Posts).store},
 	{domain.StageStart, false, (*Posts).start},
@@ -108,8 +113,13 @@ type post struct {
 	// its idempotency key came from.
 	keys      []db.PostKey
 	keyHeader string
-	receipt   uuid.UUID
-	refs      []string
+	// mapping is the endpoint's current mapping (nil: none); a post it ran
+	// on keeps its version and, mapped, the body it made.
+	mapping        *db.MappingRef
+	mappingVersion *int
+	mapped         []byte
+	receipt        uuid.UUID
+	refs           []string
 }
 
 // Receive carries an inbound post through the intake and returns its
@@ -154,7 +164,7 @@ func (p *Posts) findEndpoint(ctx context.Context, in *post) (*Answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.endpoint, in.rate = found.Endpoint, found.Rate
+	in.endpoint, in.rate, in.mapping = found.Endpoint, found.Rate, found.Mapping
 	return nil, nil
 }
 
@@ -248,12 +258,54 @@ func (p *Posts) senderRetryKeys(_ context.Context, in *post) (*Answer, error) {
 	return nil, nil
 }
 
+// mapBody runs the endpoint's mapping, if it has one, on the body as sent
+// (docs/mappings.md): what it returns is the body the shape check and the
+// action read. A throw or a limit is answered 422 with the version that
+// failed, null 200 ignored; both are kept, and may be replayed.
+func (p *Posts) mapBody(ctx context.Context, in *post) (*Answer, error) {
+	if in.mapping == nil {
+		return nil, nil
+	}
+	prog, err := p.Scripts.program(ctx, p.DB, db.MappingOfEndpoint, in.endpoint.ID, *in.mapping)
+	if err != nil {
+		return nil, err
+	}
+	version := in.mapping.Version
+	in.mappingVersion = &version
+	run, err := p.Scripts.mapPost(ctx, prog, in.body, in.keptHeaders(), in.Received)
+	if domain.ErrorCode(err) == domain.EINVALID {
+		return refuse(http.StatusBadRequest, domain.ErrorMessage(err)), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case run.result == MappingIgnored:
+		in.receipt = db.NewID()
+		body, _ := json.Marshal(map[string]any{"receipt_id": in.receipt, "outcome": domain.OutcomeIgnored})
+		return &Answer{Status: http.StatusOK, Body: body, outcome: domain.OutcomeIgnored}, nil
+	case run.result == MappingFailed && strings.HasPrefix(run.err, "mapped body:"):
+		return refuse(http.StatusBadRequest, run.err), nil
+	case run.result == MappingFailed:
+		a := refuse(http.StatusUnprocessableEntity, run.err)
+		a.Body, _ = json.Marshal(map[string]any{"error": run.err, "mapping_version": version})
+		return a, nil
+	}
+	in.mapped = run.body
+	return nil, nil
+}
+
 // checkShape refuses a body that is not the action's shape before any
-// workflow would run it; the apply step reads it again from the receipt,
-// in the worker.
+// workflow would run it (a mapped post's: the body its mapping made, and
+// the answer says so); the apply step reads it again from the receipt, in
+// the worker.
 func (p *Posts) checkShape(_ context.Context, in *post) (*Answer, error) {
-	if _, err := domain.ParseInbound(in.endpoint.Action, in.body); err != nil {
-		return refuse(domain.ErrorCode(err).Status(), domain.ErrorMessage(err)), nil
+	body, prefix := in.body, ""
+	if in.mapped != nil {
+		body, prefix = in.mapped, "mapped body: "
+	}
+	if _, err := domain.ParseInbound(in.endpoint.Action, body); err != nil {
+		return refuse(domain.ErrorCode(err).Status(), prefix+domain.ErrorMessage(err)), nil
 	}
 	return nil, nil
 }
@@ -292,7 +344,7 @@ func (p *Posts) keepRefusal(ctx context.Context, in *post, ans *Answer) *Answer 
 		a.Stage = ans.Stage
 		return a
 	}
-	refusal := &db.Refusal{Stage: ans.Stage, Status: ans.Status, Message: ans.Error}
+	refusal := &db.Refusal{Stage: ans.Stage, Status: ans.Status, Message: ans.Error, Outcome: ans.outcome, Response: ans.Body}
 	id, first, err := p.DB.StorePost(ctx, in.newReceipt(refusal), in.keys)
 	switch {
 	case err != nil:
@@ -303,6 +355,17 @@ func (p *Posts) keepRefusal(ctx context.Context, in *post, ans *Answer) *Answer 
 		ans.ReceiptID = id
 	}
 	return ans
+}
+
+// keptHeaders are the request's headers a receipt keeps.
+func (in *post) keptHeaders() map[string]string {
+	kept := map[string]string{}
+	for _, h := range keptHeaders {
+		if v := in.Header.Get(h); v != "" {
+			kept[h] = capHeader(v)
+		}
+	}
+	return kept
 }
 
 // receiptPreview is how much of a body over the limit a receipt keeps.
@@ -318,17 +381,18 @@ var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Re
 // receipt keeps them and the first names its workflow's run.
 func (in *post) newReceipt(refusal *db.Refusal) db.NewReceipt {
 	ep := in.endpoint
-	rec := db.NewReceipt{OrgID: ep.OrgID, EndpointID: ep.ID, Action: ep.Action, ReceivedAt: in.Received,
-		Headers: map[string]string{}, Body: in.body, Size: len(in.body), BodyComplete: in.complete, Refusal: refusal}
-	for _, h := range keptHeaders {
-		if v := in.Header.Get(h); v != "" {
-			rec.Headers[h] = capHeader(v)
-		}
-	}
+	rec := db.NewReceipt{ID: in.receipt, OrgID: ep.OrgID, EndpointID: ep.ID, Action: ep.Action, ReceivedAt: in.Received,
+		Headers: in.keptHeaders(), Body: in.body, Size: len(in.body), BodyComplete: in.complete, Refusal: refusal,
+		MappingVersion: in.mappingVersion, MappedBody: in.mapped}
 	if !in.complete {
 		rec.Body = in.body[:receiptPreview]
 	}
-	if in.refs = domain.ExtractRefs(rec.Body); in.refs == nil {
+	// A mapped post's references are those of the body its action reads.
+	refsOf := rec.Body
+	if in.mapped != nil {
+		refsOf = in.mapped
+	}
+	if in.refs = domain.ExtractRefs(refsOf); in.refs == nil {
 		in.refs = []string{}
 	}
 	rec.Refs = in.refs

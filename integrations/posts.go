@@ -39,6 +39,8 @@ type Posts struct {
 	// BaseURL is the public {base_url}, for the URLs a dry run's answer
 	// would carry.
 	BaseURL string
+	// Scripts runs the endpoints' mappings.
+	Scripts *Scripts
 }
 
 // Run starts (or joins) the workflow of a stored receipt and waits for its

@@ -35,6 +35,9 @@ type ReceiptSummary struct {
 	CompletedAt        *domain.Timestamp
 	DurationMS         *int
 	TraceID            *string
+	// MappingVersion is the version of the endpoint's mapping that ran on
+	// the post (nil: none ran).
+	MappingVersion *int
 }
 
 func summarise(r db.Receipt) ReceiptSummary {
@@ -46,7 +49,7 @@ func summarise(r db.Receipt) ReceiptSummary {
 	}
 	return ReceiptSummary{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
 		Refs: r.Refs, WaitingFor: r.WaitingKeys, WaitingDescription: r.WaitingFor, Outcome: r.Outcome, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
-		SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS, TraceID: r.TraceID}
+		SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS, TraceID: r.TraceID, MappingVersion: r.MappingVersion}
 }
 
 // ReceiptDetail is a receipt with what was posted, what it was answered and
@@ -55,8 +58,11 @@ type ReceiptDetail struct {
 	ReceiptSummary
 	// Body and Response are the body posted and the answer, decoded; nil
 	// when one is not JSON.
-	Body          any
-	BodyComplete  bool
+	Body         any
+	BodyComplete bool
+	// MappedBody is the body the endpoint's mapping made of Body, which
+	// the action applied (nil where none ran or it made none).
+	MappedBody    json.RawMessage
 	Headers       map[string]string
 	Response      any
 	Replays       []uuid.UUID
@@ -93,6 +99,7 @@ func (m *Service) detail(ctx context.Context, orgID uuid.UUID, r db.Receipt) (Re
 	if len(r.Response) > 0 {
 		_ = json.Unmarshal(r.Response, &d.Response)
 	}
+	d.MappedBody = r.MappedBody
 	if d.Trace, d.Replays, err = m.DB.ReceiptTrace(ctx, orgID, r); err != nil {
 		return d, err
 	}
@@ -150,6 +157,10 @@ type ReplayResult struct {
 	Outcome domain.Outcome
 	Changes []domain.Change
 	Error   *string
+	// MappingVersion and MappedBody are the mapping the replay ran on the
+	// stored body and what it made (nil where none ran).
+	MappingVersion *int
+	MappedBody     json.RawMessage
 }
 
 // ReplayReceipt replays one of the organisation's receipts (the replay
@@ -157,29 +168,34 @@ type ReplayResult struct {
 // a replay would make and writes nothing. A receipt the replay rules refuse
 // is ECONFLICT with the reason, told before anything is stored or Temporal
 // is reached.
-func (m *Service) ReplayReceipt(ctx context.Context, actor Actor, orgID, id uuid.UUID, dryRun bool) (ReplayResult, error) {
+func (m *Service) ReplayReceipt(ctx context.Context, actor Actor, orgID, id uuid.UUID, dryRun bool, choice domain.MappingChoice) (ReplayResult, error) {
 	if dryRun {
-		res, err := m.DryRun(ctx, orgID, id)
+		res, err := m.DryRun(ctx, orgID, id, choice)
 		if err != nil && !slices.Contains([]domain.Code{domain.EINTERNAL, domain.ECONFLICT, domain.ENOTFOUND}, domain.ErrorCode(err)) {
-			// The action itself refuses: that is what the replay would answer.
+			// The action (or the mapping) refuses: that is what the replay
+			// would answer.
 			msg := domain.ErrorMessage(err)
-			return ReplayResult{DryRun: true, Outcome: domain.OutcomeFailed, Changes: []domain.Change{}, Error: &msg}, nil
+			return ReplayResult{DryRun: true, Outcome: domain.OutcomeFailed, Changes: []domain.Change{}, Error: &msg,
+				MappingVersion: res.MappingVersion, MappedBody: res.MappedBody}, nil
 		}
 		if err != nil {
 			return ReplayResult{}, err
 		}
-		return ReplayResult{DryRun: true, Outcome: res.Outcome, Changes: nonNilChanges(res.Changes)}, nil
+		return ReplayResult{DryRun: true, Outcome: res.Outcome, Changes: nonNilChanges(res.Changes),
+			MappingVersion: res.MappingVersion, MappedBody: res.MappedBody}, nil
 	}
-	replayed, err := m.Replay(ctx, orgID, id)
+	replayed, err := m.Replay(ctx, orgID, id, choice)
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	m.audit(ctx, actor, orgID, "receipt.replay", "receipt", id, map[string]any{"replay_receipt_id": replayed.ReceiptID})
+	m.audit(ctx, actor, orgID, "receipt.replay", "receipt", id, map[string]any{"replay_receipt_id": replayed.ReceiptID,
+		"mapping_version": choice.String()})
 	d, err := m.Receipt(ctx, orgID, replayed.ReceiptID)
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	out := ReplayResult{Receipt: &d, Outcome: d.Outcome, Changes: []domain.Change{}, Error: d.Error}
+	out := ReplayResult{Receipt: &d, Outcome: d.Outcome, Changes: []domain.Change{}, Error: d.Error, MappingVersion: d.MappingVersion,
+		MappedBody: d.MappedBody}
 	if res := replayed.Outcome.Result; res != nil && res.Changes != nil {
 		out.Changes = res.Changes
 	}
@@ -246,7 +262,7 @@ func (m *Service) StartBulkReplay(ctx context.Context, actor Actor, in db.NewRep
 		return db.ReplayBatch{}, err
 	}
 	m.audit(ctx, actor, in.OrgID, "replay_batch.start", "replay_batch", id, map[string]any{"total": total, "dry_run": in.DryRun})
-	if err := wf.StartReplayBatch(ctx, domain.ReplayBatchInput{OrgID: in.OrgID, BatchID: id, DryRun: in.DryRun}); err != nil {
+	if err := wf.StartReplayBatch(ctx, domain.ReplayBatchInput{OrgID: in.OrgID, BatchID: id, DryRun: in.DryRun, Mapping: in.Mapping}); err != nil {
 		// No workflow carries it: it ends stopped, with nothing done.
 		if endErr := m.DB.EndReplayBatch(context.WithoutCancel(ctx), in.OrgID, id, "stopped"); endErr != nil {
 			logging.From(ctx, m.Log).Error("stopping a bulk replay that did not start", zap.Error(endErr))

@@ -3,6 +3,7 @@ package integrations
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,7 +25,7 @@ type Replayed struct {
 // ENOTFOUND (no such receipt in the organisation) or an ECONFLICT error
 // whose message is the reason. Replay applies the same rules.
 func (r *Posts) CheckReplay(ctx context.Context, orgID, receiptID uuid.UUID) error {
-	_, err := r.replayable(ctx, orgID, receiptID)
+	_, _, err := r.replayable(ctx, orgID, receiptID)
 	return err
 }
 
@@ -32,10 +33,12 @@ func (r *Posts) CheckReplay(ctx context.Context, orgID, receiptID uuid.UUID) err
 // workflow as a live post, as a new receipt pointing at the original post
 // (the original of a replay is its source). Effects are keyed by that
 // original, so replaying a post that was applied changes nothing and
-// answers its first result. A receipt the rules refuse (see CheckReplay)
-// is not replayed and nothing is stored.
-func (r *Posts) Replay(ctx context.Context, orgID, receiptID uuid.UUID) (Replayed, error) {
-	src, err := r.replayable(ctx, orgID, receiptID)
+// answers its first result. The stored body is mapped again with the
+// mapping choice picks (docs/mappings.md#replay). A receipt the rules
+// refuse (see CheckReplay), or whose mapping fails or ignores it, is not
+// replayed and nothing is stored.
+func (r *Posts) Replay(ctx context.Context, orgID, receiptID uuid.UUID, choice domain.MappingChoice) (Replayed, error) {
+	src, ep, err := r.replayable(ctx, orgID, receiptID)
 	if err != nil {
 		return Replayed{}, err
 	}
@@ -43,7 +46,11 @@ func (r *Posts) Replay(ctx context.Context, orgID, receiptID uuid.UUID) (Replaye
 		// Told before anything is stored: no replay could run.
 		return Replayed{}, errNoWorkflows
 	}
-	id, inFlight, err := r.DB.StoreReplay(ctx, replayReceipt(orgID, src))
+	rm, err := r.remap(ctx, src, ep, choice)
+	if err != nil {
+		return Replayed{}, err
+	}
+	id, inFlight, err := r.DB.StoreReplay(ctx, replayReceipt(orgID, src, rm))
 	if err != nil {
 		return Replayed{}, err
 	}
@@ -55,27 +62,108 @@ func (r *Posts) Replay(ctx context.Context, orgID, receiptID uuid.UUID) (Replaye
 	return Replayed{ReceiptID: id, Outcome: out}, nil
 }
 
-// replayReceipt is the new receipt of a replay of src.
-func replayReceipt(orgID uuid.UUID, src db.Receipt) db.NewReceipt {
+// replayReceipt is the new receipt of a replay of src, with the body its
+// mapping made again.
+func replayReceipt(orgID uuid.UUID, src db.Receipt, rm remapped) db.NewReceipt {
 	return db.NewReceipt{OrgID: orgID, EndpointID: src.EndpointID, Action: src.Action,
 		ReceivedAt: time.Now(), Headers: src.Headers, Body: src.RawBody(), Size: len(src.RawBody()), BodyComplete: true,
-		ReplayOf: &src.ID}
+		ReplayOf: &src.ID, MappingVersion: rm.version, MappedBody: rm.body}
 }
 
-// DryRun applies the replay rules to a receipt, as Replay does, and works
-// out what replaying it would change, in a transaction that is rolled
-// back: no receipt, no event, no workflow. The action's own refusal (the
-// order cannot move that way, ...) is returned as its error.
-func (r *Posts) DryRun(ctx context.Context, orgID, receiptID uuid.UUID) (domain.InboundResult, error) {
-	src, err := r.replayable(ctx, orgID, receiptID)
-	if err != nil {
-		return domain.InboundResult{}, err
+// remapped is a stored body mapped again for its replay: the version that
+// ran and the body it made (both nil where no mapping ran).
+type remapped struct {
+	version *int
+	body    []byte
+}
+
+// errIgnored refuses a replay whose mapping answers null for the body.
+var errIgnored = domain.Errorf(domain.ECONFLICT, "the mapping ignores this post (it answered null): nothing to replay")
+
+// remap maps a stored post's body again with the mapping choice picks: the
+// endpoint's current mapping, the version the post was mapped with, or
+// another version. A mapping that fails is EUNPROCESSABLE
+// ("mapping failed: …"), a mapped body not of the action's shape EINVALID
+// ("mapped body: …"), and null errIgnored.
+func (r *Posts) remap(ctx context.Context, src db.Receipt, ep db.Endpoint, choice domain.MappingChoice) (remapped, error) {
+	var v db.MappingVersion
+	var err error
+	switch {
+	case choice.Original && src.MappingVersion == nil:
+		return remapped{}, nil
+	case choice.Original:
+		v, err = r.DB.GetMappingVersion(ctx, src.OrgID, db.MappingOfEndpoint, ep.ID, *src.MappingVersion)
+	case choice.Version > 0:
+		v, err = r.DB.GetMappingVersion(ctx, src.OrgID, db.MappingOfEndpoint, ep.ID, choice.Version)
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			return remapped{}, domain.Errorf(domain.EINVALID, "endpoint %s has no mapping version %d", ep.ID, choice.Version)
+		}
+	default:
+		v, err = r.DB.CurrentMapping(ctx, src.OrgID, db.MappingOfEndpoint, ep.ID)
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			return remapped{}, nil
+		}
 	}
-	parsed, err := domain.ParseInbound(src.Action, src.RawBody())
 	if err != nil {
-		return domain.InboundResult{}, err
+		return remapped{}, err
 	}
-	return r.DB.DryRunInbound(ctx, orgID, src.ID, parsed, r.BaseURL)
+	if v.Source == nil {
+		return remapped{}, nil // a version that ended mapping
+	}
+	prog, err := r.Scripts.program(ctx, r.DB, db.MappingOfEndpoint, ep.ID, db.MappingRef{Version: v.Version, SHA256: *v.SHA256})
+	if err != nil {
+		return remapped{}, err
+	}
+	run, err := r.Scripts.mapPost(ctx, prog, src.RawBody(), src.Headers, src.ReceivedAt.Time)
+	if err != nil {
+		return remapped{}, err
+	}
+	switch {
+	case run.result == MappingIgnored:
+		return remapped{}, errIgnored
+	case run.result == MappingFailed && strings.HasPrefix(run.err, "mapped body:"):
+		return remapped{}, domain.Errorf(domain.EINVALID, "%s", run.err)
+	case run.result == MappingFailed:
+		return remapped{}, domain.Errorf(domain.EUNPROCESSABLE, "%s (version %d)", run.err, v.Version)
+	}
+	if _, err := domain.ParseInbound(src.Action, run.body); err != nil {
+		return remapped{}, domain.Errorf(domain.ErrorCode(err), "mapped body: %s", domain.ErrorMessage(err))
+	}
+	return remapped{version: &v.Version, body: run.body}, nil
+}
+
+// DryRunResult is what replaying a receipt would do: the action's result,
+// and the version and body of the mapping that would run (nil for none).
+type DryRunResult struct {
+	domain.InboundResult
+	MappingVersion *int
+	MappedBody     []byte
+}
+
+// DryRun applies the replay rules to a receipt, as Replay does, maps its
+// body again as Replay would, and works out what replaying it would
+// change, in a transaction that is rolled back: no receipt, no event, no
+// workflow. The action's own refusal (the order cannot move that way, ...)
+// or the mapping's is returned as its error.
+func (r *Posts) DryRun(ctx context.Context, orgID, receiptID uuid.UUID, choice domain.MappingChoice) (DryRunResult, error) {
+	src, ep, err := r.replayable(ctx, orgID, receiptID)
+	if err != nil {
+		return DryRunResult{}, err
+	}
+	rm, err := r.remap(ctx, src, ep, choice)
+	if err != nil {
+		return DryRunResult{}, err
+	}
+	body := src.RawBody()
+	if rm.body != nil {
+		body = rm.body
+	}
+	parsed, err := domain.ParseInbound(src.Action, body)
+	if err != nil {
+		return DryRunResult{MappingVersion: rm.version, MappedBody: rm.body}, err
+	}
+	res, err := r.DB.DryRunInbound(ctx, orgID, src.ID, parsed, r.BaseURL)
+	return DryRunResult{InboundResult: res, MappingVersion: rm.version, MappedBody: rm.body}, err
 }
 
 // ReplayBatchItem replays one receipt of a bulk replay, at most once for
@@ -86,7 +174,7 @@ func (r *Posts) DryRun(ctx context.Context, orgID, receiptID uuid.UUID) (domain.
 // parked, failed, or skipped with the reason the rules refused it), or ""
 // when the replay is still running and the item should be looked at again.
 // A dry run batch replays nothing: each item is a dry run.
-func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, item db.ReplayBatchItem, dryRun bool) (outcome, reason string, err error) {
+func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, item db.ReplayBatchItem, dryRun bool, choice domain.MappingChoice) (outcome, reason string, err error) {
 	refusal := func(err error) (string, string, error) {
 		switch domain.ErrorCode(err) {
 		case domain.ECONFLICT, domain.ENOTFOUND:
@@ -97,7 +185,7 @@ func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, i
 		return "failed", domain.ErrorMessage(err), nil
 	}
 	if dryRun {
-		res, err := r.DryRun(ctx, orgID, item.ReceiptID)
+		res, err := r.DryRun(ctx, orgID, item.ReceiptID, choice)
 		if err != nil {
 			return refusal(err)
 		}
@@ -108,11 +196,15 @@ func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, i
 	}
 	replayID := item.ReplayReceiptID
 	if replayID == nil {
-		src, err := r.replayable(ctx, orgID, item.ReceiptID)
+		src, ep, err := r.replayable(ctx, orgID, item.ReceiptID)
 		if err != nil {
 			return refusal(err)
 		}
-		id, inFlight, existing, err := r.DB.StoreBatchReplay(ctx, replayReceipt(orgID, src), batchID, item.ReceiptID)
+		rm, err := r.remap(ctx, src, ep, choice)
+		if err != nil {
+			return refusal(err)
+		}
+		id, inFlight, existing, err := r.DB.StoreBatchReplay(ctx, replayReceipt(orgID, src, rm), batchID, item.ReceiptID)
 		switch {
 		case err != nil:
 			return refusal(err)
@@ -148,18 +240,19 @@ func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, i
 // verifies with its received_at as the clock: a post refused 401, or
 // stored while the endpoint was paused and so never verified, cannot be
 // pushed through.
-func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.Receipt, error) {
+func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.Receipt, db.Endpoint, error) {
+	var ep db.Endpoint
 	src, err := r.DB.GetReceipt(ctx, orgID, receiptID)
 	if err != nil {
-		return src, err
+		return src, ep, err
 	}
 	if src.ReplayOf != nil {
 		if src, err = r.DB.GetReceipt(ctx, orgID, *src.ReplayOf); err != nil {
-			return src, err
+			return src, ep, err
 		}
 	}
-	refuse := func(format string, args ...any) (db.Receipt, error) {
-		return src, replayRefused(receiptID, format, args...)
+	refuse := func(format string, args ...any) (db.Receipt, db.Endpoint, error) {
+		return src, ep, replayRefused(receiptID, format, args...)
 	}
 	switch {
 	case !src.BodyComplete():
@@ -171,9 +264,9 @@ func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.
 	case !passedSignature(src.Stage):
 		return refuse("it was refused at the %s step, before the signature step", src.Stage)
 	}
-	ep, err := r.DB.Endpoint(ctx, orgID, src.EndpointID)
+	ep, err = r.DB.Endpoint(ctx, orgID, src.EndpointID)
 	if err != nil {
-		return src, err
+		return src, ep, err
 	}
 	switch ep.State {
 	case domain.EndpointDeleted:
@@ -183,25 +276,25 @@ func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.
 	}
 	inFlight, err := r.DB.ReplayInFlight(ctx, orgID, src.ID)
 	if err != nil {
-		return src, err
+		return src, ep, err
 	}
 	if inFlight != uuid.Nil {
-		return src, replayInFlight(receiptID, inFlight)
+		return src, ep, replayInFlight(receiptID, inFlight)
 	}
 	if ep.RequireSignature {
 		if r.Sealer == nil {
-			return src, errors.New("its endpoint requires a signature, and checking it again needs COMMERCE_SECRET_KEY")
+			return src, ep, errors.New("its endpoint requires a signature, and checking it again needs COMMERCE_SECRET_KEY")
 		}
 		secret, err := EndpointSecret(r.Sealer, ep)
 		if err != nil {
-			return src, err
+			return src, ep, err
 		}
 		header := func(name string) string { return src.Headers[name] }
 		if _, err := signature.VerifyRequest(header, secret, src.RawBody(), src.ReceivedAt.Time, signature.DefaultTolerance); err != nil {
 			return refuse("its signature does not verify with the endpoint's secret at the time it was received (%v)", err)
 		}
 	}
-	return src, nil
+	return src, ep, nil
 }
 
 // replayRefused is a replay refusal: ECONFLICT, with the reason.

@@ -125,11 +125,11 @@ func TestReplayVerifiesAStoredSignatureAgain(t *testing.T) {
 }
 
 func replayErr(f *fixture, id uuid.UUID) error {
-	_, err := f.service.Replay(context.Background(), f.org, id)
+	_, err := f.service.Replay(context.Background(), f.org, id, domain.MappingChoice{})
 	return err
 }
 
 func dryRunErr(f *fixture, id uuid.UUID) error {
-	_, err := f.service.DryRun(context.Background(), f.org, id)
+	_, err := f.service.DryRun(context.Background(), f.org, id, domain.MappingChoice{})
 	return err
 }

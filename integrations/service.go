@@ -88,7 +88,8 @@ func New(d Deps) *Service {
 		log = zap.NewNop()
 	}
 	return &Service{
-		Posts:         &Posts{DB: d.DB, Workflows: d.Workflows, Log: log, Sealer: d.Sealer, Wait: d.AnswerWait, BaseURL: d.BaseURL},
+		Posts: &Posts{DB: d.DB, Workflows: d.Workflows, Log: log, Sealer: d.Sealer, Wait: d.AnswerWait, BaseURL: d.BaseURL,
+			Scripts: NewScripts()},
 		TemporalUIURL: d.TemporalUIURL, Namespace: d.Namespace, Targets: d.Targets,
 	}
 }

@@ -46,3 +46,7 @@ $$;
 
 CREATE TRIGGER delete_subscription_mappings AFTER DELETE ON webhook_subscriptions
 FOR EACH ROW EXECUTE FUNCTION delete_subscription_mappings();
+
+-- The mapping a bulk replay maps each receipt's body with again: current,
+-- original, or a version number.
+ALTER TABLE replay_batches ADD COLUMN mapping_version text NOT NULL DEFAULT 'current';

@@ -222,6 +222,7 @@ func receiptsShowCmd() *cobra.Command {
 func receiptsReplayCmd() *cobra.Command {
 	cfg := config.Load()
 	var dryRun bool
+	var mappingVersion string
 	cmd := &cobra.Command{
 		Use:   "replay RECEIPT_ID",
 		Short: "Run a receipt's action again on its stored body (a new receipt, pointing at the original)",
@@ -232,10 +233,15 @@ func receiptsReplayCmd() *cobra.Command {
 			"size (413), one stored while its endpoint was paused, a deleted or paused endpoint (resume it first), a post\n" +
 			"with a replay still running or parked, and a signed endpoint's post whose stored signature does not verify\n" +
 			"at the time it was received (which needs COMMERCE_SECRET_KEY). --dry-run shows the changes it would make and\n" +
-			"writes nothing (no receipt, no event, no workflow).",
+			"writes nothing (no receipt, no event, no workflow). The stored body is mapped again with the endpoint's\n" +
+			"current mapping, or the one --mapping-version names (a number, or original).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID("RECEIPT_ID", args[0])
+			if err != nil {
+				return err
+			}
+			choice, err := domain.ParseMappingChoice(mappingVersion)
 			if err != nil {
 				return err
 			}
@@ -273,7 +279,7 @@ func receiptsReplayCmd() *cobra.Command {
 					})
 				}
 				if dryRun {
-					res, err := m.ReplayReceipt(ctx, operator(), orgID, id, true)
+					res, err := m.ReplayReceipt(ctx, operator(), orgID, id, true, choice)
 					if err != nil {
 						return err
 					}
@@ -288,7 +294,7 @@ func receiptsReplayCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					res, err := m.ReplayReceipt(ctx, operator(), orgID, id, false)
+					res, err := m.ReplayReceipt(ctx, operator(), orgID, id, false, choice)
 					if err != nil {
 						return err
 					}
@@ -298,6 +304,7 @@ func receiptsReplayCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the changes a replay would make, and write nothing")
+	cmd.Flags().StringVar(&mappingVersion, "mapping-version", "current", "the mapping the stored body is mapped with again: current, original, or a version number")
 	jsonFlag(cmd)
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_BASE_URL")
 	return cmd

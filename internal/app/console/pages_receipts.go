@@ -216,7 +216,7 @@ func (c *console) dryRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewerOf(r.Context())
-	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, d.Receipt.ID, true)
+	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, d.Receipt.ID, true, domain.MappingChoice{})
 	if err != nil {
 		c.refused(w, r, Prefix+"/receipts/"+d.Receipt.ID.String(), err)
 		return
@@ -233,7 +233,7 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/receipts/" + id.String()
-	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, id, false)
+	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, id, false, domain.MappingChoice{})
 	if err != nil {
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
 			c.failErr(w, r, err)
