@@ -83,7 +83,6 @@ func (MappingVersionChoice) Schema(huma.Registry) *huma.Schema {
 	}
 }
 
-
 // MappingInput is PUT /api/v1/inbound/endpoints/{id}/mapping.
 type MappingInput struct {
 	IDPath
