@@ -68,7 +68,7 @@ type ReceiptDetail struct {
 	ReceiptSummary
 	Body          any               `json:"body" doc:"The body posted, as JSON; null when it was not JSON or was not kept whole."`
 	BodyComplete  bool              `json:"body_complete" doc:"Whether the whole body was kept (a body over 1 MB keeps only its start)."`
-	MappedBody    json.RawMessage   `json:"mapped_body" doc:"The body the endpoint's mapping made of body, which the action applied; null when no mapping ran or it made none."`
+	MappedBody    any               `json:"mapped_body,omitempty" doc:"The body the endpoint's mapping made of body, which the action applied; absent when no mapping ran or it made none."`
 	Headers       map[string]string `json:"headers" doc:"The request headers kept, the signature's v1 values masked."`
 	Response      any               `json:"response" doc:"The body the sender was answered."`
 	Replays       []uuid.UUID       `json:"replays" doc:"The replays of this receipt, oldest first."`
@@ -78,7 +78,7 @@ type ReceiptDetail struct {
 
 func newReceiptDetail(d integrations.ReceiptDetail) ReceiptDetail {
 	return ReceiptDetail{ReceiptSummary: newReceiptSummary(d.ReceiptSummary), Body: d.Body, BodyComplete: d.BodyComplete,
-		MappedBody: d.MappedBody, Headers: d.Headers, Response: d.Response, Replays: d.Replays, TemporalUIURL: d.TemporalUIURL, Trace: NewTrace(d.Trace)}
+		MappedBody: jsonOrAbsent(d.MappedBody), Headers: d.Headers, Response: d.Response, Replays: d.Replays, TemporalUIURL: d.TemporalUIURL, Trace: NewTrace(d.Trace)}
 }
 
 // Trace is what a post did: the changes its effect made (the effect of the
@@ -132,13 +132,13 @@ type ReplayResult struct {
 	Changes        []domain.Change `json:"changes" doc:"The changes it made, or for a dry run would make."`
 	Error          *string         `json:"error" doc:"Why it did not go through (the action's refusal, or its mapping's), when it did not."`
 	MappingVersion *int            `json:"mapping_version" doc:"The version of the endpoint's mapping the stored body was mapped with again; null when none ran."`
-	MappedBody     json.RawMessage `json:"mapped_body" doc:"The body that mapping made, which the action applies (or for a dry run would)."`
+	MappedBody     any             `json:"mapped_body,omitempty" doc:"The body that mapping made, which the action applies (or for a dry run would); absent when none ran."`
 }
 
 // NewReplayResult is the answer of a replay; the CLI prints a dry run's.
 func NewReplayResult(r integrations.ReplayResult) ReplayResult {
 	out := ReplayResult{DryRun: r.DryRun, Outcome: r.Outcome, Changes: r.Changes, Error: r.Error, MappingVersion: r.MappingVersion,
-		MappedBody: r.MappedBody}
+		MappedBody: jsonOrAbsent(r.MappedBody)}
 	if r.Receipt != nil {
 		d := newReceiptDetail(*r.Receipt)
 		out.Receipt = &d
@@ -181,4 +181,13 @@ func newReplayBatch(b db.ReplayBatch) ReplayBatch {
 			return ReplayBatchProblem{ReceiptID: p.ReceiptID, ReceivedAt: p.ReceivedAt, Refs: p.Refs, Outcome: p.Outcome,
 				Reason: p.Reason, ReplayID: p.ReplayID}
 		})}
+}
+
+// jsonOrAbsent is a JSON value for an optional field: absent (nil) when
+// there is none.
+func jsonOrAbsent(v []byte) any {
+	if v == nil {
+		return nil
+	}
+	return json.RawMessage(v)
 }

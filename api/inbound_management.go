@@ -51,8 +51,8 @@ type ReceiptOutput struct{ Body ReceiptDetail }
 type ReplayInput struct {
 	IDPath
 	Body struct {
-		DryRun         bool                  `json:"dry_run,omitempty" doc:"Work out the changes a replay would make, and write nothing: no receipt, no event, no workflow."`
-		MappingVersion *MappingVersionChoice `json:"mapping_version,omitempty"`
+		DryRun         bool                 `json:"dry_run,omitempty" doc:"Work out the changes a replay would make, and write nothing: no receipt, no event, no workflow."`
+		MappingVersion MappingVersionChoice `json:"mapping_version,omitzero"`
 	} `required:"false"`
 }
 
@@ -62,23 +62,19 @@ type ReplayOutput struct{ Body ReplayResult }
 // BulkReplayInput is POST /api/v1/inbound/replays.
 type BulkReplayInput struct {
 	Body struct {
-		EndpointID     *uuid.UUID            `json:"endpoint_id,omitempty" doc:"Only receipts of this endpoint."`
-		Outcome        string                `json:"outcome" minLength:"1" doc:"The outcomes of the receipts to replay, comma-separated (failed, error, parked, unmatched, cancelled, ...)." example:"failed,unmatched"`
-		ReceivedAfter  *time.Time            `json:"received_after,omitempty" doc:"Only receipts received after this instant."`
-		ReceivedBefore *time.Time            `json:"received_before,omitempty" doc:"Only receipts received before this instant."`
-		Ref            string                `json:"ref,omitempty" maxLength:"200" doc:"Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case."`
-		DryRun         bool                  `json:"dry_run,omitempty" doc:"Count what each replay would do, and write nothing but the batch's progress."`
-		MappingVersion *MappingVersionChoice `json:"mapping_version,omitempty"`
+		EndpointID     *uuid.UUID           `json:"endpoint_id,omitempty" doc:"Only receipts of this endpoint."`
+		Outcome        string               `json:"outcome" minLength:"1" doc:"The outcomes of the receipts to replay, comma-separated (failed, error, parked, unmatched, cancelled, ...)." example:"failed,unmatched"`
+		ReceivedAfter  *time.Time           `json:"received_after,omitempty" doc:"Only receipts received after this instant."`
+		ReceivedBefore *time.Time           `json:"received_before,omitempty" doc:"Only receipts received before this instant."`
+		Ref            string               `json:"ref,omitempty" maxLength:"200" doc:"Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case."`
+		DryRun         bool                 `json:"dry_run,omitempty" doc:"Count what each replay would do, and write nothing but the batch's progress."`
+		MappingVersion MappingVersionChoice `json:"mapping_version,omitzero"`
 	}
 }
 
-// mappingChoice is a request's mapping_version (nil: the current mapping).
-func mappingChoice(c *MappingVersionChoice) domain.MappingChoice {
-	if c == nil {
-		return domain.MappingChoice{}
-	}
-	return c.MappingChoice
-}
+// mappingChoice is a request's mapping_version (absent: the current
+// mapping).
+func mappingChoice(c MappingVersionChoice) domain.MappingChoice { return c.MappingChoice }
 
 // ReplayBatchOutput is a bulk replay and its progress.
 type ReplayBatchOutput struct{ Body ReplayBatch }

@@ -120,7 +120,7 @@ type MappingTestInput struct {
 // MappingTestResult is what a test run of a mapping made.
 type MappingTestResult struct {
 	Result     string          `json:"result" enum:"mapped,ignored,failed" doc:"mapped: it returned the action's body; ignored: it returned null; failed: it threw, passed a limit, or returned something that is not the action's body."`
-	MappedBody json.RawMessage `json:"mapped_body,omitempty" doc:"What it returned (result mapped, or failed for its shape)."`
+	MappedBody any             `json:"mapped_body,omitempty" doc:"What it returned (result mapped, or failed for its shape)."`
 	Error      *string         `json:"error,omitempty" doc:"Why it failed: mapping failed: <message> (line L:C), mapping failed: <limit> exceeded, or mapped body: <field and rule>." example:"mapping failed: TypeError: cannot read property 'DocNum' of undefined (line 2:28)"`
 	Logs       []string        `json:"logs" doc:"What console.log wrote, at most 50 lines."`
 	DurationMS float64         `json:"duration_ms" doc:"How long the run took."`
@@ -210,6 +210,6 @@ func NewMappingTestResult(r integrations.MappingTestResult) MappingTestResult {
 	if logs == nil {
 		logs = []string{}
 	}
-	return MappingTestResult{Result: r.Result, MappedBody: r.MappedBody, Error: r.Error, Logs: logs,
+	return MappingTestResult{Result: r.Result, MappedBody: jsonOrAbsent(r.MappedBody), Error: r.Error, Logs: logs,
 		DurationMS: float64(r.Duration.Microseconds()) / 1000, Outcome: r.Outcome, Changes: r.Changes}
 }

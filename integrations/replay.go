@@ -96,7 +96,7 @@ func (r *Posts) remap(ctx context.Context, src db.Receipt, ep db.Endpoint, choic
 	case choice.Version > 0:
 		v, err = r.DB.GetMappingVersion(ctx, src.OrgID, db.MappingOfEndpoint, ep.ID, choice.Version)
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
-			return remapped{}, domain.Errorf(domain.EINVALID, "endpoint %s has no mapping version %d", ep.ID, choice.Version)
+			return remapped{}, domain.Errorf(domain.ENOTFOUND, "endpoint %s has no mapping version %d", ep.ID, choice.Version)
 		}
 	default:
 		v, err = r.DB.CurrentMapping(ctx, src.OrgID, db.MappingOfEndpoint, ep.ID)
