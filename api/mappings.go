@@ -27,12 +27,14 @@ type MappingDetail struct {
 	Source *string `json:"source" doc:"The JavaScript; null once mapping was ended (DELETE)."`
 }
 
-func newMappingVersion(v integrations.Mapping) MappingVersion {
+// NewMappingVersion is the answer of a version; the CLI prints it.
+func NewMappingVersion(v integrations.Mapping) MappingVersion {
 	return MappingVersion{Version: v.Version, SHA256: v.SHA256, CreatedAt: v.CreatedAt, CreatedBy: v.CreatedBy}
 }
 
-func newMappingDetail(v integrations.Mapping) MappingDetail {
-	return MappingDetail{MappingVersion: newMappingVersion(v), Source: v.Source}
+// NewMappingDetail is the answer of a current mapping; the CLI prints it.
+func NewMappingDetail(v integrations.Mapping) MappingDetail {
+	return MappingDetail{MappingVersion: NewMappingVersion(v), Source: v.Source}
 }
 
 // MappingVersionChoice is a replay's mapping_version: a version number,
@@ -164,11 +166,11 @@ func (s *Server) setEndpointMapping(ctx context.Context, in *MappingInput) (*Map
 	if err != nil {
 		return nil, err
 	}
-	return &MappingVersionOutput{Body: newMappingVersion(v)}, nil
+	return &MappingVersionOutput{Body: NewMappingVersion(v)}, nil
 }
 
 func (s *Server) getEndpointMapping(ctx context.Context, in *IDPath) (*MappingOutput, error) {
-	return readByID[MappingOutput](ctx, s, in.ID, "endpoint", answered(s.manage.EndpointMapping, newMappingDetail))
+	return readByID[MappingOutput](ctx, s, in.ID, "endpoint", answered(s.manage.EndpointMapping, NewMappingDetail))
 }
 
 func (s *Server) endEndpointMapping(ctx context.Context, in *IDPath) (*MappingOutput, error) {
@@ -178,7 +180,7 @@ func (s *Server) endEndpointMapping(ctx context.Context, in *IDPath) (*MappingOu
 	if err != nil {
 		return nil, err
 	}
-	return &MappingOutput{Body: newMappingDetail(v)}, nil
+	return &MappingOutput{Body: NewMappingDetail(v)}, nil
 }
 
 func (s *Server) listEndpointMappingVersions(ctx context.Context, in *IDPath) (*MappingVersionsOutput, error) {
@@ -189,7 +191,7 @@ func (s *Server) listEndpointMappingVersions(ctx context.Context, in *IDPath) (*
 		return nil, err
 	}
 	out := &MappingVersionsOutput{}
-	out.Body.Versions = Answers(vs, newMappingVersion)
+	out.Body.Versions = Answers(vs, NewMappingVersion)
 	return out, nil
 }
 

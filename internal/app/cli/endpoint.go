@@ -16,11 +16,12 @@ import (
 )
 
 func endpointCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "endpoint", Short: "Create, pause, resume, delete and list inbound endpoints"}
+	cmd := &cobra.Command{Use: "endpoint", Short: "Create, pause, resume, delete and list inbound endpoints, and set their mappings"}
 	cmd.AddCommand(endpointCreateCmd(), endpointListCmd(),
 		endpointStateCmd("pause", domain.EndpointPaused, "Pause an endpoint: later posts answer 409"),
 		endpointStateCmd("resume", domain.EndpointActive, "Resume a paused endpoint"),
-		endpointStateCmd("delete", domain.EndpointDeleted, "Delete an endpoint: its token is destroyed and later posts answer 404"))
+		endpointStateCmd("delete", domain.EndpointDeleted, "Delete an endpoint: its token is destroyed and later posts answer 404"),
+		endpointMappingCmd())
 	return cmd
 }
 
