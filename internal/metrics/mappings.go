@@ -27,6 +27,7 @@ var mappingResults = map[string][]string{
 func init() {
 	Registry.MustRegister(mappingRuns, mappingRunSeconds)
 	for kind, results := range mappingResults {
+		mappingRunSeconds.WithLabelValues(kind)
 		for _, r := range results {
 			mappingRuns.WithLabelValues(kind, r)
 		}
