@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -12,6 +15,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
+	"github.com/commerce-integration/commerce/internal/script"
 )
 
 // erpMapping reshapes an ERP's own "sales order changed" payload into the
@@ -240,5 +244,68 @@ func TestTestingAMappingStoresNothing(t *testing.T) {
 	rows, _ := f.db.ListOrgReceipts(ctx, f.org, db.OrgReceiptFilter{}, db.Page{Limit: 10})
 	if len(vs) != 1 || len(rows) != 1 {
 		t.Fatalf("a test stored something: %d versions, %d receipts", len(vs), len(rows))
+	}
+}
+
+// rssBytes is the process's resident memory.
+func rssBytes(t *testing.T) int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status here")
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmRSS")
+	return 0
+}
+
+// Eight posts at once to endpoints whose mappings each pass a limit (an
+// endless loop, an allocation bomb, deep recursion, a huge string) are each
+// answered 422 naming the limit, the process's memory grows by at most
+// the runner's slots times three times the engine's cap, plus 64 MB (256 MB
+// on two processors; internal/script says why), and a normal post right
+// after is mapped.
+func TestEightPostsPassingLimitsAtOnceAreAnswered422AndAPostAfterIsMapped(t *testing.T) {
+	f := newFixture(t)
+	bombs := map[string]string{
+		"cpu time":    `function map(p) { for (;;) {} }`,
+		"memory":      `function map(p) { const a = []; for (;;) a.push(new Float64Array(1 << 17)); }`,
+		"stack depth": `function map(p) { function f(n) { return f(n + 1) + 1 } return f(0) }`,
+		"output size": `function map(p) { return {s: "x".repeat(3 << 20)} }`,
+	}
+	type target struct{ token, limit string }
+	var targets []target
+	for limit, src := range bombs {
+		ep := f.endpoint(false)
+		f.setMapping(ep.ID, src)
+		targets = append(targets, target{ep.Token, limit}, target{ep.Token, limit})
+	}
+	before := rssBytes(t)
+	answers := make([]integrations.Answer, len(targets))
+	var wg sync.WaitGroup
+	for i, tg := range targets {
+		wg.Go(func() { answers[i] = f.receive(tg.token, `{}`) })
+	}
+	wg.Wait()
+	grew := rssBytes(t) - before
+	for i, a := range answers {
+		if a.Status != http.StatusUnprocessableEntity || !strings.Contains(string(a.Body), "mapping failed: "+targets[i].limit+" exceeded") {
+			t.Fatalf("post %d (%s): %d %s", i, targets[i].limit, a.Status, a.Body)
+		}
+	}
+	bound := int64(script.DefaultSlots())*3*int64(script.DefaultLimits.Memory) + 64<<20
+	t.Logf("RSS grew %d MB over the 8 posts (bound %d MB)", grew>>20, bound>>20)
+	if grew > bound {
+		t.Fatalf("RSS grew %d MB, over %d MB", grew>>20, bound>>20)
+	}
+	ep := f.endpoint(false)
+	f.setMapping(ep.ID, erpMapping)
+	a := f.receive(ep.Token, `{"SalesOrder": {"DocNum": "SO-9", "Status": "SHP"}}`)
+	if a.Stage != domain.StageStart || string(f.receipt(a.ReceiptID).MappedBody) != `{"order_ref":"SO-9","status":"shipped"}` {
+		t.Fatalf("the post after: %+v", a)
 	}
 }
