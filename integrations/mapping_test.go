@@ -309,3 +309,25 @@ func TestEightPostsPassingLimitsAtOnceAreAnswered422AndAPostAfterIsMapped(t *tes
 		t.Fatalf("the post after: %+v", a)
 	}
 }
+
+// Posts its mapping fails count as failed posts of the endpoint: enough of
+// them mark it failing and emit inbound.endpoint.failing.
+func TestMappingFailuresMarkTheEndpointFailing(t *testing.T) {
+	f := newFixture(t)
+	ep := f.endpoint(false)
+	f.setMapping(ep.ID, erpMapping)
+	for range domain.EndpointWindowPosts {
+		if a := f.receive(ep.Token, `{"Order": {}}`); a.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("answer %d", a.Status)
+		}
+	}
+	e, err := f.db.Endpoint(context.Background(), f.org, ep.ID)
+	if err != nil || e.FailingSince == nil {
+		t.Fatalf("endpoint %+v %v", e, err)
+	}
+	var n int
+	if err := f.db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM events WHERE org_id = $1 AND type = $2`,
+		f.org, domain.EventEndpointFailing).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d inbound.endpoint.failing events (%v)", n, err)
+	}
+}
