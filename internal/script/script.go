@@ -146,7 +146,7 @@ func (r *Runner) Close() {
 	for {
 		select {
 		case e := <-r.fresh:
-			e.vm.Close()
+			_ = e.vm.Close()
 		default:
 			return
 		}
@@ -227,15 +227,15 @@ func (r *Runner) newEngine() (*engine, error) {
 	e := &engine{vm: vm, limits: &r.limits}
 	vm.SetMemoryLimit(uintptr(r.limits.Memory))
 	if err := vm.SetEvalTimeout(r.limits.Wall); err != nil {
-		vm.Close()
+		_ = vm.Close()
 		return nil, err
 	}
 	if err := vm.RegisterHostFunc("__log", e.log); err != nil {
-		vm.Close()
+		_ = vm.Close()
 		return nil, err
 	}
 	if _, err := vm.EvalBytecode(prelude); err != nil {
-		vm.Close()
+		_ = vm.Close()
 		return nil, err
 	}
 	return e, nil
@@ -283,7 +283,7 @@ func (r *Runner) refill() {
 	select {
 	case r.fresh <- e:
 	default:
-		e.vm.Close()
+		_ = e.vm.Close()
 	}
 }
 
