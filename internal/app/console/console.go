@@ -3,7 +3,8 @@
 // same application service as the management API (integrations.Service), signed in with a one-time link that becomes a session
 // cookie. Pages work without JavaScript; the only script turns the UTC
 // times into the viewer's time zone, and has the forms' time inputs take
-// times in that zone (their tz field names it; without it they are UTC).
+// times in that zone (their tz field names it; without it they are UTC),
+// and helps the mapping editor (pages_mapping.go) along.
 // Templates, style and script are embedded in the binary.
 package console
 
@@ -89,6 +90,7 @@ func New(d Deps) http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(c.signedIn)
 		r.Get("/", endpointsPage.serve(c))
+		r.Get("/endpoints/{id}/mapping", c.mappingPage)
 		r.Get("/receipts", receiptsPage.serve(c))
 		r.Get("/receipts/{id}", c.receipt)
 		r.Get("/replays/new", c.newBulkReplay)
@@ -100,12 +102,16 @@ func New(d Deps) http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(c.checkCSRF)
 			r.Post("/logout", c.logout)
+			// A test run stores nothing: members may try a mapping too.
+			r.Post("/endpoints/{id}/mapping/run", c.runMapping)
 			r.Group(func(r chi.Router) {
 				// Members read; admins and owners act.
 				r.Use(c.mayAct)
 				r.Post("/endpoints", c.createEndpoint)
 				r.Post("/endpoints/{id}/pause", c.setEndpointState(domain.EndpointPaused))
 				r.Post("/endpoints/{id}/resume", c.setEndpointState(domain.EndpointActive))
+				r.Post("/endpoints/{id}/mapping", c.saveMapping)
+				r.Post("/endpoints/{id}/mapping/end", c.endMapping)
 				r.Post("/receipts/{id}/dry-run", c.dryRun)
 				r.Post("/receipts/{id}/replay", c.replay)
 				r.Post("/receipts/{id}/cancel", c.cancel)
