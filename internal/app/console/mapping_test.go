@@ -163,3 +163,69 @@ func TestMappingEditorForms(t *testing.T) {
 		t.Fatalf("the editor on a receipt of no endpoint: %d", status)
 	}
 }
+
+// A receipt's page names the mapping version that ran and shows the body
+// it made beside the body as sent; its replay maps the body again with
+// the mapping chosen (current, the original, or a version), which the dry
+// run names and its replay button carries on.
+func TestReceiptPageShowsItsMappingAndReplaysChooseOne(t *testing.T) {
+	f := newFixture(t)
+	failed := f.mapped()
+	ctx := context.Background()
+	if _, err := f.svc.SetEndpointMapping(ctx, integrations.OperatorActor("ops"), f.org.ID, guuid.MustParse(f.endpoint), fixedMapping); err != nil {
+		t.Fatal(err)
+	}
+	var applied string
+	if err := f.d.Pool().QueryRow(ctx, `
+		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, workflow_id, outcome, status_code,
+		                              mapping_version, mapped_body)
+		VALUES (gen_random_uuid(), $1, $2, 'order_invoice', now(), convert_to($3, 'UTF8'), length($3), 'inbound/y', 'applied', 200,
+		        2, convert_to($4, 'UTF8'))
+		RETURNING id::text`, f.org.ID, f.endpoint, senderBody, `{"order_ref":"SO-9","invoice_ref":"INV-9","amount_minor":123456}`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := f.signIn("owner@acme.example")
+	_, page := owner.get("/console/receipts/" + applied)
+	for _, want := range []string{`<dd id="mapping-version">version 2 · <a href="/console/endpoints/` + f.endpoint + `/mapping?receipt=` + applied + `">`,
+		`<h3 id="mapped-title">Mapped by version 2</h3>`, `&#34;invoice_ref&#34;: &#34;INV-9&#34;`, `&#34;DocNum&#34;: &#34;SO-9&#34;`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the mapped receipt's page lacks %q: %s", want, page)
+		}
+	}
+	_, page = owner.get("/console/receipts/" + failed)
+	for _, want := range []string{`<dd id="mapping-version">version 1 `, `<option value="current">the current mapping (version 2)</option>`,
+		`<option value="original">the one it was received with (version 1)</option>`, `<option value="1">version 1</option>`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the failed receipt's page lacks %q: %s", want, page)
+		}
+	}
+	if strings.Contains(page, `id="mapped-title"`) {
+		t.Fatal("a receipt whose mapping made nothing shows a mapped body")
+	}
+	token := csrf(t, page)
+	dryRun := "/console/receipts/" + failed + "/dry-run"
+	status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"current"}})
+	for _, want := range []string{"mapped again with the current mapping: version 2 ran", `id="dry-outcome">applied`, `<td><code>invoice:INV-9</code></td><td>—</td><td>issued</td>`,
+		`<input type="hidden" name="mapping" value="current">`} {
+		if status != 200 || !strings.Contains(page, want) {
+			t.Fatalf("the dry run with the current mapping lacks %q: %d %s", want, status, page)
+		}
+	}
+	status, page = owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"original"}})
+	for _, want := range []string{"mapped again with the mapping it was received with", `id="dry-outcome">failed`, "mapping failed: TypeError",
+		`<input type="hidden" name="mapping" value="original">`} {
+		if status != 200 || !strings.Contains(page, want) {
+			t.Fatalf("the dry run with the original mapping lacks %q: %d %s", want, status, page)
+		}
+	}
+	if status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"2"}}); status != 200 || !strings.Contains(page, "with version 2: version 2 ran") {
+		t.Fatalf("the dry run with version 2: %d %s", status, page)
+	}
+	if status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"7"}}); status != 200 || !strings.Contains(page, `id="dry-outcome">failed`) ||
+		!strings.Contains(page, "has no mapping version 7") {
+		t.Fatalf("the dry run with a version that does not exist: %d %s", status, page)
+	}
+	if status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"latest"}}); status != 200 || !strings.Contains(page, "Refused: mapping_version must be") {
+		t.Fatalf("the dry run with a mapping that is none of the choices: %d %s", status, page)
+	}
+}
