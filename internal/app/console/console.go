@@ -3,14 +3,14 @@
 // same application service as the management API (integrations.Service), signed in with a one-time link that becomes a session
 // cookie. Pages work without JavaScript; the only script turns the UTC
 // times into the viewer's time zone, and has the forms' time inputs take
-// times in that zone (their tz field names it; without it they are UTC).
+// times in that zone (their tz field names it; without it they are UTC),
+// and helps the mapping editor (pages_mapping.go) along.
 // Templates, style and script are embedded in the binary.
 package console
 
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/base64"
 	"errors"
@@ -90,6 +90,7 @@ func New(d Deps) http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(c.signedIn)
 		r.Get("/", endpointsPage.serve(c))
+		r.Get("/endpoints/{id}/mapping", c.mappingPage)
 		r.Get("/receipts", receiptsPage.serve(c))
 		r.Get("/receipts/{id}", c.receipt)
 		r.Get("/replays/new", c.newBulkReplay)
@@ -101,12 +102,16 @@ func New(d Deps) http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(c.checkCSRF)
 			r.Post("/logout", c.logout)
+			// A test run stores nothing: members may try a mapping too.
+			r.Post("/endpoints/{id}/mapping/run", c.runMapping)
 			r.Group(func(r chi.Router) {
 				// Members read; admins and owners act.
 				r.Use(c.mayAct)
 				r.Post("/endpoints", c.createEndpoint)
 				r.Post("/endpoints/{id}/pause", c.setEndpointState(domain.EndpointPaused))
 				r.Post("/endpoints/{id}/resume", c.setEndpointState(domain.EndpointActive))
+				r.Post("/endpoints/{id}/mapping", c.saveMapping)
+				r.Post("/endpoints/{id}/mapping/end", c.endMapping)
 				r.Post("/receipts/{id}/dry-run", c.dryRun)
 				r.Post("/receipts/{id}/replay", c.replay)
 				r.Post("/receipts/{id}/cancel", c.cancel)
@@ -289,44 +294,6 @@ func (c *console) signedIn(next http.Handler) http.Handler {
 		}
 		ctx := context.WithValue(r.Context(), userKey{}, viewer{ConsoleUser: u, CSRF: csrfToken(ck.Value)})
 		next.ServeHTTP(w, r.WithContext(ctx))
-	})
-}
-
-// maxForm bounds a console form's body, and formReadTime how long it may
-// take to arrive: the API's pace for a body of that size (a megabyte a
-// second, and ten seconds more).
-const (
-	maxForm      = 64 << 10
-	formReadTime = 10 * time.Second
-)
-
-// checkCSRF refuses a form whose CSRF token is not the session's.
-func (c *console) checkCSRF(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(formReadTime))
-		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-		if err := r.ParseForm(); err != nil {
-			w.Header().Set("Connection", "close")
-			c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
-			return
-		}
-		want := viewerOf(r.Context()).CSRF
-		got := r.PostForm.Get(csrfField)
-		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-			c.fail(w, r, http.StatusForbidden, "Refused: the form did not carry this session's CSRF token. Reload the page and try again.")
-			return
-		}
-		// A field holding what nothing can store or search for is named,
-		// as a filter is (checkQuery), before any action reads it.
-		for key, values := range r.PostForm {
-			for _, v := range values {
-				if problem := badText("field", key, v); problem != "" {
-					c.fail(w, r, http.StatusBadRequest, problem)
-					return
-				}
-			}
-		}
-		next.ServeHTTP(w, r)
 	})
 }
 

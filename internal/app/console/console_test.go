@@ -32,8 +32,11 @@ type fixture struct {
 	d        *testdb.DB
 	srv      *httptest.Server
 	org      domain.Organisation
+	svc      *integrations.Service
 	endpoint uuid
-	receipt  string
+	// token is the endpoint's: it is posted to at /api/in/<token>.
+	token   string
+	receipt string
 }
 
 type uuid = string
@@ -64,7 +67,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, d: d, srv: srv, org: org, endpoint: e.ID.String()}
+	f := &fixture{t: t, d: d, srv: srv, org: org, svc: service, endpoint: e.ID.String(), token: e.Token}
 	body := `{"order_ref": "SO-9", "invoice_ref": "INV-9", "amount_minor": 123456}`
 	if err := d.Pool().QueryRow(ctx, `
 		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, workflow_id, outcome, status_code, error)

@@ -26,13 +26,14 @@ var titles = map[string]string{
 	"audit":                "Audit log",
 	"error":                "Error",
 	"confirm":              "Confirm",
+	"mapping":              "Mapping",
 }
 
 // parsePages parses each page's template with the layout.
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"signin", "endpoints", "endpoint_created", "receipts", "receipt", "dryrun", "bulk_new", "bulk",
-		"webhooks", "subscription_created", "deliveries", "delivery", "audit", "error", "confirm"} {
+		"webhooks", "subscription_created", "deliveries", "delivery", "audit", "error", "confirm", "mapping"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
 	}
 	return pages
@@ -67,6 +68,8 @@ var funcs = template.FuncMap{
 	},
 	"str":       func(v any) string { return fmt.Sprint(v) },
 	"ms":        duration,
+	"took":      took,
+	"shortHash": shortHash,
 	"hasPrefix": strings.HasPrefix,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
@@ -107,6 +110,24 @@ func duration(v any) string {
 	default:
 		return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
 	}
+}
+
+// shortHash is the first 12 hex digits of a SHA-256, as the versions list
+// shows it.
+func shortHash(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// took shows how long a mapping's run took: under a millisecond to the
+// hundredth of one.
+func took(d time.Duration) string {
+	if d < time.Millisecond {
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	}
+	return duration(d.Milliseconds())
 }
 
 // timeElement shows an instant as a <time> element: its text is UTC, and

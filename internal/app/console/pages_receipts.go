@@ -151,6 +151,12 @@ type receiptData struct {
 	Receipt  integrations.ReceiptDetail
 	Endpoint *integrations.EndpointItem
 	Body     string
+	// MappedBody is the body the endpoint's mapping made of Body, indented
+	// ("" where none ran).
+	MappedBody string
+	// Versions are the endpoint's mapping versions, newest first: a replay
+	// may map the body again with one.
+	Versions []integrations.Mapping
 	Answer   string
 	Headers  []header
 	Currency string
@@ -171,7 +177,12 @@ func (c *console) loadReceipt(w http.ResponseWriter, r *http.Request) (receiptDa
 		c.failErr(w, r, err)
 		return receiptData{}, false
 	}
-	out := receiptData{Receipt: d, Body: pretty(d.Body), Answer: pretty(d.Response), Currency: v.Currency, Amounts: amounts(d.Body, v.Currency)}
+	out := receiptData{Receipt: d, Body: pretty(d.Body), MappedBody: prettyRaw(d.MappedBody), Answer: pretty(d.Response), Currency: v.Currency,
+		Amounts: amounts(d.Body, v.Currency)}
+	if out.Versions, err = c.Service.EndpointMappingVersions(r.Context(), v.OrgID, d.EndpointID); err != nil && domain.ErrorCode(err) != domain.ENOTFOUND {
+		c.failErr(w, r, err)
+		return receiptData{}, false
+	}
 	if eps, err := c.allEndpoints(r, v.OrgID); err == nil {
 		for i := range eps {
 			if eps[i].ID == d.EndpointID {
@@ -198,6 +209,28 @@ type dryRunData struct {
 	receiptData
 	Result   integrations.ReplayResult
 	Currency string
+	// Choice is the mapping the replay maps the body with, as the form
+	// gives it (current, original or a version number); Mapped the body it
+	// would make, indented.
+	Choice string
+	Mapped string
+}
+
+// ChoiceText names the mapping choice in words.
+func (d dryRunData) ChoiceText() string {
+	switch d.Choice {
+	case "current":
+		return "the current mapping"
+	case "original":
+		return "the mapping it was received with"
+	}
+	return "version " + d.Choice
+}
+
+// mappingChoice reads a replay form's mapping field: current (the
+// default), original, or a version number.
+func mappingChoice(r *http.Request) (domain.MappingChoice, error) {
+	return domain.ParseMappingChoice(strings.TrimSpace(r.PostForm.Get("mapping")))
 }
 
 // WouldNotApply says the replay would end anything but applied or
@@ -216,13 +249,19 @@ func (c *console) dryRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewerOf(r.Context())
-	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, d.Receipt.ID, true, domain.MappingChoice{})
+	back := Prefix + "/receipts/" + d.Receipt.ID.String()
+	choice, err := mappingChoice(r)
 	if err != nil {
-		c.refused(w, r, Prefix+"/receipts/"+d.Receipt.ID.String(), err)
+		c.refused(w, r, back, err)
+		return
+	}
+	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, d.Receipt.ID, true, choice)
+	if err != nil {
+		c.refused(w, r, back, err)
 		return
 	}
 	c.renderPage(w, r, http.StatusOK, "dryrun", page{Nav: "receipts", Title: "Dry run of receipt " + d.Receipt.ID.String(),
-		Data: dryRunData{receiptData: d, Result: res, Currency: v.Currency}})
+		Data: dryRunData{receiptData: d, Result: res, Currency: v.Currency, Choice: choice.String(), Mapped: prettyRaw(res.MappedBody)}})
 }
 
 func (c *console) replay(w http.ResponseWriter, r *http.Request) {
@@ -233,7 +272,12 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/receipts/" + id.String()
-	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, id, false, domain.MappingChoice{})
+	choice, err := mappingChoice(r)
+	if err != nil {
+		c.refused(w, r, back, err)
+		return
+	}
+	res, err := c.Service.ReplayReceipt(r.Context(), v.actor(), v.OrgID, id, false, choice)
 	if err != nil {
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
 			c.failErr(w, r, err)
@@ -243,6 +287,9 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := "Replayed: the new receipt's outcome is " + string(res.Outcome) + " with " + strconv.Itoa(len(res.Changes)) + " change(s)."
+	if res.MappingVersion != nil {
+		msg = strings.TrimSuffix(msg, ".") + ", its body mapped with version " + strconv.Itoa(*res.MappingVersion) + "."
+	}
 	if !wentThrough(res.Outcome) {
 		// Never shown as a success.
 		msg = "Warning: the replay did not go through: the new receipt's outcome is " + string(res.Outcome) + "."

@@ -188,3 +188,48 @@
     start();
   }
 })();
+
+// The mapping editor: a source that did not compile has the caret put
+// where its error is; Ctrl+Enter (Cmd+Enter) in the text box runs it; and
+// once the text or the picked receipt changes, the run shown says it is of
+// what was there before. Without this script the forms work the same.
+(function () {
+  "use strict";
+  function start() {
+    var source = document.getElementById("source");
+    if (!source) return;
+    var line = +source.getAttribute("data-error-line");
+    if (line > 0) {
+      var column = +source.getAttribute("data-error-column") || 1;
+      var lines = source.value.split("\n");
+      var at = 0;
+      for (var i = 0; i < line - 1 && i < lines.length; i++) at += lines[i].length + 1;
+      at = Math.min(at + column - 1, source.value.length);
+      source.focus();
+      source.setSelectionRange(at, at);
+      var height = parseFloat(getComputedStyle(source).lineHeight) || 18;
+      source.scrollTop = Math.max(0, (line - 4) * height);
+    }
+    var run = document.getElementById("run");
+    source.addEventListener("keydown", function (e) {
+      if (run && e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        run.click();
+      }
+    });
+    var note = document.getElementById("stale-note");
+    if (!note) return;
+    function stale() {
+      note.hidden = false;
+    }
+    source.addEventListener("input", stale);
+    var picks = document.querySelectorAll('#receipt-picker input[name="receipt"]');
+    for (var j = 0; j < picks.length; j++) picks[j].addEventListener("change", stale);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
