@@ -73,4 +73,5 @@ var (
 func (s *Server) registerManagement() {
 	s.registerInboundManagement()
 	s.registerWebhookManagement()
+	s.registerTransformations()
 }
