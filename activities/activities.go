@@ -14,6 +14,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
+	"github.com/commerce-integration/commerce/internal/script"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -37,6 +38,11 @@ type Activities struct {
 	// Replays replays the receipts of bulk replays, at most once per batch
 	// each, with the same code as a single replay.
 	Replays *integrations.Posts
+	// Scripts runs subscriptions' transformations: the process's one
+	// runner; nil: one of the default limits, made at first use.
+	Scripts *script.Runner
+	// programs keeps the transformations compiled.
+	programs programs
 }
 
 // The worker registers an *Activities as the workflows' activities.

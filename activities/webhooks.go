@@ -17,6 +17,7 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/metrics"
 	"github.com/commerce-integration/commerce/internal/outbound"
@@ -36,7 +37,8 @@ func (a *Activities) AdmitRetry(ctx context.Context, in domain.AdmitInput) (doma
 	return adm, businessError(err)
 }
 
-// DeliverWebhook sends one attempt of a delivery: the event as JSON, signed
+// DeliverWebhook sends one attempt of a delivery: the event as JSON (or
+// the body the subscription's transformation makes of it), signed
 // now with the subscription's secret (and, for 24 hours after a rotation,
 // also with the secret it replaced) by both schemes (X-Service-Signature and
 // Standard Webhooks), waiting at most 10 seconds for the answer. A 2xx
@@ -46,7 +48,10 @@ func (a *Activities) AdmitRetry(ctx context.Context, in domain.AdmitInput) (doma
 // which Temporal retries. The attempt and where it leaves the delivery are
 // recorded. A retry after a crash sends the same attempt again, with the
 // same delivery id and attempt number. A subscription secret that cannot be
-// opened ends the delivery with a non-retryable error.
+// opened ends the delivery with a non-retryable error. A transformation
+// that answers null ends it skipped, with no request; one that fails
+// (throws, passes a limit, answers what cannot be sent) fails the attempt
+// without a request.
 func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput) (domain.DeliverResult, error) {
 	t, err := a.DB.WebhookTarget(ctx, in.OrgID, in.DeliveryID)
 	if err != nil {
@@ -67,15 +72,44 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 	if err != nil {
 		return domain.DeliverResult{}, a.unopenableSecret(ctx, in, err)
 	}
-	body, err := json.Marshal(t.Event)
-	if err != nil {
-		return domain.DeliverResult{}, err
-	}
 
 	started := a.now()
-	res, excerpt := a.send(ctx, t, in, signing, body, started)
-	rec := db.WebhookAttemptRecord{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: in.Attempt, Manual: in.Manual,
-		StartedAt: started, Duration: a.now().Sub(started), Excerpt: excerpt}
+	// The subscription's transformation, if it has one, makes the body
+	// (docs/webhooks.md#transformations): null skips the event, a failure
+	// fails the attempt without a request.
+	var tr *integrations.Transformed
+	if t.Transformation != nil {
+		out, err := a.transform(ctx, t)
+		if err != nil {
+			return domain.DeliverResult{}, err
+		}
+		if out.Result == integrations.TransformSkipped {
+			return a.skippedByTransformation(ctx, in, t)
+		}
+		tr = &out
+	}
+	var res domain.DeliverResult
+	var excerpt *string
+	rec := db.WebhookAttemptRecord{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Attempt: in.Attempt, Manual: in.Manual, StartedAt: started}
+	switch {
+	case tr == nil:
+		body, err := json.Marshal(t.Event)
+		if err != nil {
+			return domain.DeliverResult{}, err
+		}
+		res, excerpt = a.send(ctx, t, in, signing, body, nil, started)
+	case tr.Result == integrations.TransformFailed:
+		// No request: the attempt fails with why, and counts.
+		res.Error, rec.NoRequest = tr.AttemptError(), true
+	default:
+		res, excerpt = a.send(ctx, t, in, signing, tr.Body, tr.Headers, started)
+		rec.BodySent = tr.Body
+	}
+	rec.Duration, rec.Excerpt = a.now().Sub(started), excerpt
+	if tr != nil {
+		v := t.Transformation.Version
+		rec.TransformationVersion = &v
+	}
 	if res.StatusCode != 0 {
 		code := res.StatusCode
 		rec.StatusCode = &code
@@ -104,6 +138,19 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in domain.DeliverInput)
 	return res, nil
 }
 
+// skippedByTransformation ends a delivery whose subscription's
+// transformation answered null for its event: skipped, without a request
+// or an attempt.
+func (a *Activities) skippedByTransformation(ctx context.Context, in domain.DeliverInput, t db.WebhookTarget) (domain.DeliverResult, error) {
+	v := t.Transformation.Version
+	if err := a.DB.SkipWebhookDeliveryByTransformation(ctx, in.OrgID, in.DeliveryID, v); err != nil {
+		return domain.DeliverResult{}, err
+	}
+	logging.Traced(ctx, a.Log).Info("webhook delivery skipped by its transformation", zap.String("delivery_id", in.DeliveryID.String()),
+		zap.Int("attempt", in.Attempt), zap.Int("transformation_version", v))
+	return domain.DeliverResult{Skipped: true, Error: db.SkippedByTransformation(v)}, nil
+}
+
 // signingSecrets opens the secrets an attempt is signed with now: the
 // subscription's, then, while domain.PreviousSecretSigns, the one a
 // rotation replaced.
@@ -124,13 +171,19 @@ func (a *Activities) signingSecrets(t db.WebhookTarget) ([]string, error) {
 }
 
 // send makes the request and reads the start of the answer.
-func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.DeliverInput, secrets []string, body []byte, at time.Time) (domain.DeliverResult, *string) {
+func (a *Activities) send(ctx context.Context, t db.WebhookTarget, in domain.DeliverInput, secrets []string, body []byte,
+	extra []integrations.Header, at time.Time) (domain.DeliverResult, *string) {
 	rctx, cancel := context.WithTimeout(ctx, outbound.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
 		// The parser's error quotes the whole URL, credentials and all.
 		return domain.DeliverResult{Error: "the subscription URL is not valid"}, nil
+	}
+	// A transformation's headers first: none of them is one of those set
+	// below (integrations.Transform refuses them).
+	for _, h := range extra {
+		req.Header.Set(h.Name, h.Value)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)

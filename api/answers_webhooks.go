@@ -1,6 +1,8 @@
 package api
 
 import (
+	"strings"
+
 	"github.com/google/uuid"
 
 	"github.com/commerce-integration/commerce/db"
@@ -76,6 +78,11 @@ type WebhookDelivery struct {
 	NextAttemptAt  *domain.Timestamp    `json:"next_attempt_at"`
 	CreatedAt      domain.Timestamp     `json:"created_at"`
 	UpdatedAt      domain.Timestamp     `json:"updated_at"`
+	// TransformationVersion and BodySent say what the subscription's
+	// transformation made for the last attempt; BodySent is read with one
+	// delivery, and left out of lists.
+	TransformationVersion *int    `json:"transformation_version" doc:"The version of the subscription's transformation the last attempt ran; null when it ran none (the event was sent as it is)."`
+	BodySent              *string `json:"body_sent,omitempty" doc:"The body the last attempt sent, made by the transformation (at most 1 MB); absent when the event was sent as it is, nothing was sent, or in a list."`
 	// AttemptLog is read with one delivery, and left out of lists.
 	AttemptLog []WebhookAttempt `json:"attempt_log,omitempty"`
 }
@@ -89,6 +96,8 @@ type WebhookAttempt struct {
 	StatusCode *int             `json:"status_code"`
 	Error      *string          `json:"error"`
 	Response   *string          `json:"response_excerpt"`
+	// TransformationVersion is the transformation's version that ran.
+	TransformationVersion *int `json:"transformation_version" doc:"The version of the subscription's transformation that ran; null for none. An attempt whose transformation failed has no status_code and an error beginning \"transformation failed: \"."`
 }
 
 // NewWebhookDelivery is the answer of a delivery record, with its attempt
@@ -97,10 +106,21 @@ func NewWebhookDelivery(x db.WebhookDelivery) WebhookDelivery {
 	return WebhookDelivery{ID: x.ID, OrgID: x.OrgID, EventID: x.EventID, EventType: x.EventType, SubscriptionID: x.SubscriptionID,
 		URL: x.URL, Status: x.Status, Attempts: x.Attempts, LastStatusCode: x.LastStatusCode, LastError: x.LastError,
 		NextAttemptAt: x.NextAttemptAt, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt,
+		TransformationVersion: x.TransformationVersion, BodySent: bodySent(x.BodySent),
 		AttemptLog: Answers(x.AttemptLog, func(a db.WebhookAttempt) WebhookAttempt {
 			return WebhookAttempt{Attempt: a.Attempt, Manual: a.Manual, StartedAt: a.StartedAt, DurationMS: a.DurationMS,
-				StatusCode: a.StatusCode, Error: a.Error, Response: a.Response}
+				StatusCode: a.StatusCode, Error: a.Error, Response: a.Response, TransformationVersion: a.TransformationVersion}
 		})}
+}
+
+// bodySent is a delivery's body sent as text: a transformation's body is
+// the JSON or the string its script answered, so it is UTF-8.
+func bodySent(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return &s
 }
 
 // Event is an event of the outbox as the feed shows it: the envelope

@@ -74,4 +74,5 @@ func (s *Server) registerManagement() {
 	s.registerInboundManagement()
 	s.registerMappings()
 	s.registerWebhookManagement()
+	s.registerTransformations()
 }

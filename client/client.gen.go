@@ -939,6 +939,27 @@ func (e TraceDeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for TransformationTestResultResult.
+const (
+	TransformationTestResultResultFailed      TransformationTestResultResult = "failed"
+	TransformationTestResultResultSkipped     TransformationTestResultResult = "skipped"
+	TransformationTestResultResultTransformed TransformationTestResultResult = "transformed"
+)
+
+// Valid indicates whether the value is a known member of the TransformationTestResultResult enum.
+func (e TransformationTestResultResult) Valid() bool {
+	switch e {
+	case TransformationTestResultResultFailed:
+		return true
+	case TransformationTestResultResultSkipped:
+		return true
+	case TransformationTestResultResultTransformed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UpdateSubscriptionInputBodyOrdering.
 const (
 	UpdateSubscriptionInputBodyOrderingNone      UpdateSubscriptionInputBodyOrdering = "none"
@@ -2317,6 +2338,17 @@ type RowError struct {
 	Reason string `json:"reason"`
 }
 
+// SetTransformationInputBody defines model for SetTransformationInputBody.
+type SetTransformationInputBody struct {
+	// Source JavaScript defining function transform(event), at most 64 KiB (65,536 bytes). It is called with the event ({id, type, created_at, data}, as deliveries carry it) and returns {body, headers?}: body an object or array (sent as JSON) or a string (sent as it is), headers at most 10 more headers (string values; never Content-Type, the X-Service- headers, the signature headers webhook-id, webhook-timestamp and webhook-signature, or the connection's own); or null to skip the event for this subscription.
+	//
+	// Example: function transform(event) {
+	//   if (event.type !== 'order.status_changed') return null;
+	//   return {body: {order: event.data.number, state: event.data.to}, headers: {'X-Partner-Account': 'acme-42'}};
+	// }
+	Source string `json:"source"`
+}
+
 // StockLine defines model for StockLine.
 type StockLine struct {
 	CreatedAt  time.Time          `json:"created_at"`
@@ -2553,6 +2585,37 @@ type SupplierInvoiceBody_InvoicedQty struct {
 	union json.RawMessage
 }
 
+// TestEventInput defines model for TestEventInput.
+type TestEventInput struct {
+	// CreatedAt When it happened (Date's clock in the script); now when absent.
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+
+	// Data The event's data, as the event type's webhook documents it.
+	Data map[string]interface{} `json:"data"`
+
+	// Id The event's id; a new one when absent.
+	Id *openapi_types.UUID `json:"id,omitempty"`
+
+	// Type An event type (docs/webhooks.md#events).
+	//
+	// Example: order.status_changed
+	Type string `json:"type"`
+}
+
+// TestTransformationInputBody defines model for TestTransformationInputBody.
+type TestTransformationInputBody struct {
+	// Event An event to run it on instead of a stored one.
+	Event *TestEventInput `json:"event,omitempty"`
+
+	// EventId One of the organisation's events (GET /api/v1/events) to run it on.
+	EventId *openapi_types.UUID `json:"event_id,omitempty"`
+
+	// Source The JavaScript to test; the subscription's current transformation when absent.
+	//
+	// Example: function transform(event) { return {body: {kind: event.type, data: event.data}}; }
+	Source *string `json:"source,omitempty"`
+}
+
 // Trace defines model for Trace.
 type Trace struct {
 	// Applied Whether the effect was recorded (false while the post has not gone through).
@@ -2586,6 +2649,83 @@ type TraceEvent struct {
 	Deliveries []TraceDelivery    `json:"deliveries"`
 	Id         openapi_types.UUID `json:"id"`
 	Type       string             `json:"type"`
+}
+
+// Transformation defines model for Transformation.
+type Transformation struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy Who made it: key:<id> for an API key, console:<email>, cli:<name>.
+	//
+	// Example: key:3f0c9a8e-5b7d-4c21-9e2f-6a1b8c3d4e5f
+	CreatedBy string `json:"created_by"`
+
+	// Sha256 The hex SHA-256 of the source; null for a version that removed the transformation.
+	//
+	// Example: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+	Sha256 *string `json:"sha256"`
+
+	// Source The JavaScript; null after the transformation was removed (the events are sent as they are).
+	//
+	// Example: function transform(event) { return {body: {order: event.data.number}}; }
+	Source *string `json:"source"`
+
+	// Version The version: 1 for the first, one more for each change (a removal included).
+	//
+	// Example: 3
+	Version int64 `json:"version"`
+}
+
+// TransformationTestResult defines model for TransformationTestResult.
+type TransformationTestResult struct {
+	// Body transformed: the body, as the script answered it (an object or array, sent as its JSON; a string, sent as it is).
+	Body interface{} `json:"body,omitempty"`
+
+	// DurationMs How long the run took, in milliseconds.
+	DurationMs float64 `json:"duration_ms"`
+
+	// Error failed: why, as the attempt would record it.
+	//
+	// Example: transformation failed: TypeError: cannot read property 'number' of undefined (line 3:28)
+	Error *string `json:"error,omitempty"`
+
+	// Headers transformed: the headers it adds.
+	Headers *map[string]string `json:"headers,omitempty"`
+
+	// Logs What console.log wrote, at most 50 lines of 1 KiB.
+	Logs []string `json:"logs"`
+
+	// Result transformed: a delivery would send body with headers; skipped: it answered null, and the delivery would end skipped without a request; failed: it threw, passed a limit or answered what cannot be sent, and the attempt would fail without a request.
+	Result TransformationTestResultResult `json:"result"`
+}
+
+// TransformationTestResultResult transformed: a delivery would send body with headers; skipped: it answered null, and the delivery would end skipped without a request; failed: it threw, passed a limit or answered what cannot be sent, and the attempt would fail without a request.
+type TransformationTestResultResult string
+
+// TransformationVersion defines model for TransformationVersion.
+type TransformationVersion struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy Who made it: key:<id> for an API key, console:<email>, cli:<name>.
+	//
+	// Example: key:3f0c9a8e-5b7d-4c21-9e2f-6a1b8c3d4e5f
+	CreatedBy string `json:"created_by"`
+
+	// Sha256 The hex SHA-256 of the source; null for a version that removed the transformation.
+	//
+	// Example: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+	Sha256 *string `json:"sha256"`
+
+	// Version The version: 1 for the first, one more for each change (a removal included).
+	//
+	// Example: 3
+	Version int64 `json:"version"`
+}
+
+// TransformationVersionsOutputBody defines model for TransformationVersionsOutputBody.
+type TransformationVersionsOutputBody struct {
+	// Versions Every version, newest first (at most 1,000), without their source.
+	Versions []TransformationVersion `json:"versions"`
 }
 
 // UpdateSubscriptionInputBody defines model for UpdateSubscriptionInputBody.
@@ -2632,12 +2772,18 @@ type WebhookAttempt struct {
 	ResponseExcerpt *string   `json:"response_excerpt"`
 	StartedAt       time.Time `json:"started_at"`
 	StatusCode      *int64    `json:"status_code"`
+
+	// TransformationVersion The version of the subscription's transformation that ran; null for none. An attempt whose transformation failed has no status_code and an error beginning "transformation failed: ".
+	TransformationVersion *int64 `json:"transformation_version"`
 }
 
 // WebhookDelivery defines model for WebhookDelivery.
 type WebhookDelivery struct {
-	AttemptLog     *[]WebhookAttempt  `json:"attempt_log,omitempty"`
-	Attempts       int64              `json:"attempts"`
+	AttemptLog *[]WebhookAttempt `json:"attempt_log,omitempty"`
+	Attempts   int64             `json:"attempts"`
+
+	// BodySent The body the last attempt sent, made by the transformation (at most 1 MB); absent when the event was sent as it is, nothing was sent, or in a list.
+	BodySent       *string            `json:"body_sent,omitempty"`
 	CreatedAt      time.Time          `json:"created_at"`
 	EventId        openapi_types.UUID `json:"event_id"`
 	EventType      string             `json:"event_type"`
@@ -2648,8 +2794,11 @@ type WebhookDelivery struct {
 	OrgId          openapi_types.UUID `json:"org_id"`
 	Status         string             `json:"status"`
 	SubscriptionId openapi_types.UUID `json:"subscription_id"`
-	UpdatedAt      time.Time          `json:"updated_at"`
-	Url            string             `json:"url"`
+
+	// TransformationVersion The version of the subscription's transformation the last attempt ran; null when it ran none (the event was sent as it is).
+	TransformationVersion *int64    `json:"transformation_version"`
+	UpdatedAt             time.Time `json:"updated_at"`
+	Url                   string    `json:"url"`
 }
 
 // PostInboundJSONBody defines parameters for PostInbound.
@@ -3011,6 +3160,12 @@ type RotateWebhookSecretParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// TestWebhookTransformationParams defines parameters for TestWebhookTransformation.
+type TestWebhookTransformationParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // PostInboundJSONRequestBody defines body for PostInbound for application/json ContentType.
 type PostInboundJSONRequestBody PostInboundJSONBody
 
@@ -3040,6 +3195,12 @@ type UpdateWebhookSubscriptionJSONRequestBody = UpdateSubscriptionInputBody
 
 // RecoverWebhookDeliveriesJSONRequestBody defines body for RecoverWebhookDeliveries for application/json ContentType.
 type RecoverWebhookDeliveriesJSONRequestBody = RecoverInputBody
+
+// SetWebhookTransformationJSONRequestBody defines body for SetWebhookTransformation for application/json ContentType.
+type SetWebhookTransformationJSONRequestBody = SetTransformationInputBody
+
+// TestWebhookTransformationJSONRequestBody defines body for TestWebhookTransformation for application/json ContentType.
+type TestWebhookTransformationJSONRequestBody = TestTransformationInputBody
 
 // AsSupplierInvoiceBodyInvoicedQty0 returns the union data inside the SupplierInvoiceBody_InvoicedQty as a SupplierInvoiceBodyInvoicedQty0
 func (t SupplierInvoiceBody_InvoicedQty) AsSupplierInvoiceBodyInvoicedQty0() (SupplierInvoiceBodyInvoicedQty0, error) {
@@ -3973,6 +4134,81 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecret(ctx context.Context, id string, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteWebhookTransformation Remove a subscription's transformation
+	//
+	// Ends transforming, as a new version without source: from the next attempt, deliveries carry the event as it is. Earlier versions stay listed. 404 when the subscription has no transformation.
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Corresponds with DELETE /api/v1/webhooks/subscriptions/{id}/transformation (the `DeleteWebhookTransformation` operationId).
+	DeleteWebhookTransformation(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWebhookTransformation Read a subscription's transformation
+	//
+	// The current version with its source; source is null after a removal. 404 when the subscription never had one.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Corresponds with GET /api/v1/webhooks/subscriptions/{id}/transformation (the `GetWebhookTransformation` operationId).
+	GetWebhookTransformation(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetWebhookTransformationWithBody Set a subscription's transformation
+	//
+	// Makes `source` the subscription's transformation, as its next version: from the next attempt of each of its deliveries, the body sent is what `transform(event)` returns, signed as sent. null skips the event (the delivery ends skipped, without a request); a throw or a limit passed (100 ms of CPU, 32 MB, an answer over 1 MB) fails the attempt without a request, and the delivery's retries go on. Answers 400, naming the line and column, for a source that does not compile, and for one over 64 KiB.
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/webhooks/subscriptions/{id}/transformation (the `SetWebhookTransformation` operationId).
+	SetWebhookTransformationWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetWebhookTransformation Set a subscription's transformation
+	//
+	// Makes `source` the subscription's transformation, as its next version: from the next attempt of each of its deliveries, the body sent is what `transform(event)` returns, signed as sent. null skips the event (the delivery ends skipped, without a request); a throw or a limit passed (100 ms of CPU, 32 MB, an answer over 1 MB) fails the attempt without a request, and the delivery's retries go on. Answers 400, naming the line and column, for a source that does not compile, and for one over 64 KiB.
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/webhooks/subscriptions/{id}/transformation (the `SetWebhookTransformation` operationId).
+	SetWebhookTransformation(ctx context.Context, id string, body SetWebhookTransformationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestWebhookTransformationWithBody Test a transformation
+	//
+	// Runs `source` (the current transformation when absent) on an event, one of the organisation's (`event_id`) or one given (`event`), as a delivery would, with the same limits, and answers what it made and what it logged. Nothing is stored or sent. Answers 400 for a source that does not compile.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/transformation/test (the `TestWebhookTransformation` operationId).
+	TestWebhookTransformationWithBody(ctx context.Context, id string, params *TestWebhookTransformationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestWebhookTransformation Test a transformation
+	//
+	// Runs `source` (the current transformation when absent) on an event, one of the organisation's (`event_id`) or one given (`event`), as a delivery would, with the same limits, and answers what it made and what it logged. Nothing is stored or sent. Answers 400 for a source that does not compile.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/transformation/test (the `TestWebhookTransformation` operationId).
+	TestWebhookTransformation(ctx context.Context, id string, params *TestWebhookTransformationParams, body TestWebhookTransformationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWebhookTransformationVersions List a subscription's transformation versions
+	//
+	// Every version, newest first, without source (read the current one for it); a delivery and each attempt name the version that ran.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Corresponds with GET /api/v1/webhooks/subscriptions/{id}/transformation/versions (the `ListWebhookTransformationVersions` operationId).
+	ListWebhookTransformationVersions(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // PostInboundWithBody Post to an inbound endpoint
@@ -5094,6 +5330,151 @@ func (c *Client) RecoverWebhookDeliveries(ctx context.Context, id string, params
 // Corresponds with POST /api/v1/webhooks/subscriptions/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
 func (c *Client) RotateWebhookSecret(ctx context.Context, id string, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRotateWebhookSecretRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteWebhookTransformation Remove a subscription's transformation
+//
+// Ends transforming, as a new version without source: from the next attempt, deliveries carry the event as it is. Earlier versions stay listed. 404 when the subscription has no transformation.
+//
+// Requires scope `webhooks:write`.
+//
+// Corresponds with DELETE /api/v1/webhooks/subscriptions/{id}/transformation (the `DeleteWebhookTransformation` operationId).
+func (c *Client) DeleteWebhookTransformation(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhookTransformationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWebhookTransformation Read a subscription's transformation
+//
+// The current version with its source; source is null after a removal. 404 when the subscription never had one.
+//
+// Requires scope `webhooks:read`.
+//
+// Corresponds with GET /api/v1/webhooks/subscriptions/{id}/transformation (the `GetWebhookTransformation` operationId).
+func (c *Client) GetWebhookTransformation(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebhookTransformationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetWebhookTransformationWithBody Set a subscription's transformation
+//
+// Makes `source` the subscription's transformation, as its next version: from the next attempt of each of its deliveries, the body sent is what `transform(event)` returns, signed as sent. null skips the event (the delivery ends skipped, without a request); a throw or a limit passed (100 ms of CPU, 32 MB, an answer over 1 MB) fails the attempt without a request, and the delivery's retries go on. Answers 400, naming the line and column, for a source that does not compile, and for one over 64 KiB.
+//
+// Requires scope `webhooks:write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/webhooks/subscriptions/{id}/transformation (the `SetWebhookTransformation` operationId).
+func (c *Client) SetWebhookTransformationWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetWebhookTransformationRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetWebhookTransformation Set a subscription's transformation
+//
+// Makes `source` the subscription's transformation, as its next version: from the next attempt of each of its deliveries, the body sent is what `transform(event)` returns, signed as sent. null skips the event (the delivery ends skipped, without a request); a throw or a limit passed (100 ms of CPU, 32 MB, an answer over 1 MB) fails the attempt without a request, and the delivery's retries go on. Answers 400, naming the line and column, for a source that does not compile, and for one over 64 KiB.
+//
+// Requires scope `webhooks:write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/webhooks/subscriptions/{id}/transformation (the `SetWebhookTransformation` operationId).
+func (c *Client) SetWebhookTransformation(ctx context.Context, id string, body SetWebhookTransformationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetWebhookTransformationRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestWebhookTransformationWithBody Test a transformation
+//
+// Runs `source` (the current transformation when absent) on an event, one of the organisation's (`event_id`) or one given (`event`), as a delivery would, with the same limits, and answers what it made and what it logged. Nothing is stored or sent. Answers 400 for a source that does not compile.
+//
+// Requires scope `webhooks:read`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/transformation/test (the `TestWebhookTransformation` operationId).
+func (c *Client) TestWebhookTransformationWithBody(ctx context.Context, id string, params *TestWebhookTransformationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestWebhookTransformationRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestWebhookTransformation Test a transformation
+//
+// Runs `source` (the current transformation when absent) on an event, one of the organisation's (`event_id`) or one given (`event`), as a delivery would, with the same limits, and answers what it made and what it logged. Nothing is stored or sent. Answers 400 for a source that does not compile.
+//
+// Requires scope `webhooks:read`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/transformation/test (the `TestWebhookTransformation` operationId).
+func (c *Client) TestWebhookTransformation(ctx context.Context, id string, params *TestWebhookTransformationParams, body TestWebhookTransformationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestWebhookTransformationRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWebhookTransformationVersions List a subscription's transformation versions
+//
+// Every version, newest first, without source (read the current one for it); a delivery and each attempt name the version that ran.
+//
+// Requires scope `webhooks:read`.
+//
+// Corresponds with GET /api/v1/webhooks/subscriptions/{id}/transformation/versions (the `ListWebhookTransformationVersions` operationId).
+func (c *Client) ListWebhookTransformationVersions(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhookTransformationVersionsRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7869,6 +8250,217 @@ func NewRotateWebhookSecretRequest(server string, id string, params *RotateWebho
 	return req, nil
 }
 
+// NewDeleteWebhookTransformationRequest constructs an http.Request for the DeleteWebhookTransformation method
+func NewDeleteWebhookTransformationRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/subscriptions/%s/transformation", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetWebhookTransformationRequest constructs an http.Request for the GetWebhookTransformation method
+func NewGetWebhookTransformationRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/subscriptions/%s/transformation", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetWebhookTransformationRequest calls the generic SetWebhookTransformation builder with application/json body
+func NewSetWebhookTransformationRequest(server string, id string, body SetWebhookTransformationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetWebhookTransformationRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetWebhookTransformationRequestWithBody constructs an http.Request for the SetWebhookTransformation method, with any body, and a specified content type
+func NewSetWebhookTransformationRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/subscriptions/%s/transformation", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewTestWebhookTransformationRequest calls the generic TestWebhookTransformation builder with application/json body
+func NewTestWebhookTransformationRequest(server string, id string, params *TestWebhookTransformationParams, body TestWebhookTransformationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTestWebhookTransformationRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewTestWebhookTransformationRequestWithBody constructs an http.Request for the TestWebhookTransformation method, with any body, and a specified content type
+func NewTestWebhookTransformationRequestWithBody(server string, id string, params *TestWebhookTransformationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/subscriptions/%s/transformation/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListWebhookTransformationVersionsRequest constructs an http.Request for the ListWebhookTransformationVersions method
+func NewListWebhookTransformationVersionsRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/subscriptions/%s/transformation/versions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -8561,6 +9153,87 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecretWithResponse(ctx context.Context, id string, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+
+	// DeleteWebhookTransformationWithResponse Remove a subscription's transformation
+	//
+	// Ends transforming, as a new version without source: from the next attempt, deliveries carry the event as it is. Earlier versions stay listed. 404 when the subscription has no transformation.
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/webhooks/subscriptions/{id}/transformation (the `DeleteWebhookTransformation` operationId).
+	DeleteWebhookTransformationWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteWebhookTransformationResponse, error)
+
+	// GetWebhookTransformationWithResponse Read a subscription's transformation
+	//
+	// The current version with its source; source is null after a removal. 404 when the subscription never had one.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/webhooks/subscriptions/{id}/transformation (the `GetWebhookTransformation` operationId).
+	GetWebhookTransformationWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetWebhookTransformationResponse, error)
+
+	// SetWebhookTransformationWithBodyWithResponse Set a subscription's transformation
+	//
+	// Makes `source` the subscription's transformation, as its next version: from the next attempt of each of its deliveries, the body sent is what `transform(event)` returns, signed as sent. null skips the event (the delivery ends skipped, without a request); a throw or a limit passed (100 ms of CPU, 32 MB, an answer over 1 MB) fails the attempt without a request, and the delivery's retries go on. Answers 400, naming the line and column, for a source that does not compile, and for one over 64 KiB.
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/webhooks/subscriptions/{id}/transformation (the `SetWebhookTransformation` operationId).
+	SetWebhookTransformationWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetWebhookTransformationResponse, error)
+
+	// SetWebhookTransformationWithResponse Set a subscription's transformation
+	//
+	// Makes `source` the subscription's transformation, as its next version: from the next attempt of each of its deliveries, the body sent is what `transform(event)` returns, signed as sent. null skips the event (the delivery ends skipped, without a request); a throw or a limit passed (100 ms of CPU, 32 MB, an answer over 1 MB) fails the attempt without a request, and the delivery's retries go on. Answers 400, naming the line and column, for a source that does not compile, and for one over 64 KiB.
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/webhooks/subscriptions/{id}/transformation (the `SetWebhookTransformation` operationId).
+	SetWebhookTransformationWithResponse(ctx context.Context, id string, body SetWebhookTransformationJSONRequestBody, reqEditors ...RequestEditorFn) (*SetWebhookTransformationResponse, error)
+
+	// TestWebhookTransformationWithBodyWithResponse Test a transformation
+	//
+	// Runs `source` (the current transformation when absent) on an event, one of the organisation's (`event_id`) or one given (`event`), as a delivery would, with the same limits, and answers what it made and what it logged. Nothing is stored or sent. Answers 400 for a source that does not compile.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/transformation/test (the `TestWebhookTransformation` operationId).
+	TestWebhookTransformationWithBodyWithResponse(ctx context.Context, id string, params *TestWebhookTransformationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestWebhookTransformationResponse, error)
+
+	// TestWebhookTransformationWithResponse Test a transformation
+	//
+	// Runs `source` (the current transformation when absent) on an event, one of the organisation's (`event_id`) or one given (`event`), as a delivery would, with the same limits, and answers what it made and what it logged. Nothing is stored or sent. Answers 400 for a source that does not compile.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/transformation/test (the `TestWebhookTransformation` operationId).
+	TestWebhookTransformationWithResponse(ctx context.Context, id string, params *TestWebhookTransformationParams, body TestWebhookTransformationJSONRequestBody, reqEditors ...RequestEditorFn) (*TestWebhookTransformationResponse, error)
+
+	// ListWebhookTransformationVersionsWithResponse List a subscription's transformation versions
+	//
+	// Every version, newest first, without source (read the current one for it); a delivery and each attempt name the version that ran.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/webhooks/subscriptions/{id}/transformation/versions (the `ListWebhookTransformationVersions` operationId).
+	ListWebhookTransformationVersionsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListWebhookTransformationVersionsResponse, error)
 }
 
 // PostInboundResponse200Headers the declared response headers of an HTTP 200 response for PostInbound
@@ -14293,6 +14966,616 @@ func (r RotateWebhookSecretResponse) ContentType() string {
 	return ""
 }
 
+// DeleteWebhookTransformationResponse200Headers the declared response headers of an HTTP 200 response for DeleteWebhookTransformation
+type DeleteWebhookTransformationResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// DeleteWebhookTransformationResponse403Headers the declared response headers of an HTTP 403 response for DeleteWebhookTransformation
+type DeleteWebhookTransformationResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// DeleteWebhookTransformationResponse404Headers the declared response headers of an HTTP 404 response for DeleteWebhookTransformation
+type DeleteWebhookTransformationResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// DeleteWebhookTransformationResponse429Headers the declared response headers of an HTTP 429 response for DeleteWebhookTransformation
+type DeleteWebhookTransformationResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type DeleteWebhookTransformationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TransformationVersion
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteWebhookTransformationResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteWebhookTransformationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteWebhookTransformationResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteWebhookTransformationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteWebhookTransformationResponse) GetJSON200() *TransformationVersion {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteWebhookTransformationResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteWebhookTransformationResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteWebhookTransformationResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteWebhookTransformationResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteWebhookTransformationResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteWebhookTransformationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteWebhookTransformationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteWebhookTransformationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteWebhookTransformationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWebhookTransformationResponse200Headers the declared response headers of an HTTP 200 response for GetWebhookTransformation
+type GetWebhookTransformationResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetWebhookTransformationResponse403Headers the declared response headers of an HTTP 403 response for GetWebhookTransformation
+type GetWebhookTransformationResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetWebhookTransformationResponse404Headers the declared response headers of an HTTP 404 response for GetWebhookTransformation
+type GetWebhookTransformationResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetWebhookTransformationResponse429Headers the declared response headers of an HTTP 429 response for GetWebhookTransformation
+type GetWebhookTransformationResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetWebhookTransformationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Transformation
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWebhookTransformationResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWebhookTransformationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetWebhookTransformationResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWebhookTransformationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWebhookTransformationResponse) GetJSON200() *Transformation {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWebhookTransformationResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWebhookTransformationResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWebhookTransformationResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetWebhookTransformationResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWebhookTransformationResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWebhookTransformationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWebhookTransformationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWebhookTransformationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWebhookTransformationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetWebhookTransformationResponse201Headers the declared response headers of an HTTP 201 response for SetWebhookTransformation
+type SetWebhookTransformationResponse201Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetWebhookTransformationResponse400Headers the declared response headers of an HTTP 400 response for SetWebhookTransformation
+type SetWebhookTransformationResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetWebhookTransformationResponse403Headers the declared response headers of an HTTP 403 response for SetWebhookTransformation
+type SetWebhookTransformationResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetWebhookTransformationResponse404Headers the declared response headers of an HTTP 404 response for SetWebhookTransformation
+type SetWebhookTransformationResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetWebhookTransformationResponse429Headers the declared response headers of an HTTP 429 response for SetWebhookTransformation
+type SetWebhookTransformationResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type SetWebhookTransformationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *TransformationVersion
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *SetWebhookTransformationResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetWebhookTransformationResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetWebhookTransformationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetWebhookTransformationResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetWebhookTransformationResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r SetWebhookTransformationResponse) GetJSON201() *TransformationVersion {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetWebhookTransformationResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetWebhookTransformationResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetWebhookTransformationResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetWebhookTransformationResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetWebhookTransformationResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetWebhookTransformationResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SetWebhookTransformationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetWebhookTransformationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetWebhookTransformationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetWebhookTransformationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestWebhookTransformationResponse200Headers the declared response headers of an HTTP 200 response for TestWebhookTransformation
+type TestWebhookTransformationResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestWebhookTransformationResponse400Headers the declared response headers of an HTTP 400 response for TestWebhookTransformation
+type TestWebhookTransformationResponse400Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestWebhookTransformationResponse403Headers the declared response headers of an HTTP 403 response for TestWebhookTransformation
+type TestWebhookTransformationResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// TestWebhookTransformationResponse404Headers the declared response headers of an HTTP 404 response for TestWebhookTransformation
+type TestWebhookTransformationResponse404Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestWebhookTransformationResponse409Headers the declared response headers of an HTTP 409 response for TestWebhookTransformation
+type TestWebhookTransformationResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestWebhookTransformationResponse422Headers the declared response headers of an HTTP 422 response for TestWebhookTransformation
+type TestWebhookTransformationResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestWebhookTransformationResponse429Headers the declared response headers of an HTTP 429 response for TestWebhookTransformation
+type TestWebhookTransformationResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type TestWebhookTransformationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TransformationTestResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TestWebhookTransformationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TestWebhookTransformationResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TestWebhookTransformationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TestWebhookTransformationResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *TestWebhookTransformationResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *TestWebhookTransformationResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestWebhookTransformationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON200() *TransformationTestResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestWebhookTransformationResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TestWebhookTransformationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestWebhookTransformationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestWebhookTransformationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestWebhookTransformationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWebhookTransformationVersionsResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookTransformationVersions
+type ListWebhookTransformationVersionsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListWebhookTransformationVersionsResponse403Headers the declared response headers of an HTTP 403 response for ListWebhookTransformationVersions
+type ListWebhookTransformationVersionsResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListWebhookTransformationVersionsResponse404Headers the declared response headers of an HTTP 404 response for ListWebhookTransformationVersions
+type ListWebhookTransformationVersionsResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListWebhookTransformationVersionsResponse429Headers the declared response headers of an HTTP 429 response for ListWebhookTransformationVersions
+type ListWebhookTransformationVersionsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ListWebhookTransformationVersionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TransformationVersionsOutputBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWebhookTransformationVersionsResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListWebhookTransformationVersionsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListWebhookTransformationVersionsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWebhookTransformationVersionsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWebhookTransformationVersionsResponse) GetJSON200() *TransformationVersionsOutputBody {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWebhookTransformationVersionsResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListWebhookTransformationVersionsResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListWebhookTransformationVersionsResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWebhookTransformationVersionsResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWebhookTransformationVersionsResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWebhookTransformationVersionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWebhookTransformationVersionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWebhookTransformationVersionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWebhookTransformationVersionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PostInboundWithBodyWithResponse Post to an inbound endpoint
 //
 // The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
@@ -15270,6 +16553,129 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// DeleteWebhookTransformationWithResponse Remove a subscription's transformation
+//
+// Ends transforming, as a new version without source: from the next attempt, deliveries carry the event as it is. Earlier versions stay listed. 404 when the subscription has no transformation.
+//
+// Requires scope `webhooks:write`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/webhooks/subscriptions/{id}/transformation (the `DeleteWebhookTransformation` operationId).
+func (c *ClientWithResponses) DeleteWebhookTransformationWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteWebhookTransformationResponse, error) {
+	rsp, err := c.DeleteWebhookTransformation(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteWebhookTransformationResponse(rsp)
+}
+
+// GetWebhookTransformationWithResponse Read a subscription's transformation
+//
+// The current version with its source; source is null after a removal. 404 when the subscription never had one.
+//
+// Requires scope `webhooks:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/webhooks/subscriptions/{id}/transformation (the `GetWebhookTransformation` operationId).
+func (c *ClientWithResponses) GetWebhookTransformationWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetWebhookTransformationResponse, error) {
+	rsp, err := c.GetWebhookTransformation(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWebhookTransformationResponse(rsp)
+}
+
+// SetWebhookTransformationWithBodyWithResponse Set a subscription's transformation
+//
+// Makes `source` the subscription's transformation, as its next version: from the next attempt of each of its deliveries, the body sent is what `transform(event)` returns, signed as sent. null skips the event (the delivery ends skipped, without a request); a throw or a limit passed (100 ms of CPU, 32 MB, an answer over 1 MB) fails the attempt without a request, and the delivery's retries go on. Answers 400, naming the line and column, for a source that does not compile, and for one over 64 KiB.
+//
+// Requires scope `webhooks:write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/webhooks/subscriptions/{id}/transformation (the `SetWebhookTransformation` operationId).
+func (c *ClientWithResponses) SetWebhookTransformationWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetWebhookTransformationResponse, error) {
+	rsp, err := c.SetWebhookTransformationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetWebhookTransformationResponse(rsp)
+}
+
+// SetWebhookTransformationWithResponse Set a subscription's transformation
+//
+// Makes `source` the subscription's transformation, as its next version: from the next attempt of each of its deliveries, the body sent is what `transform(event)` returns, signed as sent. null skips the event (the delivery ends skipped, without a request); a throw or a limit passed (100 ms of CPU, 32 MB, an answer over 1 MB) fails the attempt without a request, and the delivery's retries go on. Answers 400, naming the line and column, for a source that does not compile, and for one over 64 KiB.
+//
+// Requires scope `webhooks:write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/webhooks/subscriptions/{id}/transformation (the `SetWebhookTransformation` operationId).
+func (c *ClientWithResponses) SetWebhookTransformationWithResponse(ctx context.Context, id string, body SetWebhookTransformationJSONRequestBody, reqEditors ...RequestEditorFn) (*SetWebhookTransformationResponse, error) {
+	rsp, err := c.SetWebhookTransformation(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetWebhookTransformationResponse(rsp)
+}
+
+// TestWebhookTransformationWithBodyWithResponse Test a transformation
+//
+// Runs `source` (the current transformation when absent) on an event, one of the organisation's (`event_id`) or one given (`event`), as a delivery would, with the same limits, and answers what it made and what it logged. Nothing is stored or sent. Answers 400 for a source that does not compile.
+//
+// Requires scope `webhooks:read`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/transformation/test (the `TestWebhookTransformation` operationId).
+func (c *ClientWithResponses) TestWebhookTransformationWithBodyWithResponse(ctx context.Context, id string, params *TestWebhookTransformationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestWebhookTransformationResponse, error) {
+	rsp, err := c.TestWebhookTransformationWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestWebhookTransformationResponse(rsp)
+}
+
+// TestWebhookTransformationWithResponse Test a transformation
+//
+// Runs `source` (the current transformation when absent) on an event, one of the organisation's (`event_id`) or one given (`event`), as a delivery would, with the same limits, and answers what it made and what it logged. Nothing is stored or sent. Answers 400 for a source that does not compile.
+//
+// Requires scope `webhooks:read`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/webhooks/subscriptions/{id}/transformation/test (the `TestWebhookTransformation` operationId).
+func (c *ClientWithResponses) TestWebhookTransformationWithResponse(ctx context.Context, id string, params *TestWebhookTransformationParams, body TestWebhookTransformationJSONRequestBody, reqEditors ...RequestEditorFn) (*TestWebhookTransformationResponse, error) {
+	rsp, err := c.TestWebhookTransformation(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestWebhookTransformationResponse(rsp)
+}
+
+// ListWebhookTransformationVersionsWithResponse List a subscription's transformation versions
+//
+// Every version, newest first, without source (read the current one for it); a delivery and each attempt name the version that ran.
+//
+// Requires scope `webhooks:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/webhooks/subscriptions/{id}/transformation/versions (the `ListWebhookTransformationVersions` operationId).
+func (c *ClientWithResponses) ListWebhookTransformationVersionsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListWebhookTransformationVersionsResponse, error) {
+	rsp, err := c.ListWebhookTransformationVersions(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWebhookTransformationVersionsResponse(rsp)
 }
 
 // ParsePostInboundResponse parses an HTTP response from a PostInboundWithResponse call
@@ -23150,6 +24556,832 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers RotateWebhookSecretResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteWebhookTransformationResponse parses an HTTP response from a DeleteWebhookTransformationWithResponse call
+func ParseDeleteWebhookTransformationResponse(rsp *http.Response) (*DeleteWebhookTransformationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteWebhookTransformationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TransformationVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteWebhookTransformationResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteWebhookTransformationResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteWebhookTransformationResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteWebhookTransformationResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWebhookTransformationResponse parses an HTTP response from a GetWebhookTransformationWithResponse call
+func ParseGetWebhookTransformationResponse(rsp *http.Response) (*GetWebhookTransformationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWebhookTransformationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Transformation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWebhookTransformationResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWebhookTransformationResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetWebhookTransformationResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWebhookTransformationResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetWebhookTransformationResponse parses an HTTP response from a SetWebhookTransformationWithResponse call
+func ParseSetWebhookTransformationResponse(rsp *http.Response) (*SetWebhookTransformationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetWebhookTransformationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest TransformationVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers SetWebhookTransformationResponse201Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetWebhookTransformationResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetWebhookTransformationResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetWebhookTransformationResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetWebhookTransformationResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestWebhookTransformationResponse parses an HTTP response from a TestWebhookTransformationWithResponse call
+func ParseTestWebhookTransformationResponse(rsp *http.Response) (*TestWebhookTransformationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestWebhookTransformationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TransformationTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TestWebhookTransformationResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TestWebhookTransformationResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers TestWebhookTransformationResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TestWebhookTransformationResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers TestWebhookTransformationResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers TestWebhookTransformationResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers TestWebhookTransformationResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWebhookTransformationVersionsResponse parses an HTTP response from a ListWebhookTransformationVersionsWithResponse call
+func ParseListWebhookTransformationVersionsResponse(rsp *http.Response) (*ListWebhookTransformationVersionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWebhookTransformationVersionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TransformationVersionsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWebhookTransformationVersionsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListWebhookTransformationVersionsResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListWebhookTransformationVersionsResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWebhookTransformationVersionsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

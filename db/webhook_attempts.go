@@ -31,6 +31,9 @@ type WebhookTarget struct {
 	Active         bool
 	Status         domain.WebhookStatus
 	Event          Envelope
+	// Transformation is the subscription's current transformation; nil
+	// for none (never set, or removed).
+	Transformation *MappingRef
 	secretSealed   []byte
 	// The secret a rotation replaced, and until when it still signs.
 	previousSealed    []byte
@@ -53,16 +56,19 @@ func (t WebhookTarget) SealedSecrets() (current secrets.Sealed, previous *secret
 func (d *DB) WebhookTarget(ctx context.Context, orgID, deliveryID uuid.UUID) (WebhookTarget, error) {
 	var t WebhookTarget
 	var createdAt time.Time
+	var version *int
+	var sum *string
 	err := d.pool.QueryRow(ctx, `
 		SELECT w.id, s.id, s.url, s.active, w.status, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_expires_at,
-		       e.id, e.type, e.created_at, e.data::text
+		       e.id, e.type, e.created_at, e.data::text, m.version, m.sha256
 		FROM webhook_deliveries w
 		JOIN webhook_subscriptions s ON s.org_id = w.org_id AND s.id = w.subscription_id
-		JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+		JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id`+currentMappingRef(MappingOfSubscription, "s.id")+`
 		WHERE w.org_id = $1 AND w.id = $2`, orgID, deliveryID).Scan(
 		&t.DeliveryID, &t.SubscriptionID, &t.URL, &t.Active, &t.Status, &t.secretSealed, &t.previousSealed, &t.previousExpiresAt,
-		&t.Event.ID, &t.Event.Type, &createdAt, &t.Event.Data)
+		&t.Event.ID, &t.Event.Type, &createdAt, &t.Event.Data, &version, &sum)
 	t.Event.CreatedAt = domain.NewTimestamp(createdAt)
+	t.Transformation = mappingRef(version, sum)
 	return t, notFound(err, "delivery")
 }
 
@@ -82,6 +88,15 @@ type WebhookAttemptRecord struct {
 	// when it will be tried again (failed only).
 	Status        domain.WebhookStatus
 	NextAttemptAt *time.Time
+	// TransformationVersion is the version of the subscription's
+	// transformation that ran (nil: none); BodySent the body it made, as
+	// sent (nil: the event was sent as it is, or nothing was sent).
+	TransformationVersion *int
+	BodySent              []byte
+	// NoRequest says no request was made: the transformation failed. The
+	// attempt counts for the delivery, not for its subscription's health,
+	// which is its receiver's.
+	NoRequest bool
 }
 
 // RecordWebhookAttempt logs an attempt and moves the delivery, and reports
@@ -96,24 +111,26 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 		// a retried activity), so it counts towards the subscription's run.
 		var first bool
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO webhook_attempts (id, org_id, delivery_id, attempt, manual, started_at, duration_ms, status_code, error, response_excerpt)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			INSERT INTO webhook_attempts (id, org_id, delivery_id, attempt, manual, started_at, duration_ms, status_code, error, response_excerpt,
+				transformation_version)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT (org_id, delivery_id, attempt) DO UPDATE SET
 				manual = EXCLUDED.manual, started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms,
-				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt
+				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
+				transformation_version = EXCLUDED.transformation_version
 			RETURNING xmax = 0`,
 			NewID(), a.OrgID, a.DeliveryID, a.Attempt, a.Manual, a.StartedAt, a.Duration.Milliseconds(),
-			a.StatusCode, a.Error, a.Excerpt).Scan(&first); err != nil {
+			a.StatusCode, a.Error, a.Excerpt, a.TransformationVersion).Scan(&first); err != nil {
 			return err
 		}
 		var d domain.DeliveryExhaustedData
 		err := tx.QueryRow(ctx, `
 			UPDATE webhook_deliveries w
 			SET attempts = greatest(attempts, $3), status = $4, last_status_code = $5, last_error = $6,
-			    next_attempt_at = $7, updated_at = now()
+			    next_attempt_at = $7, transformation_version = $8, body_sent = $9, updated_at = now()
 			FROM events e WHERE w.org_id = $1 AND w.id = $2 AND e.org_id = w.org_id AND e.id = w.event_id
 			RETURNING w.id, w.event_id, e.type, w.subscription_id, w.attempts`,
-			a.OrgID, a.DeliveryID, a.Attempt, a.Status, a.StatusCode, a.Error, a.NextAttemptAt).Scan(
+			a.OrgID, a.DeliveryID, a.Attempt, a.Status, a.StatusCode, a.Error, a.NextAttemptAt, a.TransformationVersion, a.BodySent).Scan(
 			&d.DeliveryID, &d.EventID, &d.EventType, &d.SubscriptionID, &d.Attempts)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return domain.Errorf(domain.ENOTFOUND, "delivery not found")
@@ -126,22 +143,32 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 			return err
 		}
 		if !first {
-			err := tx.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`,
-				a.OrgID, d.SubscriptionID).Scan(&failing)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			return err
+			return subscriptionFailing(ctx, tx, a.OrgID, d.SubscriptionID, &failing)
 		}
 		if a.Status == domain.WebhookExhausted {
 			if err := emit(ctx, tx, a.OrgID, domain.DeliveryExhausted.New(d)); err != nil {
 				return err
 			}
 		}
+		if a.NoRequest {
+			// Nothing reached the receiver: its health is as it was.
+			return subscriptionFailing(ctx, tx, a.OrgID, d.SubscriptionID, &failing)
+		}
 		failing, err = subscriptionAttempt(ctx, tx, a, d.SubscriptionID, probe)
 		return err
 	})
 	return failing, err
+}
+
+// subscriptionFailing reads whether a subscription is failing (false when
+// it was deleted meanwhile).
+func subscriptionFailing(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID, failing *bool) error {
+	err := tx.QueryRow(ctx, `SELECT failing_since IS NOT NULL FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`,
+		orgID, id).Scan(failing)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 // subscriptionAttempt counts an attempt in its subscription's health, as

@@ -25,6 +25,12 @@ type WebhookDelivery struct {
 	NextAttemptAt  *domain.Timestamp
 	CreatedAt      domain.Timestamp
 	UpdatedAt      domain.Timestamp
+	// TransformationVersion is the version of the subscription's
+	// transformation the last attempt ran (nil: none).
+	TransformationVersion *int
+	// BodySent is the body the transformation made for the last attempt,
+	// as sent; filled by GetWebhookDelivery only (it may be 1 MB).
+	BodySent []byte
 	// AttemptLog is filled by GetWebhookDelivery.
 	AttemptLog []WebhookAttempt
 }
@@ -39,10 +45,13 @@ type WebhookAttempt struct {
 	StatusCode *int
 	Error      *string
 	Response   *string
+	// TransformationVersion is the version of the transformation that ran
+	// (nil: none).
+	TransformationVersion *int
 }
 
 const webhookDeliveryColumns = `w.id, w.org_id, w.event_id, e.type, w.subscription_id, s.url, w.status, w.attempts,
-	w.last_status_code, w.last_error, w.next_attempt_at, w.created_at, w.updated_at`
+	w.last_status_code, w.last_error, w.next_attempt_at, w.created_at, w.updated_at, w.transformation_version`
 
 const webhookDeliveryFrom = ` FROM webhook_deliveries w
 	JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
@@ -51,7 +60,7 @@ const webhookDeliveryFrom = ` FROM webhook_deliveries w
 func scanWebhookDelivery(row pgx.Row) (WebhookDelivery, error) {
 	var x WebhookDelivery
 	err := row.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.URL, &x.Status, &x.Attempts,
-		&x.LastStatusCode, &x.LastError, &x.NextAttemptAt, &x.CreatedAt, &x.UpdatedAt)
+		&x.LastStatusCode, &x.LastError, &x.NextAttemptAt, &x.CreatedAt, &x.UpdatedAt, &x.TransformationVersion)
 	return x, err
 }
 
@@ -65,15 +74,18 @@ func (d *DB) GetWebhookDelivery(ctx context.Context, orgID, id uuid.UUID) (x Web
 		if err != nil {
 			return notFound(err, "delivery")
 		}
+		if err := tx.QueryRow(ctx, `SELECT body_sent FROM webhook_deliveries WHERE org_id = $1 AND id = $2`, x.OrgID, x.ID).Scan(&x.BodySent); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `
-			SELECT attempt, manual, started_at, duration_ms, status_code, error, response_excerpt
+			SELECT attempt, manual, started_at, duration_ms, status_code, error, response_excerpt, transformation_version
 			FROM webhook_attempts WHERE org_id = $1 AND delivery_id = $2 ORDER BY attempt`, x.OrgID, x.ID)
 		if err != nil {
 			return err
 		}
 		x.AttemptLog, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookAttempt, error) {
 			var a WebhookAttempt
-			err := r.Scan(&a.Attempt, &a.Manual, &a.StartedAt, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response)
+			err := r.Scan(&a.Attempt, &a.Manual, &a.StartedAt, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response, &a.TransformationVersion)
 			return a, err
 		})
 		return err

@@ -316,8 +316,8 @@ type DeliverResult struct {
 	Succeeded  bool   `json:"succeeded"`
 	StatusCode int    `json:"status_code,omitempty"`
 	Error      string `json:"error,omitempty"`
-	// Skipped: no request was sent, because the subscription is disabled;
-	// the delivery has ended.
+	// Skipped: no request was sent, because the subscription is disabled
+	// or its transformation answered null; the delivery has ended.
 	Skipped bool `json:"skipped,omitempty"`
 	// RetryAt is when a failed delivery that is not exhausted is tried
 	// again: the next nightly run (DeliveryPolicy.RetryAt).

@@ -17,7 +17,7 @@ const (
 	WebhookFailed    WebhookStatus = "failed"    // waiting for the nightly retry
 	WebhookExhausted WebhookStatus = "exhausted" // 5 attempts failed, the subscription was disabled, or its secret cannot be opened
 	WebhookHeld      WebhookStatus = "held"      // waiting, with no attempt spent, while its subscription is failing
-	WebhookSkipped   WebhookStatus = "skipped"   // support let its entity's later deliveries go before it
+	WebhookSkipped   WebhookStatus = "skipped"   // support let its entity's later deliveries go before it, or its transformation answered null
 )
 
 // The headers of a webhook delivery besides Content-Type and the signature

@@ -279,6 +279,7 @@ func (p *Posts) mapBody(ctx context.Context, in *post) (*Answer, error) {
 	if err != nil {
 		return nil, err
 	}
+	run.count()
 	switch {
 	case run.result == MappingIgnored:
 		in.receipt = db.NewID()

@@ -30,14 +30,18 @@ type Scripts struct {
 // programsKept is how many compiled programs a process keeps.
 const programsKept = 256
 
-// NewScripts makes the process's scripts with the default limits.
-func NewScripts() *Scripts {
-	return &Scripts{Runner: script.NewRunner(script.DefaultLimits, script.DefaultSlots()), programs: map[string]*list.Element{}}
+// newScripts makes the process's scripts over its one runner.
+func newScripts(r *script.Runner) *Scripts {
+	return &Scripts{Runner: r, programs: map[string]*list.Element{}}
 }
 
-// Compile compiles source, or answers its failure to: EINVALID naming the
-// line and column.
+// Compile compiles source, or answers its failure to: EINVALID for a
+// source over the size limit, or naming the line and column where it does
+// not compile.
 func (s *Scripts) Compile(source string) (*script.Program, error) {
+	if limit := s.Runner.Limits().Source; len(source) > limit {
+		return nil, domain.Errorf(domain.EINVALID, "source is %d bytes, over the limit of %d (64 KiB)", len(source), limit)
+	}
 	p, err := s.Runner.Compile(source)
 	var se *script.Error
 	if errors.As(err, &se) {
@@ -121,9 +125,12 @@ func (s *Scripts) mapPost(ctx context.Context, p *script.Program, body []byte, h
 	default:
 		m.result, m.body = MappingMapped, out.Output
 	}
-	metrics.MappingRun("inbound", m.result, m.took)
 	return m, nil
 }
+
+// count counts a run of a post's mapping (a live post's or a replay's; a
+// test run is not counted).
+func (m mapped) count() { metrics.MappingRun("inbound", m.result, m.took) }
 
 // jsonKind names the kind of a JSON value.
 func jsonKind(v []byte) string {

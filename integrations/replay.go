@@ -118,6 +118,7 @@ func (r *Posts) remap(ctx context.Context, src db.Receipt, ep db.Endpoint, choic
 	if err != nil {
 		return remapped{}, err
 	}
+	run.count()
 	switch {
 	case run.result == MappingIgnored:
 		return remapped{}, errIgnored

@@ -19,6 +19,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/logging"
 	"github.com/commerce-integration/commerce/internal/outbound"
+	"github.com/commerce-integration/commerce/internal/script"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -79,6 +80,10 @@ type Deps struct {
 	Namespace     string
 	// Targets says which addresses subscriptions may name.
 	Targets outbound.Targets
+	// Scripts runs mappings and transformations: one runner per process,
+	// whose slots bound the memory all runs hold. nil: New makes one of
+	// the default limits.
+	Scripts *script.Runner
 }
 
 // New builds the application service.
@@ -87,9 +92,13 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	scripts := d.Scripts
+	if scripts == nil {
+		scripts = script.NewRunner(script.DefaultLimits, script.DefaultSlots())
+	}
 	return &Service{
 		Posts: &Posts{DB: d.DB, Workflows: d.Workflows, Log: log, Sealer: d.Sealer, Wait: d.AnswerWait, BaseURL: d.BaseURL,
-			Scripts: NewScripts()},
+			Scripts: newScripts(scripts)},
 		TemporalUIURL: d.TemporalUIURL, Namespace: d.Namespace, Targets: d.Targets,
 	}
 }

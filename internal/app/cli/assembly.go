@@ -7,6 +7,7 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/integrations"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/script"
 	"github.com/commerce-integration/commerce/internal/secrets"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -52,6 +53,9 @@ func newService(cfg config.Config, log *zap.Logger, d *db.DB, tc client.Client, 
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// The process's one runner of transformations: the service's routes
+	// and the worker's deliveries share its slots.
+	scripts := script.NewRunner(script.DefaultLimits, script.DefaultSlots())
 	return integrations.New(integrations.Deps{DB: d, Workflows: wf, Log: log, Sealer: sealer, BaseURL: cfg.BaseURL,
-		TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, Targets: targets}), wf, nil
+		TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, Targets: targets, Scripts: scripts}), wf, nil
 }

@@ -65,7 +65,8 @@ type Deps struct {
 // activitiesOf are the worker's activities, with what the configuration
 // gives them: the key that opens webhook secrets, the delivery policy
 // (COMMERCE_NIGHTLY_AT), and whether webhooks may reach private addresses;
-// the bulk replay's activity replays through the process's service.
+// the bulk replay's activity replays through the process's service, and
+// transformations run on its runner.
 func activitiesOf(d Deps) (*activities.Activities, error) {
 	delivery, err := d.Cfg.Delivery()
 	if err != nil {
@@ -77,7 +78,7 @@ func activitiesOf(d Deps) (*activities.Activities, error) {
 	}
 	return &activities.Activities{DB: d.DB, Log: d.Log.Named("activities"), BaseURL: d.Cfg.BaseURL,
 		Sealer: d.Sealer, Webhooks: d.Tracing.Client(outbound.Client(targets)), Delivery: delivery,
-		Replays: d.Service.Posts}, nil
+		Replays: d.Service.Posts, Scripts: d.Service.Scripts.Runner}, nil
 }
 
 // Run registers the workflows and activities on the task queue and runs
