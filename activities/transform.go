@@ -78,7 +78,7 @@ func (a *Activities) program(ctx context.Context, t db.WebhookTarget) (*script.P
 	if p := a.programs.get(ref.SHA256); p != nil {
 		return p, nil
 	}
-	source, err := a.DB.MappingSource(ctx, db.MappingOfSubscription, t.SubscriptionID, ref.Version)
+	source, err := a.DB.MappingSource(ctx, t.OrgID, db.MappingOfSubscription, t.SubscriptionID, ref.Version)
 	if err != nil {
 		return nil, err
 	}

@@ -174,7 +174,7 @@ WITH e AS (
 )
 SELECT e.id, e.org_id, e.name, e.action, e.require_signature, e.state, e.rate_limited_count, e.created_at, e.secret_sealed,
        rl.allowed, rl.tat, now(), m.version, m.sha256
-FROM e CROSS JOIN rl` + currentMappingRef(MappingOfEndpoint, "e.id")
+FROM e CROSS JOIN rl` + currentMappingRef(MappingOfEndpoint, "e.org_id", "e.id")
 
 // PostToEndpoint finds the endpoint of a token (ENOTFOUND for none or a
 // deleted one) and takes one post from its rate limit, in one round trip.

@@ -66,7 +66,7 @@ func (d *DB) AddMappingVersion(ctx context.Context, orgID uuid.UUID, kind Mappin
 		return tx.QueryRow(ctx, `
 			INSERT INTO mapping_versions (org_id, owner_kind, owner_id, version, source, sha256, created_by)
 			SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6
-			FROM mapping_versions WHERE owner_kind = $2 AND owner_id = $3
+			FROM mapping_versions WHERE org_id = $1 AND owner_kind = $2 AND owner_id = $3
 			RETURNING version, source, sha256, created_at, created_by`,
 			orgID, kind, owner, source, sum, by).Scan(&v.Version, &v.Source, &v.SHA256, &v.CreatedAt, &v.CreatedBy)
 	})
@@ -119,12 +119,12 @@ func (d *DB) ListMappingVersions(ctx context.Context, orgID uuid.UUID, kind Mapp
 	return out, rows.Err()
 }
 
-// MappingSource is the source of one version, by its digest: what a
-// process reads once to compile a mapping it has not seen.
-func (d *DB) MappingSource(ctx context.Context, kind MappingOwner, owner uuid.UUID, version int) (string, error) {
+// MappingSource is the source of one version: what a process reads once to
+// compile a mapping it has not seen.
+func (d *DB) MappingSource(ctx context.Context, orgID uuid.UUID, kind MappingOwner, owner uuid.UUID, version int) (string, error) {
 	var src *string
-	err := d.pool.QueryRow(ctx, `SELECT source FROM mapping_versions WHERE owner_kind = $1 AND owner_id = $2 AND version = $3`,
-		kind, owner, version).Scan(&src)
+	err := d.pool.QueryRow(ctx, `SELECT source FROM mapping_versions WHERE org_id = $1 AND owner_kind = $2 AND owner_id = $3 AND version = $4`,
+		orgID, kind, owner, version).Scan(&src)
 	if err != nil {
 		return "", notFound(err, "mapping")
 	}
@@ -136,10 +136,11 @@ func (d *DB) MappingSource(ctx context.Context, kind MappingOwner, owner uuid.UU
 
 // currentMappingRef is the lateral join that reads an owner's current
 // mapping (version and digest; no version, or one without source, is no
-// mapping) beside the owner's row, aliased m.
-func currentMappingRef(kind MappingOwner, ownerID string) string {
+// mapping) beside the owner's row (its organisation and id columns), aliased m.
+func currentMappingRef(kind MappingOwner, orgID, ownerID string) string {
 	return ` LEFT JOIN LATERAL (SELECT mv.version, mv.sha256 FROM mapping_versions mv
-		WHERE mv.owner_kind = '` + string(kind) + `' AND mv.owner_id = ` + ownerID + ` ORDER BY mv.version DESC LIMIT 1) m ON true`
+		WHERE mv.org_id = ` + orgID + ` AND mv.owner_kind = '` + string(kind) + `' AND mv.owner_id = ` + ownerID + `
+		ORDER BY mv.version DESC LIMIT 1) m ON true`
 }
 
 // mappingRef makes the ref of a current mapping read by currentMappingRef.

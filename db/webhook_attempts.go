@@ -25,6 +25,7 @@ type Envelope struct {
 
 // WebhookTarget is what an attempt needs: where, with which secret, what.
 type WebhookTarget struct {
+	OrgID          uuid.UUID
 	DeliveryID     uuid.UUID
 	SubscriptionID uuid.UUID
 	URL            string
@@ -63,10 +64,11 @@ func (d *DB) WebhookTarget(ctx context.Context, orgID, deliveryID uuid.UUID) (We
 		       e.id, e.type, e.created_at, e.data::text, m.version, m.sha256
 		FROM webhook_deliveries w
 		JOIN webhook_subscriptions s ON s.org_id = w.org_id AND s.id = w.subscription_id
-		JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id`+currentMappingRef(MappingOfSubscription, "s.id")+`
+		JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id`+currentMappingRef(MappingOfSubscription, "s.org_id", "s.id")+`
 		WHERE w.org_id = $1 AND w.id = $2`, orgID, deliveryID).Scan(
 		&t.DeliveryID, &t.SubscriptionID, &t.URL, &t.Active, &t.Status, &t.secretSealed, &t.previousSealed, &t.previousExpiresAt,
 		&t.Event.ID, &t.Event.Type, &createdAt, &t.Event.Data, &version, &sum)
+	t.OrgID = orgID
 	t.Event.CreatedAt = domain.NewTimestamp(createdAt)
 	t.Transformation = mappingRef(version, sum)
 	return t, notFound(err, "delivery")

@@ -266,7 +266,7 @@ func (p *Posts) mapBody(ctx context.Context, in *post) (*Answer, error) {
 	if in.mapping == nil {
 		return nil, nil
 	}
-	prog, err := p.Scripts.program(ctx, p.DB, db.MappingOfEndpoint, in.endpoint.ID, *in.mapping)
+	prog, err := p.Scripts.program(ctx, p.DB, in.endpoint.OrgID, db.MappingOfEndpoint, in.endpoint.ID, *in.mapping)
 	if err != nil {
 		return nil, err
 	}

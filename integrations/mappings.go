@@ -52,7 +52,7 @@ func (s *Scripts) Compile(source string) (*script.Program, error) {
 
 // program is the compiled program of a mapping version, compiled once per
 // process; its source is read only when it is not.
-func (s *Scripts) program(ctx context.Context, d *db.DB, kind db.MappingOwner, owner uuid.UUID, ref db.MappingRef) (*script.Program, error) {
+func (s *Scripts) program(ctx context.Context, d *db.DB, orgID uuid.UUID, kind db.MappingOwner, owner uuid.UUID, ref db.MappingRef) (*script.Program, error) {
 	s.mu.Lock()
 	if e, ok := s.programs[ref.SHA256]; ok {
 		s.recent.MoveToFront(e)
@@ -60,7 +60,7 @@ func (s *Scripts) program(ctx context.Context, d *db.DB, kind db.MappingOwner, o
 		return e.Value.(*script.Program), nil
 	}
 	s.mu.Unlock()
-	src, err := d.MappingSource(ctx, kind, owner, ref.Version)
+	src, err := d.MappingSource(ctx, orgID, kind, owner, ref.Version)
 	if err != nil {
 		return nil, err
 	}

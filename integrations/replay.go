@@ -110,7 +110,7 @@ func (r *Posts) remap(ctx context.Context, src db.Receipt, ep db.Endpoint, choic
 	if v.Source == nil {
 		return remapped{}, nil // a version that ended mapping
 	}
-	prog, err := r.Scripts.program(ctx, r.DB, db.MappingOfEndpoint, ep.ID, db.MappingRef{Version: v.Version, SHA256: *v.SHA256})
+	prog, err := r.Scripts.program(ctx, r.DB, ep.OrgID, db.MappingOfEndpoint, ep.ID, db.MappingRef{Version: v.Version, SHA256: *v.SHA256})
 	if err != nil {
 		return remapped{}, err
 	}

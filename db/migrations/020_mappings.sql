@@ -11,10 +11,8 @@ CREATE TABLE mapping_versions (
     sha256     text CHECK ((source IS NULL) = (sha256 IS NULL)),
     created_at timestamptz NOT NULL DEFAULT now(),
     created_by text NOT NULL,
-    PRIMARY KEY (owner_kind, owner_id, version)
+    PRIMARY KEY (org_id, owner_kind, owner_id, version)
 );
-
-CREATE INDEX mapping_versions_org ON mapping_versions (org_id, owner_kind, owner_id);
 
 -- A receipt keeps the body as sent, and beside it the mapping version that
 -- ran and the body it made, which the workflow applies.
@@ -39,7 +37,7 @@ ALTER TABLE inbound_receipts VALIDATE CONSTRAINT inbound_receipts_outcome_check;
 CREATE FUNCTION delete_subscription_mappings() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM mapping_versions WHERE owner_kind = 'subscription' AND owner_id = OLD.id;
+    DELETE FROM mapping_versions WHERE org_id = OLD.org_id AND owner_kind = 'subscription' AND owner_id = OLD.id;
     RETURN OLD;
 END
 $$;
