@@ -97,6 +97,7 @@ const (
 	// The management API (docs/design.md#the-management-api).
 	ScopeInboundRead   Scope = "inbound:read"
 	ScopeInboundReplay Scope = "inbound:replay"
+	ScopeInboundWrite  Scope = "inbound:write" // an endpoint's settings: how it verifies its senders
 	ScopeWebhooksRead  Scope = "webhooks:read"
 	ScopeWebhooksWrite Scope = "webhooks:write"
 	ScopeEventsRead    Scope = "events:read"
@@ -109,7 +110,7 @@ var AllScopes = []Scope{
 	ScopeStockRead, ScopeStockWrite, ScopeDeliveriesRead, ScopeSuppliersRead,
 	ScopePurchaseOrdersRead, ScopeCustomersRead, ScopeCustomersWrite,
 	ScopeRequestsRead, ScopeRequestsWrite,
-	ScopeInboundRead, ScopeInboundReplay, ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead,
+	ScopeInboundRead, ScopeInboundReplay, ScopeInboundWrite, ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead,
 }
 
 // ParseScopes reads a comma-separated scope list, or "all". Duplicates are

@@ -63,8 +63,8 @@ func TestInvoiceStatusVocabulary(t *testing.T) {
 
 func TestParseScopes(t *testing.T) {
 	all, err := ParseScopes("all")
-	if err != nil || len(all) != 18 {
-		t.Fatalf("ParseScopes(all) = %v, %v; want 18 scopes (the REST API's 13 and the management API's 5)", all, err)
+	if err != nil || len(all) != 19 {
+		t.Fatalf("ParseScopes(all) = %v, %v; want 19 scopes (the REST API's 13 and the management API's 6)", all, err)
 	}
 	got, err := ParseScopes(" products:read,quotes:read ,products:read")
 	if err != nil || len(got) != 2 || got[0] != ScopeProductsRead || got[1] != ScopeQuotesRead {
