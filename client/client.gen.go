@@ -135,6 +135,30 @@ func (e EndpointItemState) Valid() bool {
 	}
 }
 
+// Defines values for EndpointVerificationKind.
+const (
+	EndpointVerificationKindBasic   EndpointVerificationKind = "basic"
+	EndpointVerificationKindHmac    EndpointVerificationKind = "hmac"
+	EndpointVerificationKindNone    EndpointVerificationKind = "none"
+	EndpointVerificationKindService EndpointVerificationKind = "service"
+)
+
+// Valid indicates whether the value is a known member of the EndpointVerificationKind enum.
+func (e EndpointVerificationKind) Valid() bool {
+	switch e {
+	case EndpointVerificationKindBasic:
+		return true
+	case EndpointVerificationKindHmac:
+		return true
+	case EndpointVerificationKindNone:
+		return true
+	case EndpointVerificationKindService:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EntityType.
 const (
 	EntityTypeCustomer        EntityType = "customer"
@@ -177,6 +201,42 @@ func (e EntityType) Valid() bool {
 	case EntityTypeSupplierInvoice:
 		return true
 	case EntityTypeWebhookDelivery:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HMACSchemeAlgorithm.
+const (
+	Sha256 HMACSchemeAlgorithm = "sha256"
+	Sha512 HMACSchemeAlgorithm = "sha512"
+)
+
+// Valid indicates whether the value is a known member of the HMACSchemeAlgorithm enum.
+func (e HMACSchemeAlgorithm) Valid() bool {
+	switch e {
+	case Sha256:
+		return true
+	case Sha512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HMACSchemeEncoding.
+const (
+	Base64 HMACSchemeEncoding = "base64"
+	Hex    HMACSchemeEncoding = "hex"
+)
+
+// Valid indicates whether the value is a known member of the HMACSchemeEncoding enum.
+func (e HMACSchemeEncoding) Valid() bool {
+	switch e {
+	case Base64:
+		return true
+	case Hex:
 		return true
 	default:
 		return false
@@ -795,6 +855,30 @@ func (e RotateSecretOutputBodyState) Valid() bool {
 	}
 }
 
+// Defines values for SetVerificationInputBodyKind.
+const (
+	SetVerificationInputBodyKindBasic   SetVerificationInputBodyKind = "basic"
+	SetVerificationInputBodyKindHmac    SetVerificationInputBodyKind = "hmac"
+	SetVerificationInputBodyKindNone    SetVerificationInputBodyKind = "none"
+	SetVerificationInputBodyKindService SetVerificationInputBodyKind = "service"
+)
+
+// Valid indicates whether the value is a known member of the SetVerificationInputBodyKind enum.
+func (e SetVerificationInputBodyKind) Valid() bool {
+	switch e {
+	case SetVerificationInputBodyKindBasic:
+		return true
+	case SetVerificationInputBodyKindHmac:
+		return true
+	case SetVerificationInputBodyKindNone:
+		return true
+	case SetVerificationInputBodyKindService:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StockMovementKind.
 const (
 	StockMovementKindAdjustment StockMovementKind = "adjustment"
@@ -972,6 +1056,30 @@ func (e VarianceKind) Valid() bool {
 	case NoReceipt:
 		return true
 	case Quantity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VerificationSetKind.
+const (
+	VerificationSetKindBasic   VerificationSetKind = "basic"
+	VerificationSetKindHmac    VerificationSetKind = "hmac"
+	VerificationSetKindNone    VerificationSetKind = "none"
+	VerificationSetKindService VerificationSetKind = "service"
+)
+
+// Valid indicates whether the value is a known member of the VerificationSetKind enum.
+func (e VerificationSetKind) Valid() bool {
+	switch e {
+	case VerificationSetKindBasic:
+		return true
+	case VerificationSetKindHmac:
+		return true
+	case VerificationSetKindNone:
+		return true
+	case VerificationSetKindService:
 		return true
 	default:
 		return false
@@ -1455,18 +1563,42 @@ type EndpointItem struct {
 	CreatedAt time.Time        `json:"created_at"`
 
 	// FailingSince Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed or ended in error; null when they do not.
-	FailingSince     *time.Time         `json:"failing_since"`
-	Id               openapi_types.UUID `json:"id"`
-	Name             string             `json:"name"`
-	RequireSignature bool               `json:"require_signature"`
-	State            EndpointItemState  `json:"state"`
+	FailingSince *time.Time         `json:"failing_since"`
+	Id           openapi_types.UUID `json:"id"`
+	Name         string             `json:"name"`
+
+	// RequireSignature Whether posts must carry the service's own signature (X-Service-Signature or Standard Webhooks): verification service on an endpoint made to require one.
+	RequireSignature bool              `json:"require_signature"`
+	State            EndpointItemState `json:"state"`
 
 	// UrlHint The last four characters of the endpoint's token, to tell URLs apart; null for endpoints made before hints were kept, and for deleted ones.
-	UrlHint *string `json:"url_hint"`
+	UrlHint      *string              `json:"url_hint"`
+	Verification EndpointVerification `json:"verification"`
 }
 
 // EndpointItemState defines model for EndpointItem.State.
 type EndpointItemState string
+
+// EndpointVerification defines model for EndpointVerification.
+type EndpointVerification struct {
+	// Hmac The sender's HMAC scheme; only for kind hmac.
+	Hmac *HMACScheme `json:"hmac,omitempty"`
+
+	// Kind service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL.
+	//
+	// Example: hmac
+	Kind EndpointVerificationKind `json:"kind"`
+
+	// Username The HTTP Basic username; only for kind basic.
+	//
+	// Example: erp
+	Username *string `json:"username,omitempty"`
+}
+
+// EndpointVerificationKind service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL.
+//
+// Example: hmac
+type EndpointVerificationKind string
 
 // Entity defines model for Entity.
 type Entity struct {
@@ -1496,6 +1628,45 @@ type Event struct {
 	Id     openapi_types.UUID `json:"id"`
 	Type   string             `json:"type"`
 }
+
+// HMACScheme defines model for HMACScheme.
+type HMACScheme struct {
+	// Algorithm The HMAC's hash.
+	//
+	// Example: sha256
+	Algorithm HMACSchemeAlgorithm `json:"algorithm"`
+
+	// Encoding How the HMAC is written in the header: hex (either case) or base64.
+	//
+	// Example: hex
+	Encoding HMACSchemeEncoding `json:"encoding"`
+
+	// Header The request header carrying the signature.
+	//
+	// Example: X-Hub-Signature-256
+	Header string `json:"header"`
+
+	// Prefix Text before the encoded HMAC in the header (GitHub's sha256=); none when absent.
+	//
+	// Example: sha256=
+	Prefix *string `json:"prefix,omitempty"`
+
+	// TimestampHeader A header carrying the time the post was signed, in unix seconds. When set, the signed content is <timestamp>.<body> (the timestamp as sent, a dot, the body as sent) and a post signed more than tolerance_seconds from the service's clock is refused 401; when absent, the signed content is the body as sent, and nothing is ever stale.
+	TimestampHeader *string `json:"timestamp_header,omitempty"`
+
+	// ToleranceSeconds How far the signed time may be from the service's clock, in seconds; 300 when absent. Only with timestamp_header.
+	ToleranceSeconds *int64 `json:"tolerance_seconds,omitempty"`
+}
+
+// HMACSchemeAlgorithm The HMAC's hash.
+//
+// Example: sha256
+type HMACSchemeAlgorithm string
+
+// HMACSchemeEncoding How the HMAC is written in the header: hex (either case) or base64.
+//
+// Example: hex
+type HMACSchemeEncoding string
 
 // InboundAnswerDoc defines model for InboundAnswerDoc.
 type InboundAnswerDoc struct {
@@ -2317,6 +2488,27 @@ type RowError struct {
 	Reason string `json:"reason"`
 }
 
+// SetVerificationInputBody defines model for SetVerificationInputBody.
+type SetVerificationInputBody struct {
+	// Hmac The sender's HMAC scheme: required for kind hmac, refused with any other.
+	Hmac *HMACScheme `json:"hmac,omitempty"`
+
+	// Kind How the endpoint verifies its sender from now on. service: the service's own signature, when the endpoint was made to require one (its signing secret is kept while it verifies by another kind); hmac: the sender's own HMAC of the body, with a secret the service makes; basic: HTTP Basic authentication, with a password the service makes; none: nothing but the token in the URL.
+	//
+	// Example: hmac
+	Kind SetVerificationInputBodyKind `json:"kind"`
+
+	// Username The HTTP Basic username (no colon): required for kind basic, refused with any other.
+	//
+	// Example: erp
+	Username *string `json:"username,omitempty"`
+}
+
+// SetVerificationInputBodyKind How the endpoint verifies its sender from now on. service: the service's own signature, when the endpoint was made to require one (its signing secret is kept while it verifies by another kind); hmac: the sender's own HMAC of the body, with a secret the service makes; basic: HTTP Basic authentication, with a password the service makes; none: nothing but the token in the URL.
+//
+// Example: hmac
+type SetVerificationInputBodyKind string
+
 // StockLine defines model for StockLine.
 type StockLine struct {
 	CreatedAt  time.Time          `json:"created_at"`
@@ -2622,6 +2814,35 @@ type Variance struct {
 
 // VarianceKind defines model for Variance.Kind.
 type VarianceKind string
+
+// VerificationSet defines model for VerificationSet.
+type VerificationSet struct {
+	EndpointId openapi_types.UUID `json:"endpoint_id"`
+
+	// Hmac The sender's HMAC scheme; only for kind hmac.
+	Hmac *HMACScheme `json:"hmac,omitempty"`
+
+	// Kind service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL.
+	//
+	// Example: hmac
+	Kind VerificationSetKind `json:"kind"`
+
+	// Password For kind basic, the HTTP Basic password: shown this once, kept sealed, never readable again. Null for the other kinds.
+	Password *string `json:"password"`
+
+	// Secret For kind hmac, the key the sender signs with (the whole string, as GitHub and Shopify use theirs): shown this once, kept sealed, never readable again. Null for the other kinds.
+	Secret *string `json:"secret"`
+
+	// Username The HTTP Basic username; only for kind basic.
+	//
+	// Example: erp
+	Username *string `json:"username,omitempty"`
+}
+
+// VerificationSetKind service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL.
+//
+// Example: hmac
+type VerificationSetKind string
 
 // WebhookAttempt defines model for WebhookAttempt.
 type WebhookAttempt struct {
@@ -3017,6 +3238,9 @@ type PostInboundJSONRequestBody PostInboundJSONBody
 // UpsertCustomersJSONRequestBody defines body for UpsertCustomers for application/json ContentType.
 type UpsertCustomersJSONRequestBody = CustomersInputBody
 
+// SetInboundEndpointVerificationJSONRequestBody defines body for SetInboundEndpointVerification for application/json ContentType.
+type SetInboundEndpointVerificationJSONRequestBody = SetVerificationInputBody
+
 // ReplayInboundReceiptJSONRequestBody defines body for ReplayInboundReceipt for application/json ContentType.
 type ReplayInboundReceiptJSONRequestBody = ReplayInputBody
 
@@ -3397,7 +3621,7 @@ type ClientInterface interface {
 
 	// PostInboundWithBody Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3406,7 +3630,7 @@ type ClientInterface interface {
 
 	// PostInbound Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3501,6 +3725,55 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/inbound/endpoints (the `ListInboundEndpoints` operationId).
 	ListInboundEndpoints(ctx context.Context, params *ListInboundEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInboundEndpoint Read an inbound endpoint
+	//
+	// One inbound endpoint as the list shows it, with how it verifies its sender (kind and scheme). Never its token or a secret.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Corresponds with GET /api/v1/inbound/endpoints/{id} (the `GetInboundEndpoint` operationId).
+	GetInboundEndpoint(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetInboundEndpointVerificationWithBody Set how an endpoint verifies its sender
+	//
+	// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+	//
+	// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+	// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+	// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+	// - `none`: nothing is verified but the token in the URL.
+	//
+	// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+	SetInboundEndpointVerificationWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetInboundEndpointVerification Set how an endpoint verifies its sender
+	//
+	// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+	//
+	// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+	// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+	// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+	// - `none`: nothing is verified but the token in the URL.
+	//
+	// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+	SetInboundEndpointVerification(ctx context.Context, id string, body SetInboundEndpointVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListInboundReceipts List receipts
 	//
@@ -3977,7 +4250,7 @@ type ClientInterface interface {
 
 // PostInboundWithBody Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3996,7 +4269,7 @@ func (c *Client) PostInboundWithBody(ctx context.Context, token string, params *
 
 // PostInbound Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4182,6 +4455,85 @@ func (c *Client) GetEvent(ctx context.Context, id string, reqEditors ...RequestE
 // Corresponds with GET /api/v1/inbound/endpoints (the `ListInboundEndpoints` operationId).
 func (c *Client) ListInboundEndpoints(ctx context.Context, params *ListInboundEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListInboundEndpointsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInboundEndpoint Read an inbound endpoint
+//
+// One inbound endpoint as the list shows it, with how it verifies its sender (kind and scheme). Never its token or a secret.
+//
+// Requires scope `inbound:read`.
+//
+// Corresponds with GET /api/v1/inbound/endpoints/{id} (the `GetInboundEndpoint` operationId).
+func (c *Client) GetInboundEndpoint(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInboundEndpointRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetInboundEndpointVerificationWithBody Set how an endpoint verifies its sender
+//
+// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+//
+// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+// - `none`: nothing is verified but the token in the URL.
+//
+// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+//
+// Requires scope `inbound:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+func (c *Client) SetInboundEndpointVerificationWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetInboundEndpointVerificationRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetInboundEndpointVerification Set how an endpoint verifies its sender
+//
+// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+//
+// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+// - `none`: nothing is verified but the token in the URL.
+//
+// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+//
+// Requires scope `inbound:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+func (c *Client) SetInboundEndpointVerification(ctx context.Context, id string, body SetInboundEndpointVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetInboundEndpointVerificationRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5711,6 +6063,87 @@ func NewListInboundEndpointsRequest(server string, params *ListInboundEndpointsP
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetInboundEndpointRequest constructs an http.Request for the GetInboundEndpoint method
+func NewGetInboundEndpointRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetInboundEndpointVerificationRequest calls the generic SetInboundEndpointVerification builder with application/json body
+func NewSetInboundEndpointVerificationRequest(server string, id string, body SetInboundEndpointVerificationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetInboundEndpointVerificationRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetInboundEndpointVerificationRequestWithBody constructs an http.Request for the SetInboundEndpointVerification method, with any body, and a specified content type
+func NewSetInboundEndpointVerificationRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s/verification", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -7915,7 +8348,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithBodyWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7924,7 +8357,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8033,6 +8466,57 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/inbound/endpoints (the `ListInboundEndpoints` operationId).
 	ListInboundEndpointsWithResponse(ctx context.Context, params *ListInboundEndpointsParams, reqEditors ...RequestEditorFn) (*ListInboundEndpointsResponse, error)
+
+	// GetInboundEndpointWithResponse Read an inbound endpoint
+	//
+	// One inbound endpoint as the list shows it, with how it verifies its sender (kind and scheme). Never its token or a secret.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/inbound/endpoints/{id} (the `GetInboundEndpoint` operationId).
+	GetInboundEndpointWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetInboundEndpointResponse, error)
+
+	// SetInboundEndpointVerificationWithBodyWithResponse Set how an endpoint verifies its sender
+	//
+	// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+	//
+	// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+	// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+	// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+	// - `none`: nothing is verified but the token in the URL.
+	//
+	// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+	SetInboundEndpointVerificationWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetInboundEndpointVerificationResponse, error)
+
+	// SetInboundEndpointVerificationWithResponse Set how an endpoint verifies its sender
+	//
+	// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+	//
+	// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+	// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+	// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+	// - `none`: nothing is verified but the token in the URL.
+	//
+	// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+	SetInboundEndpointVerificationWithResponse(ctx context.Context, id string, body SetInboundEndpointVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*SetInboundEndpointVerificationResponse, error)
 
 	// ListInboundReceiptsWithResponse List receipts
 	//
@@ -8584,6 +9068,7 @@ type PostInboundResponse400Headers struct {
 // PostInboundResponse401Headers the declared response headers of an HTTP 401 response for PostInbound
 type PostInboundResponse401Headers struct {
 	IdempotentReplayed *string
+	WWWAuthenticate    *string
 	XReceiptId         *openapi_types.UUID
 }
 
@@ -9714,6 +10199,254 @@ func (r ListInboundEndpointsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListInboundEndpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInboundEndpointResponse200Headers the declared response headers of an HTTP 200 response for GetInboundEndpoint
+type GetInboundEndpointResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetInboundEndpointResponse403Headers the declared response headers of an HTTP 403 response for GetInboundEndpoint
+type GetInboundEndpointResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetInboundEndpointResponse404Headers the declared response headers of an HTTP 404 response for GetInboundEndpoint
+type GetInboundEndpointResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetInboundEndpointResponse429Headers the declared response headers of an HTTP 429 response for GetInboundEndpoint
+type GetInboundEndpointResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetInboundEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointItem
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInboundEndpointResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetInboundEndpointResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetInboundEndpointResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInboundEndpointResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON200() *EndpointItem {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInboundEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInboundEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInboundEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInboundEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetInboundEndpointVerificationResponse200Headers the declared response headers of an HTTP 200 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse400Headers the declared response headers of an HTTP 400 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse403Headers the declared response headers of an HTTP 403 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse404Headers the declared response headers of an HTTP 404 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse409Headers the declared response headers of an HTTP 409 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse429Headers the declared response headers of an HTTP 429 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type SetInboundEndpointVerificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VerificationSet
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetInboundEndpointVerificationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetInboundEndpointVerificationResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetInboundEndpointVerificationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetInboundEndpointVerificationResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SetInboundEndpointVerificationResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetInboundEndpointVerificationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON200() *VerificationSet {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SetInboundEndpointVerificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetInboundEndpointVerificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetInboundEndpointVerificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetInboundEndpointVerificationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14295,7 +15028,7 @@ func (r RotateWebhookSecretResponse) ContentType() string {
 
 // PostInboundWithBodyWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14310,7 +15043,7 @@ func (c *ClientWithResponses) PostInboundWithBodyWithResponse(ctx context.Contex
 
 // PostInboundWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14478,6 +15211,75 @@ func (c *ClientWithResponses) ListInboundEndpointsWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseListInboundEndpointsResponse(rsp)
+}
+
+// GetInboundEndpointWithResponse Read an inbound endpoint
+//
+// One inbound endpoint as the list shows it, with how it verifies its sender (kind and scheme). Never its token or a secret.
+//
+// Requires scope `inbound:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/inbound/endpoints/{id} (the `GetInboundEndpoint` operationId).
+func (c *ClientWithResponses) GetInboundEndpointWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetInboundEndpointResponse, error) {
+	rsp, err := c.GetInboundEndpoint(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInboundEndpointResponse(rsp)
+}
+
+// SetInboundEndpointVerificationWithBodyWithResponse Set how an endpoint verifies its sender
+//
+// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+//
+// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+// - `none`: nothing is verified but the token in the URL.
+//
+// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+//
+// Requires scope `inbound:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+func (c *ClientWithResponses) SetInboundEndpointVerificationWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetInboundEndpointVerificationResponse, error) {
+	rsp, err := c.SetInboundEndpointVerificationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetInboundEndpointVerificationResponse(rsp)
+}
+
+// SetInboundEndpointVerificationWithResponse Set how an endpoint verifies its sender
+//
+// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+//
+// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+// - `none`: nothing is verified but the token in the URL.
+//
+// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+//
+// Requires scope `inbound:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+func (c *ClientWithResponses) SetInboundEndpointVerificationWithResponse(ctx context.Context, id string, body SetInboundEndpointVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*SetInboundEndpointVerificationResponse, error) {
+	rsp, err := c.SetInboundEndpointVerification(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetInboundEndpointVerificationResponse(rsp)
 }
 
 // ListInboundReceiptsWithResponse List receipts
@@ -15425,6 +16227,13 @@ func ParsePostInboundResponse(rsp *http.Response) (*PostInboundResponse, error) 
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
 			var value openapi_types.UUID
@@ -16798,6 +17607,332 @@ func ParseListInboundEndpointsResponse(rsp *http.Response) (*ListInboundEndpoint
 		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListInboundEndpointsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInboundEndpointResponse parses an HTTP response from a GetInboundEndpointWithResponse call
+func ParseGetInboundEndpointResponse(rsp *http.Response) (*GetInboundEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInboundEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointItem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInboundEndpointResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetInboundEndpointResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetInboundEndpointResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInboundEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetInboundEndpointVerificationResponse parses an HTTP response from a SetInboundEndpointVerificationWithResponse call
+func ParseSetInboundEndpointVerificationResponse(rsp *http.Response) (*SetInboundEndpointVerificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetInboundEndpointVerificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VerificationSet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetInboundEndpointVerificationResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetInboundEndpointVerificationResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetInboundEndpointVerificationResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetInboundEndpointVerificationResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SetInboundEndpointVerificationResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetInboundEndpointVerificationResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
