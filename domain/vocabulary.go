@@ -96,8 +96,8 @@ const (
 	ScopeRequestsWrite      Scope = "requests:write"
 	// The management API (docs/design.md#the-management-api).
 	ScopeInboundRead   Scope = "inbound:read"
+	ScopeInboundWrite  Scope = "inbound:write"
 	ScopeInboundReplay Scope = "inbound:replay"
-	ScopeInboundWrite  Scope = "inbound:write" // an endpoint's settings: how it verifies its senders
 	ScopeWebhooksRead  Scope = "webhooks:read"
 	ScopeWebhooksWrite Scope = "webhooks:write"
 	ScopeEventsRead    Scope = "events:read"
@@ -110,7 +110,7 @@ var AllScopes = []Scope{
 	ScopeStockRead, ScopeStockWrite, ScopeDeliveriesRead, ScopeSuppliersRead,
 	ScopePurchaseOrdersRead, ScopeCustomersRead, ScopeCustomersWrite,
 	ScopeRequestsRead, ScopeRequestsWrite,
-	ScopeInboundRead, ScopeInboundReplay, ScopeInboundWrite, ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead,
+	ScopeInboundRead, ScopeInboundWrite, ScopeInboundReplay, ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead,
 }
 
 // ParseScopes reads a comma-separated scope list, or "all". Duplicates are
