@@ -17,21 +17,56 @@ import (
 // EndpointItem is an inbound endpoint as support sees it: never its token
 // or secret.
 type EndpointItem struct {
-	ID               uuid.UUID         `json:"id"`
-	Name             string            `json:"name"`
-	Action           domain.Action     `json:"action"`
-	URLHint          *string           `json:"url_hint" doc:"The last four characters of the endpoint's token, to tell URLs apart; null for endpoints made before hints were kept, and for deleted ones."`
-	RequireSignature bool              `json:"require_signature"`
-	Active           bool              `json:"active"`
-	State            string            `json:"state" enum:"active,paused,deleted"`
-	CreatedAt        domain.Timestamp  `json:"created_at"`
-	Counts           map[string]int    `json:"counts" doc:"Receipts of the last 24 hours by outcome (outcomes with none are left out)."`
-	FailingSince     *domain.Timestamp `json:"failing_since" doc:"Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed or ended in error; null when they do not."`
+	ID               uuid.UUID            `json:"id"`
+	Name             string               `json:"name"`
+	Action           domain.Action        `json:"action"`
+	URLHint          *string              `json:"url_hint" doc:"The last four characters of the endpoint's token, to tell URLs apart; null for endpoints made before hints were kept, and for deleted ones."`
+	RequireSignature bool                 `json:"require_signature" doc:"Whether posts must carry the service's own signature (X-Service-Signature or Standard Webhooks): verification service on an endpoint made to require one."`
+	Verification     EndpointVerification `json:"verification"`
+	Active           bool                 `json:"active"`
+	State            string               `json:"state" enum:"active,paused,deleted"`
+	CreatedAt        domain.Timestamp     `json:"created_at"`
+	Counts           map[string]int       `json:"counts" doc:"Receipts of the last 24 hours by outcome (outcomes with none are left out)."`
+	FailingSince     *domain.Timestamp    `json:"failing_since" doc:"Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed or ended in error; null when they do not."`
 }
 
 func newEndpointItem(e integrations.EndpointItem) EndpointItem {
 	return EndpointItem{ID: e.ID, Name: e.Name, Action: e.Action, URLHint: e.URLHint, RequireSignature: e.RequireSignature,
-		Active: e.Active, State: e.State, CreatedAt: e.CreatedAt, Counts: e.Counts, FailingSince: e.FailingSince}
+		Verification: NewEndpointVerification(e.Verification, e.VerificationConfig), Active: e.Active, State: e.State,
+		CreatedAt: e.CreatedAt, Counts: e.Counts, FailingSince: e.FailingSince}
+}
+
+// EndpointVerification is how an endpoint verifies its sender, never with
+// its secret.
+type EndpointVerification struct {
+	Kind     domain.Verification `json:"kind" enum:"service,hmac,basic,none" doc:"service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL." example:"hmac"`
+	HMAC     *HMACScheme         `json:"hmac,omitempty" doc:"The sender's HMAC scheme; only for kind hmac."`
+	Username *string             `json:"username,omitempty" doc:"The HTTP Basic username; only for kind basic." example:"erp"`
+}
+
+// NewEndpointVerification is the answer of an endpoint's verification; the
+// CLI prints it too.
+func NewEndpointVerification(kind domain.Verification, cfg domain.VerificationConfig) EndpointVerification {
+	v := EndpointVerification{Kind: kind}
+	if c := cfg.HMAC; c != nil {
+		v.HMAC = &HMACScheme{Header: c.Header, Algorithm: c.Algorithm, Encoding: c.Encoding, Prefix: c.Prefix,
+			TimestampHeader: c.TimestampHeader, ToleranceSeconds: c.ToleranceSeconds}
+	}
+	if cfg.Username != "" {
+		v.Username = &cfg.Username
+	}
+	return v
+}
+
+// HMACScheme is how a sender signs its posts with an HMAC
+// (docs/design.md#sender-verification).
+type HMACScheme struct {
+	Header           string `json:"header" minLength:"1" maxLength:"100" doc:"The request header carrying the signature." example:"X-Hub-Signature-256"`
+	Algorithm        string `json:"algorithm" enum:"sha256,sha512" doc:"The HMAC's hash." example:"sha256"`
+	Encoding         string `json:"encoding" enum:"hex,base64" doc:"How the HMAC is written in the header: hex (either case) or base64." example:"hex"`
+	Prefix           string `json:"prefix,omitempty" maxLength:"50" doc:"Text before the encoded HMAC in the header (GitHub's sha256=); none when absent." example:"sha256="`
+	TimestampHeader  string `json:"timestamp_header,omitempty" maxLength:"100" doc:"A header carrying the time the post was signed, in unix seconds. When set, the signed content is <timestamp>.<body> (the timestamp as sent, a dot, the body as sent) and a post signed more than tolerance_seconds from the service's clock is refused 401; when absent, the signed content is the body as sent, and nothing is ever stale."`
+	ToleranceSeconds int    `json:"tolerance_seconds,omitempty" minimum:"1" maximum:"86400" doc:"How far the signed time may be from the service's clock, in seconds; 300 when absent. Only with timestamp_header."`
 }
 
 // ReceiptSummary is a receipt as lists show it.

@@ -79,12 +79,17 @@ const (
 
 // answersSecret marks an operation whose answer carries a secret shown
 // once: the answer is sent with Cache-Control: no-store, and an
-// Idempotency-Key keeps it without the secret, so a retry with the key gets
-// it with secret null and the secret is kept nowhere in plain text.
+// Idempotency-Key (a POST's) keeps it without the secret, so a retry with
+// the key gets it with secret null and the secret is kept nowhere in plain
+// text.
 func answersSecret(op huma.Operation) huma.Operation {
 	op.Metadata[metaSecret] = true
-	op.Description += "\n\nThe secret is shown in this answer only: it is sent with `Cache-Control: no-store`, and a retry " +
-		"with the same `Idempotency-Key` gets this answer again with `secret` null."
+	op.Description += "\n\nThe secret is shown in this answer only: it is sent with `Cache-Control: no-store`"
+	if op.Method == http.MethodPost {
+		op.Description += ", and a retry with the same `Idempotency-Key` gets this answer again with `secret` null."
+	} else {
+		op.Description += "; no read shows it again."
+	}
 	return op
 }
 

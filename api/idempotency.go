@@ -153,7 +153,7 @@ func (s *Server) runClaimed(ctx huma.Context, next func(huma.Context), k db.Requ
 	kept = true
 }
 
-// withoutSecret is an answer body with its secret field null: what an
+// withoutSecret is an answer body with its secret (or password) field null: what an
 // Idempotency-Key keeps of an answer that carries a secret. A body that is
 // not a JSON object keeps nothing.
 func withoutSecret(body []byte) []byte {
@@ -161,8 +161,10 @@ func withoutSecret(body []byte) []byte {
 	if json.Unmarshal(body, &fields) != nil {
 		return nil
 	}
-	if _, ok := fields["secret"]; ok {
-		fields["secret"] = json.RawMessage("null")
+	for _, name := range []string{"secret", "password"} {
+		if _, ok := fields[name]; ok {
+			fields[name] = json.RawMessage("null")
+		}
 	}
 	out, err := json.Marshal(fields)
 	if err != nil {

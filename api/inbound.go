@@ -41,6 +41,9 @@ func (s *Server) inbound(w http.ResponseWriter, r *http.Request) {
 	if a.Replayed {
 		w.Header().Set(ReplayedHeader, "true")
 	}
+	if a.Challenge != "" {
+		w.Header().Set("WWW-Authenticate", a.Challenge)
+	}
 	if a.Error != "" && a.Body == nil {
 		writeError(w, a.Status, a.Error)
 		return

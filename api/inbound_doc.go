@@ -13,15 +13,20 @@ import (
 
 // inboundDescription is the description of POST /api/in/{token}.
 var inboundDescription = "The token in the URL is the credential: treat the URL as a password; no Authorization header is " +
-	"read. Each endpoint performs one action, chosen when it was created: " + domain.ActionList() + "; the body is that " +
+	"read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: " + domain.ActionList() + "; the body is that " +
 	"action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 " +
-	"posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the " +
-	"endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks " +
-	"headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a " +
+	"posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, " +
+	"as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the " +
+	"endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the " +
+	"Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body " +
+	"as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's " +
+	"X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its " +
+	"tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. " +
+	"Then 400 Idempotency-Key malformed, then a " +
 	"repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or " +
 	"products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a " +
 	"durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or " +
-	"on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same " +
+	"on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same " +
 	"verified webhook-id, is the same post: it is answered with the first post's status " +
 	"and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with " +
 	"another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx " +
@@ -121,7 +126,9 @@ func (s *Server) documentInbound() {
 			"200": okResp("Done: what changed."),
 			"202": okResp("Accepted: a request was opened, the named record does not exist yet (outcome parked), or the post is still running (outcome pending)."),
 			"400": errResp("The body is not valid JSON or not the action's shape, or the Idempotency-Key is malformed."),
-			"401": errResp("Signature required and missing or wrong (X-Service-Signature or Standard Webhooks)."),
+			"401": withChallenge(errResp("The sender is not verified as the endpoint's verification says: the service's signature " +
+				"(X-Service-Signature or Standard Webhooks) or the sender's HMAC missing, wrong or stale, or HTTP Basic credentials " +
+				"missing or wrong.")),
 			"402": errResp("A products upsert would pass the plan's product cap."),
 			"404": {Description: "No endpoint has that token.", Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}},
 			"409": errResp("The endpoint is paused, the record cannot move that way, or the first post with this Idempotency-Key or signature has no answer yet."),
@@ -131,6 +138,13 @@ func (s *Server) documentInbound() {
 			"500": errResp("Fault on the service side; retry later."),
 		},
 	})
+}
+
+// withChallenge documents a 401's WWW-Authenticate.
+func withChallenge(r *huma.Response) *huma.Response {
+	r.Headers["WWW-Authenticate"] = &huma.Header{Description: "On a basic endpoint's 401: the Basic challenge.",
+		Schema: &huma.Schema{Type: huma.TypeString}}
+	return r
 }
 
 // limitItems sets the maxItems of an array property of a registered schema.

@@ -80,6 +80,7 @@ func mappingChoice(c MappingVersionChoice) domain.MappingChoice { return c.Mappi
 type ReplayBatchOutput struct{ Body ReplayBatch }
 
 func (s *Server) registerInboundManagement() {
+	s.registerInboundEndpoints()
 	huma.Register(s.api, access(managementOp("list-inbound-endpoints", http.MethodGet, "/api/v1/inbound/endpoints", tagInbound,
 		"List inbound endpoints", "The organisation's inbound endpoints, newest first, with their receipts of the last 24 hours "+
 			"counted by outcome. Never a token or a secret."), domain.ScopeInboundRead, "", managementRead...), s.listInboundEndpoints)

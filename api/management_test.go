@@ -24,6 +24,8 @@ var managementRoutes = []struct {
 	statuses            []int
 }{
 	{"GET", "/api/v1/inbound/endpoints", "inbound:read", 200, []int{400, 401, 403, 429}},
+	{"GET", "/api/v1/inbound/endpoints/{id}", "inbound:read", 200, []int{401, 403, 404, 429}},
+	{"PUT", "/api/v1/inbound/endpoints/{id}/verification", "inbound:write", 200, []int{400, 401, 403, 404, 409, 429}},
 	{"GET", "/api/v1/inbound/receipts", "inbound:read", 200, []int{400, 401, 403, 429}},
 	{"GET", "/api/v1/inbound/receipts/{id}", "inbound:read", 200, []int{401, 403, 404, 429}},
 	{"POST", "/api/v1/inbound/receipts/{id}/replay", "inbound:replay", 200, []int{400, 401, 403, 404, 409, 429}},
@@ -74,7 +76,7 @@ func TestManagementRoutesAreDocumentedWithTheirScopesAndStatuses(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range []domain.Scope{domain.ScopeInboundRead, domain.ScopeInboundReplay, domain.ScopeWebhooksRead,
+	for _, s := range []domain.Scope{domain.ScopeInboundRead, domain.ScopeInboundReplay, domain.ScopeInboundWrite, domain.ScopeWebhooksRead,
 		domain.ScopeWebhooksWrite, domain.ScopeEventsRead} {
 		if all, _ := domain.ParseScopes("all"); !slices.Contains(all, s) {
 			t.Errorf("--scopes all lacks %s", s)
@@ -84,7 +86,7 @@ func TestManagementRoutesAreDocumentedWithTheirScopesAndStatuses(t *testing.T) {
 
 // managed is one record of each kind the management routes name.
 type managed struct {
-	receipt, batch, subscription, delivery, event uuid.UUID
+	endpoint, receipt, batch, subscription, delivery, event uuid.UUID
 }
 
 // managedRecords makes an endpoint with a receipt, a bulk replay, a
@@ -104,6 +106,7 @@ func (f *fixture) managedRecords(t *testing.T, orgID uuid.UUID) managed {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.endpoint = ep.ID
 	m.receipt, err = f.db.StoreReceipt(ctx, db.NewReceipt{OrgID: orgID, EndpointID: ep.ID, Action: domain.ActionERPOrderStatus,
 		ReceivedAt: time.Now(), Body: []byte(`{"order_ref": "SO-9", "status": "processing"}`), Size: 44, BodyComplete: true})
 	if err != nil {
@@ -136,7 +139,7 @@ func (m managed) path(p string) string {
 		prefix string
 		id     uuid.UUID
 	}{
-		{"/inbound/receipts/", m.receipt}, {"/inbound/replays/", m.batch}, {"/webhooks/subscriptions/", m.subscription},
+		{"/inbound/endpoints/", m.endpoint}, {"/inbound/receipts/", m.receipt}, {"/inbound/replays/", m.batch}, {"/webhooks/subscriptions/", m.subscription},
 		{"/webhooks/deliveries/", m.delivery}, {"/events/", m.event},
 	} {
 		if strings.Contains(p, r.prefix+"{id}") {
@@ -159,6 +162,8 @@ func bodyOf(method, path string) string {
 		return `{"active": false}`
 	case strings.HasSuffix(path, "/replay"):
 		return `{"dry_run": true}`
+	case strings.HasSuffix(path, "/verification"):
+		return `{"kind": "none"}`
 	}
 	return `{}`
 }

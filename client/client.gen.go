@@ -18,6 +18,24 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for BulkReplayInputBodyMappingVersion1.
+const (
+	BulkReplayInputBodyMappingVersion1Current  BulkReplayInputBodyMappingVersion1 = "current"
+	BulkReplayInputBodyMappingVersion1Original BulkReplayInputBodyMappingVersion1 = "original"
+)
+
+// Valid indicates whether the value is a known member of the BulkReplayInputBodyMappingVersion1 enum.
+func (e BulkReplayInputBodyMappingVersion1) Valid() bool {
+	switch e {
+	case BulkReplayInputBodyMappingVersion1Current:
+		return true
+	case BulkReplayInputBodyMappingVersion1Original:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateSubscriptionInputBodyOrdering.
 const (
 	CreateSubscriptionInputBodyOrderingNone      CreateSubscriptionInputBodyOrdering = "none"
@@ -135,6 +153,30 @@ func (e EndpointItemState) Valid() bool {
 	}
 }
 
+// Defines values for EndpointVerificationKind.
+const (
+	EndpointVerificationKindBasic   EndpointVerificationKind = "basic"
+	EndpointVerificationKindHmac    EndpointVerificationKind = "hmac"
+	EndpointVerificationKindNone    EndpointVerificationKind = "none"
+	EndpointVerificationKindService EndpointVerificationKind = "service"
+)
+
+// Valid indicates whether the value is a known member of the EndpointVerificationKind enum.
+func (e EndpointVerificationKind) Valid() bool {
+	switch e {
+	case EndpointVerificationKindBasic:
+		return true
+	case EndpointVerificationKindHmac:
+		return true
+	case EndpointVerificationKindNone:
+		return true
+	case EndpointVerificationKindService:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EntityType.
 const (
 	EntityTypeCustomer        EntityType = "customer"
@@ -177,6 +219,42 @@ func (e EntityType) Valid() bool {
 	case EntityTypeSupplierInvoice:
 		return true
 	case EntityTypeWebhookDelivery:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HMACSchemeAlgorithm.
+const (
+	Sha256 HMACSchemeAlgorithm = "sha256"
+	Sha512 HMACSchemeAlgorithm = "sha512"
+)
+
+// Valid indicates whether the value is a known member of the HMACSchemeAlgorithm enum.
+func (e HMACSchemeAlgorithm) Valid() bool {
+	switch e {
+	case Sha256:
+		return true
+	case Sha512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HMACSchemeEncoding.
+const (
+	Base64 HMACSchemeEncoding = "base64"
+	Hex    HMACSchemeEncoding = "hex"
+)
+
+// Valid indicates whether the value is a known member of the HMACSchemeEncoding enum.
+func (e HMACSchemeEncoding) Valid() bool {
+	switch e {
+	case Base64:
+		return true
+	case Hex:
 		return true
 	default:
 		return false
@@ -237,6 +315,51 @@ func (e InboundAnswerDocOutcome) Valid() bool {
 	case InboundAnswerDocOutcomePending:
 		return true
 	case InboundAnswerDocOutcomeUnchanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MappingTestResultOutcome.
+const (
+	MappingTestResultOutcomeApplied   MappingTestResultOutcome = "applied"
+	MappingTestResultOutcomeFailed    MappingTestResultOutcome = "failed"
+	MappingTestResultOutcomeParked    MappingTestResultOutcome = "parked"
+	MappingTestResultOutcomeUnchanged MappingTestResultOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the MappingTestResultOutcome enum.
+func (e MappingTestResultOutcome) Valid() bool {
+	switch e {
+	case MappingTestResultOutcomeApplied:
+		return true
+	case MappingTestResultOutcomeFailed:
+		return true
+	case MappingTestResultOutcomeParked:
+		return true
+	case MappingTestResultOutcomeUnchanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MappingTestResultResult.
+const (
+	MappingTestResultResultFailed  MappingTestResultResult = "failed"
+	MappingTestResultResultIgnored MappingTestResultResult = "ignored"
+	MappingTestResultResultMapped  MappingTestResultResult = "mapped"
+)
+
+// Valid indicates whether the value is a known member of the MappingTestResultResult enum.
+func (e MappingTestResultResult) Valid() bool {
+	switch e {
+	case MappingTestResultResultFailed:
+		return true
+	case MappingTestResultResultIgnored:
+		return true
+	case MappingTestResultResultMapped:
 		return true
 	default:
 		return false
@@ -561,6 +684,7 @@ const (
 	ReceiptDetailOutcomeCancelled ReceiptDetailOutcome = "cancelled"
 	ReceiptDetailOutcomeError     ReceiptDetailOutcome = "error"
 	ReceiptDetailOutcomeFailed    ReceiptDetailOutcome = "failed"
+	ReceiptDetailOutcomeIgnored   ReceiptDetailOutcome = "ignored"
 	ReceiptDetailOutcomeParked    ReceiptDetailOutcome = "parked"
 	ReceiptDetailOutcomePending   ReceiptDetailOutcome = "pending"
 	ReceiptDetailOutcomeUnchanged ReceiptDetailOutcome = "unchanged"
@@ -577,6 +701,8 @@ func (e ReceiptDetailOutcome) Valid() bool {
 	case ReceiptDetailOutcomeError:
 		return true
 	case ReceiptDetailOutcomeFailed:
+		return true
+	case ReceiptDetailOutcomeIgnored:
 		return true
 	case ReceiptDetailOutcomeParked:
 		return true
@@ -597,6 +723,7 @@ const (
 	ReceiptSummaryOutcomeCancelled ReceiptSummaryOutcome = "cancelled"
 	ReceiptSummaryOutcomeError     ReceiptSummaryOutcome = "error"
 	ReceiptSummaryOutcomeFailed    ReceiptSummaryOutcome = "failed"
+	ReceiptSummaryOutcomeIgnored   ReceiptSummaryOutcome = "ignored"
 	ReceiptSummaryOutcomeParked    ReceiptSummaryOutcome = "parked"
 	ReceiptSummaryOutcomePending   ReceiptSummaryOutcome = "pending"
 	ReceiptSummaryOutcomeUnchanged ReceiptSummaryOutcome = "unchanged"
@@ -613,6 +740,8 @@ func (e ReceiptSummaryOutcome) Valid() bool {
 	case ReceiptSummaryOutcomeError:
 		return true
 	case ReceiptSummaryOutcomeFailed:
+		return true
+	case ReceiptSummaryOutcomeIgnored:
 		return true
 	case ReceiptSummaryOutcomeParked:
 		return true
@@ -666,12 +795,31 @@ func (e ReplayBatchProblemOutcome) Valid() bool {
 	}
 }
 
+// Defines values for ReplayInputBodyMappingVersion1.
+const (
+	ReplayInputBodyMappingVersion1Current  ReplayInputBodyMappingVersion1 = "current"
+	ReplayInputBodyMappingVersion1Original ReplayInputBodyMappingVersion1 = "original"
+)
+
+// Valid indicates whether the value is a known member of the ReplayInputBodyMappingVersion1 enum.
+func (e ReplayInputBodyMappingVersion1) Valid() bool {
+	switch e {
+	case ReplayInputBodyMappingVersion1Current:
+		return true
+	case ReplayInputBodyMappingVersion1Original:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReplayResultOutcome.
 const (
 	ReplayResultOutcomeApplied   ReplayResultOutcome = "applied"
 	ReplayResultOutcomeCancelled ReplayResultOutcome = "cancelled"
 	ReplayResultOutcomeError     ReplayResultOutcome = "error"
 	ReplayResultOutcomeFailed    ReplayResultOutcome = "failed"
+	ReplayResultOutcomeIgnored   ReplayResultOutcome = "ignored"
 	ReplayResultOutcomeParked    ReplayResultOutcome = "parked"
 	ReplayResultOutcomePending   ReplayResultOutcome = "pending"
 	ReplayResultOutcomeUnchanged ReplayResultOutcome = "unchanged"
@@ -688,6 +836,8 @@ func (e ReplayResultOutcome) Valid() bool {
 	case ReplayResultOutcomeError:
 		return true
 	case ReplayResultOutcomeFailed:
+		return true
+	case ReplayResultOutcomeIgnored:
 		return true
 	case ReplayResultOutcomeParked:
 		return true
@@ -789,6 +939,30 @@ func (e RotateSecretOutputBodyState) Valid() bool {
 	case RotateSecretOutputBodyStateFailing:
 		return true
 	case RotateSecretOutputBodyStateHealthy:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetVerificationInputBodyKind.
+const (
+	SetVerificationInputBodyKindBasic   SetVerificationInputBodyKind = "basic"
+	SetVerificationInputBodyKindHmac    SetVerificationInputBodyKind = "hmac"
+	SetVerificationInputBodyKindNone    SetVerificationInputBodyKind = "none"
+	SetVerificationInputBodyKindService SetVerificationInputBodyKind = "service"
+)
+
+// Valid indicates whether the value is a known member of the SetVerificationInputBodyKind enum.
+func (e SetVerificationInputBodyKind) Valid() bool {
+	switch e {
+	case SetVerificationInputBodyKindBasic:
+		return true
+	case SetVerificationInputBodyKindHmac:
+		return true
+	case SetVerificationInputBodyKindNone:
+		return true
+	case SetVerificationInputBodyKindService:
 		return true
 	default:
 		return false
@@ -993,6 +1167,30 @@ func (e VarianceKind) Valid() bool {
 	case NoReceipt:
 		return true
 	case Quantity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VerificationSetKind.
+const (
+	VerificationSetKindBasic   VerificationSetKind = "basic"
+	VerificationSetKindHmac    VerificationSetKind = "hmac"
+	VerificationSetKindNone    VerificationSetKind = "none"
+	VerificationSetKindService VerificationSetKind = "service"
+)
+
+// Valid indicates whether the value is a known member of the VerificationSetKind enum.
+func (e VerificationSetKind) Valid() bool {
+	switch e {
+	case VerificationSetKindBasic:
+		return true
+	case VerificationSetKindHmac:
+		return true
+	case VerificationSetKindNone:
+		return true
+	case VerificationSetKindService:
 		return true
 	default:
 		return false
@@ -1214,6 +1412,11 @@ type BulkReplayInputBody struct {
 	// EndpointId Only receipts of this endpoint.
 	EndpointId *openapi_types.UUID `json:"endpoint_id,omitempty"`
 
+	// MappingVersion The mapping the stored body is mapped with again: a version number, "original" (the version the post was mapped with when it arrived; none if none ran) or "current" (the endpoint's current mapping, the default).
+	//
+	// Example: original
+	MappingVersion *BulkReplayInputBody_MappingVersion `json:"mapping_version,omitempty"`
+
 	// Outcome The outcomes of the receipts to replay, comma-separated (failed, error, parked, unmatched, cancelled, ...).
 	//
 	// Example: failed,unmatched
@@ -1227,6 +1430,19 @@ type BulkReplayInputBody struct {
 
 	// Ref Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case.
 	Ref *string `json:"ref,omitempty"`
+}
+
+// BulkReplayInputBodyMappingVersion0 defines model for BulkReplayInputBody.MappingVersion.0.
+type BulkReplayInputBodyMappingVersion0 = int
+
+// BulkReplayInputBodyMappingVersion1 defines model for BulkReplayInputBody.MappingVersion.1.
+type BulkReplayInputBodyMappingVersion1 string
+
+// BulkReplayInputBody_MappingVersion The mapping the stored body is mapped with again: a version number, "original" (the version the post was mapped with when it arrived; none if none ran) or "current" (the endpoint's current mapping, the default).
+//
+// Example: original
+type BulkReplayInputBody_MappingVersion struct {
+	union json.RawMessage
 }
 
 // Change defines model for Change.
@@ -1476,18 +1692,42 @@ type EndpointItem struct {
 	CreatedAt time.Time        `json:"created_at"`
 
 	// FailingSince Since when more than half of the endpoint's posts of the last 15 minutes (10 or more) failed or ended in error; null when they do not.
-	FailingSince     *time.Time         `json:"failing_since"`
-	Id               openapi_types.UUID `json:"id"`
-	Name             string             `json:"name"`
-	RequireSignature bool               `json:"require_signature"`
-	State            EndpointItemState  `json:"state"`
+	FailingSince *time.Time         `json:"failing_since"`
+	Id           openapi_types.UUID `json:"id"`
+	Name         string             `json:"name"`
+
+	// RequireSignature Whether posts must carry the service's own signature (X-Service-Signature or Standard Webhooks): verification service on an endpoint made to require one.
+	RequireSignature bool              `json:"require_signature"`
+	State            EndpointItemState `json:"state"`
 
 	// UrlHint The last four characters of the endpoint's token, to tell URLs apart; null for endpoints made before hints were kept, and for deleted ones.
-	UrlHint *string `json:"url_hint"`
+	UrlHint      *string              `json:"url_hint"`
+	Verification EndpointVerification `json:"verification"`
 }
 
 // EndpointItemState defines model for EndpointItem.State.
 type EndpointItemState string
+
+// EndpointVerification defines model for EndpointVerification.
+type EndpointVerification struct {
+	// Hmac The sender's HMAC scheme; only for kind hmac.
+	Hmac *HMACScheme `json:"hmac,omitempty"`
+
+	// Kind service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL.
+	//
+	// Example: hmac
+	Kind EndpointVerificationKind `json:"kind"`
+
+	// Username The HTTP Basic username; only for kind basic.
+	//
+	// Example: erp
+	Username *string `json:"username,omitempty"`
+}
+
+// EndpointVerificationKind service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL.
+//
+// Example: hmac
+type EndpointVerificationKind string
 
 // Entity defines model for Entity.
 type Entity struct {
@@ -1517,6 +1757,45 @@ type Event struct {
 	Id     openapi_types.UUID `json:"id"`
 	Type   string             `json:"type"`
 }
+
+// HMACScheme defines model for HMACScheme.
+type HMACScheme struct {
+	// Algorithm The HMAC's hash.
+	//
+	// Example: sha256
+	Algorithm HMACSchemeAlgorithm `json:"algorithm"`
+
+	// Encoding How the HMAC is written in the header: hex (either case) or base64.
+	//
+	// Example: hex
+	Encoding HMACSchemeEncoding `json:"encoding"`
+
+	// Header The request header carrying the signature.
+	//
+	// Example: X-Hub-Signature-256
+	Header string `json:"header"`
+
+	// Prefix Text before the encoded HMAC in the header (GitHub's sha256=); none when absent.
+	//
+	// Example: sha256=
+	Prefix *string `json:"prefix,omitempty"`
+
+	// TimestampHeader A header carrying the time the post was signed, in unix seconds. When set, the signed content is <timestamp>.<body> (the timestamp as sent, a dot, the body as sent) and a post signed more than tolerance_seconds from the service's clock is refused 401; when absent, the signed content is the body as sent, and nothing is ever stale.
+	TimestampHeader *string `json:"timestamp_header,omitempty"`
+
+	// ToleranceSeconds How far the signed time may be from the service's clock, in seconds; 300 when absent. Only with timestamp_header.
+	ToleranceSeconds *int64 `json:"tolerance_seconds,omitempty"`
+}
+
+// HMACSchemeAlgorithm The HMAC's hash.
+//
+// Example: sha256
+type HMACSchemeAlgorithm string
+
+// HMACSchemeEncoding How the HMAC is written in the header: hex (either case) or base64.
+//
+// Example: hex
+type HMACSchemeEncoding string
 
 // InboundAnswerDoc defines model for InboundAnswerDoc.
 type InboundAnswerDoc struct {
@@ -1676,6 +1955,104 @@ type ListWebhookDeliveriesOutputBody struct {
 
 	// NextCursor Cursor of the next page; null when no rows follow.
 	NextCursor *string `json:"next_cursor"`
+}
+
+// MappingDetail defines model for MappingDetail.
+type MappingDetail struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy Who made it, as the audit log names them (key:<id>, cli:<user>, console:<email>).
+	//
+	// Example: key:01a20000-0000-7000-8000-000000000000
+	CreatedBy string `json:"created_by"`
+
+	// Sha256 The SHA-256 of the source, hex; null for a version that ended mapping.
+	Sha256 *string `json:"sha256"`
+
+	// Source The JavaScript; null once mapping was ended (DELETE).
+	Source *string `json:"source"`
+
+	// Version The version's number: 1, then one more for each change.
+	Version int64 `json:"version"`
+}
+
+// MappingInputBody defines model for MappingInputBody.
+type MappingInputBody struct {
+	// Source JavaScript defining function map(post): see docs/mappings.md. At most 64 KiB; it must compile (400 naming the line and column).
+	//
+	// Example: function map(post) {
+	//   return {order_ref: post.body.DocNum, status: post.body.Status.toLowerCase()};
+	// }
+	Source string `json:"source"`
+}
+
+// MappingTestInputBody defines model for MappingTestInputBody.
+type MappingTestInputBody struct {
+	// Body A body to map, as a sender would post it. Give body or receipt_id.
+	Body interface{} `json:"body,omitempty"`
+
+	// DryRun Also work out the changes the mapped body's action would make (nothing is written).
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// ReceiptId A receipt of this endpoint whose stored body (and headers, and time) to map.
+	ReceiptId *openapi_types.UUID `json:"receipt_id,omitempty"`
+
+	// Source The JavaScript to run; default: the endpoint's current mapping.
+	Source *string `json:"source,omitempty"`
+}
+
+// MappingTestResult defines model for MappingTestResult.
+type MappingTestResult struct {
+	// Changes With dry_run: the changes the action would make.
+	Changes *[]Change `json:"changes,omitempty"`
+
+	// DurationMs How long the run took.
+	DurationMs float64 `json:"duration_ms"`
+
+	// Error Why it failed: mapping failed: <message> (line L:C), mapping failed: <limit> exceeded, or mapped body: <field and rule>.
+	//
+	// Example: mapping failed: TypeError: cannot read property 'DocNum' of undefined (line 2:28)
+	Error *string `json:"error,omitempty"`
+
+	// Logs What console.log wrote, at most 50 lines.
+	Logs []string `json:"logs"`
+
+	// MappedBody What it returned (result mapped, or failed for its shape).
+	MappedBody interface{} `json:"mapped_body,omitempty"`
+
+	// Outcome With dry_run: how the action would come out.
+	Outcome *MappingTestResultOutcome `json:"outcome,omitempty"`
+
+	// Result mapped: it returned the action's body; ignored: it returned null; failed: it threw, passed a limit, or returned something that is not the action's body.
+	Result MappingTestResultResult `json:"result"`
+}
+
+// MappingTestResultOutcome With dry_run: how the action would come out.
+type MappingTestResultOutcome string
+
+// MappingTestResultResult mapped: it returned the action's body; ignored: it returned null; failed: it threw, passed a limit, or returned something that is not the action's body.
+type MappingTestResultResult string
+
+// MappingVersion defines model for MappingVersion.
+type MappingVersion struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy Who made it, as the audit log names them (key:<id>, cli:<user>, console:<email>).
+	//
+	// Example: key:01a20000-0000-7000-8000-000000000000
+	CreatedBy string `json:"created_by"`
+
+	// Sha256 The SHA-256 of the source, hex; null for a version that ended mapping.
+	Sha256 *string `json:"sha256"`
+
+	// Version The version's number: 1, then one more for each change.
+	Version int64 `json:"version"`
+}
+
+// MappingVersionsOutputBody defines model for MappingVersionsOutputBody.
+type MappingVersionsOutputBody struct {
+	// Versions Newest first, at most 1,000; without their source.
+	Versions []MappingVersion `json:"versions"`
 }
 
 // MovementInput defines model for MovementInput.
@@ -2076,10 +2453,16 @@ type ReceiptDetail struct {
 	Error        *string            `json:"error"`
 
 	// Headers The request headers kept, the signature's v1 values masked.
-	Headers    map[string]string    `json:"headers"`
-	Id         openapi_types.UUID   `json:"id"`
-	Outcome    ReceiptDetailOutcome `json:"outcome"`
-	ReceivedAt time.Time            `json:"received_at"`
+	Headers map[string]string  `json:"headers"`
+	Id      openapi_types.UUID `json:"id"`
+
+	// MappedBody The body the endpoint's mapping made of body, which the action applied; absent when no mapping ran or it made none.
+	MappedBody interface{} `json:"mapped_body,omitempty"`
+
+	// MappingVersion The version of the endpoint's mapping that ran on the post; null when none ran.
+	MappingVersion *int64               `json:"mapping_version"`
+	Outcome        ReceiptDetailOutcome `json:"outcome"`
+	ReceivedAt     time.Time            `json:"received_at"`
 
 	// Refs The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50.
 	Refs []string `json:"refs"`
@@ -2117,14 +2500,17 @@ type ReceiptDetailOutcome string
 
 // ReceiptSummary defines model for ReceiptSummary.
 type ReceiptSummary struct {
-	Action      string                `json:"action"`
-	CompletedAt *time.Time            `json:"completed_at"`
-	DurationMs  *int64                `json:"duration_ms"`
-	EndpointId  openapi_types.UUID    `json:"endpoint_id"`
-	Error       *string               `json:"error"`
-	Id          openapi_types.UUID    `json:"id"`
-	Outcome     ReceiptSummaryOutcome `json:"outcome"`
-	ReceivedAt  time.Time             `json:"received_at"`
+	Action      string             `json:"action"`
+	CompletedAt *time.Time         `json:"completed_at"`
+	DurationMs  *int64             `json:"duration_ms"`
+	EndpointId  openapi_types.UUID `json:"endpoint_id"`
+	Error       *string            `json:"error"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// MappingVersion The version of the endpoint's mapping that ran on the post; null when none ran.
+	MappingVersion *int64                `json:"mapping_version"`
+	Outcome        ReceiptSummaryOutcome `json:"outcome"`
+	ReceivedAt     time.Time             `json:"received_at"`
 
 	// Refs The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50.
 	Refs []string `json:"refs"`
@@ -2224,6 +2610,24 @@ type ReplayBatchProblemOutcome string
 type ReplayInputBody struct {
 	// DryRun Work out the changes a replay would make, and write nothing: no receipt, no event, no workflow.
 	DryRun *bool `json:"dry_run,omitempty"`
+
+	// MappingVersion The mapping the stored body is mapped with again: a version number, "original" (the version the post was mapped with when it arrived; none if none ran) or "current" (the endpoint's current mapping, the default).
+	//
+	// Example: original
+	MappingVersion *ReplayInputBody_MappingVersion `json:"mapping_version,omitempty"`
+}
+
+// ReplayInputBodyMappingVersion0 defines model for ReplayInputBody.MappingVersion.0.
+type ReplayInputBodyMappingVersion0 = int
+
+// ReplayInputBodyMappingVersion1 defines model for ReplayInputBody.MappingVersion.1.
+type ReplayInputBodyMappingVersion1 string
+
+// ReplayInputBody_MappingVersion The mapping the stored body is mapped with again: a version number, "original" (the version the post was mapped with when it arrived; none if none ran) or "current" (the endpoint's current mapping, the default).
+//
+// Example: original
+type ReplayInputBody_MappingVersion struct {
+	union json.RawMessage
 }
 
 // ReplayResult defines model for ReplayResult.
@@ -2232,9 +2636,15 @@ type ReplayResult struct {
 	Changes []Change `json:"changes"`
 	DryRun  bool     `json:"dry_run"`
 
-	// Error Why it did not go through (the action's refusal), when it did not.
-	Error   *string             `json:"error"`
-	Outcome ReplayResultOutcome `json:"outcome"`
+	// Error Why it did not go through (the action's refusal, or its mapping's), when it did not.
+	Error *string `json:"error"`
+
+	// MappedBody The body that mapping made, which the action applies (or for a dry run would); absent when none ran.
+	MappedBody interface{} `json:"mapped_body,omitempty"`
+
+	// MappingVersion The version of the endpoint's mapping the stored body was mapped with again; null when none ran.
+	MappingVersion *int64              `json:"mapping_version"`
+	Outcome        ReplayResultOutcome `json:"outcome"`
 
 	// Receipt The replay's new receipt, with its outcome and trace; null for a dry run.
 	Receipt ReceiptDetail `json:"receipt"`
@@ -2348,6 +2758,27 @@ type SetTransformationInputBody struct {
 	// }
 	Source string `json:"source"`
 }
+
+// SetVerificationInputBody defines model for SetVerificationInputBody.
+type SetVerificationInputBody struct {
+	// Hmac The sender's HMAC scheme: required for kind hmac, refused with any other.
+	Hmac *HMACScheme `json:"hmac,omitempty"`
+
+	// Kind How the endpoint verifies its sender from now on. service: the service's own signature, when the endpoint was made to require one (its signing secret is kept while it verifies by another kind); hmac: the sender's own HMAC of the body, with a secret the service makes; basic: HTTP Basic authentication, with a password the service makes; none: nothing but the token in the URL.
+	//
+	// Example: hmac
+	Kind SetVerificationInputBodyKind `json:"kind"`
+
+	// Username The HTTP Basic username (no colon): required for kind basic, refused with any other.
+	//
+	// Example: erp
+	Username *string `json:"username,omitempty"`
+}
+
+// SetVerificationInputBodyKind How the endpoint verifies its sender from now on. service: the service's own signature, when the endpoint was made to require one (its signing secret is kept while it verifies by another kind); hmac: the sender's own HMAC of the body, with a secret the service makes; basic: HTTP Basic authentication, with a password the service makes; none: nothing but the token in the URL.
+//
+// Example: hmac
+type SetVerificationInputBodyKind string
 
 // StockLine defines model for StockLine.
 type StockLine struct {
@@ -2763,6 +3194,35 @@ type Variance struct {
 // VarianceKind defines model for Variance.Kind.
 type VarianceKind string
 
+// VerificationSet defines model for VerificationSet.
+type VerificationSet struct {
+	EndpointId openapi_types.UUID `json:"endpoint_id"`
+
+	// Hmac The sender's HMAC scheme; only for kind hmac.
+	Hmac *HMACScheme `json:"hmac,omitempty"`
+
+	// Kind service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL.
+	//
+	// Example: hmac
+	Kind VerificationSetKind `json:"kind"`
+
+	// Password For kind basic, the HTTP Basic password: shown this once, kept sealed, never readable again. Null for the other kinds.
+	Password *string `json:"password"`
+
+	// Secret For kind hmac, the key the sender signs with (the whole string, as GitHub and Shopify use theirs): shown this once, kept sealed, never readable again. Null for the other kinds.
+	Secret *string `json:"secret"`
+
+	// Username The HTTP Basic username; only for kind basic.
+	//
+	// Example: erp
+	Username *string `json:"username,omitempty"`
+}
+
+// VerificationSetKind service: the service's own signature, when the endpoint was made to require one; hmac: the sender's own HMAC of the body; basic: HTTP Basic authentication; none: nothing but the token in the URL.
+//
+// Example: hmac
+type VerificationSetKind string
+
 // WebhookAttempt defines model for WebhookAttempt.
 type WebhookAttempt struct {
 	Attempt         int64     `json:"attempt"`
@@ -2890,12 +3350,18 @@ type ListInboundEndpointsParams struct {
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// TestEndpointMappingParams defines parameters for TestEndpointMapping.
+type TestEndpointMappingParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListInboundReceiptsParams defines parameters for ListInboundReceipts.
 type ListInboundReceiptsParams struct {
 	// EndpointId Only receipts of this endpoint.
 	EndpointId *openapi_types.UUID `form:"endpoint_id,omitempty" json:"endpoint_id,omitempty"`
 
-	// Outcome Only receipts with these outcomes, comma-separated: pending, applied, unchanged, parked, unmatched, cancelled, failed, error.
+	// Outcome Only receipts with these outcomes, comma-separated: pending, applied, unchanged, parked, unmatched, cancelled, failed, error, ignored.
 	Outcome *string `form:"outcome,omitempty" json:"outcome,omitempty"`
 
 	// ReceivedAfter Only receipts received after this instant (RFC 3339).
@@ -3172,6 +3638,15 @@ type PostInboundJSONRequestBody PostInboundJSONBody
 // UpsertCustomersJSONRequestBody defines body for UpsertCustomers for application/json ContentType.
 type UpsertCustomersJSONRequestBody = CustomersInputBody
 
+// SetEndpointMappingJSONRequestBody defines body for SetEndpointMapping for application/json ContentType.
+type SetEndpointMappingJSONRequestBody = MappingInputBody
+
+// TestEndpointMappingJSONRequestBody defines body for TestEndpointMapping for application/json ContentType.
+type TestEndpointMappingJSONRequestBody = MappingTestInputBody
+
+// SetInboundEndpointVerificationJSONRequestBody defines body for SetInboundEndpointVerification for application/json ContentType.
+type SetInboundEndpointVerificationJSONRequestBody = SetVerificationInputBody
+
 // ReplayInboundReceiptJSONRequestBody defines body for ReplayInboundReceipt for application/json ContentType.
 type ReplayInboundReceiptJSONRequestBody = ReplayInputBody
 
@@ -3201,6 +3676,130 @@ type SetWebhookTransformationJSONRequestBody = SetTransformationInputBody
 
 // TestWebhookTransformationJSONRequestBody defines body for TestWebhookTransformation for application/json ContentType.
 type TestWebhookTransformationJSONRequestBody = TestTransformationInputBody
+
+// AsBulkReplayInputBodyMappingVersion0 returns the union data inside the BulkReplayInputBody_MappingVersion as a BulkReplayInputBodyMappingVersion0
+func (t BulkReplayInputBody_MappingVersion) AsBulkReplayInputBodyMappingVersion0() (BulkReplayInputBodyMappingVersion0, error) {
+	var body BulkReplayInputBodyMappingVersion0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkReplayInputBodyMappingVersion0 overwrites any union data inside the BulkReplayInputBody_MappingVersion as the provided BulkReplayInputBodyMappingVersion0
+func (t *BulkReplayInputBody_MappingVersion) FromBulkReplayInputBodyMappingVersion0(v BulkReplayInputBodyMappingVersion0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkReplayInputBodyMappingVersion0 performs a merge with any union data inside the BulkReplayInputBody_MappingVersion, using the provided BulkReplayInputBodyMappingVersion0
+func (t *BulkReplayInputBody_MappingVersion) MergeBulkReplayInputBodyMappingVersion0(v BulkReplayInputBodyMappingVersion0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkReplayInputBodyMappingVersion1 returns the union data inside the BulkReplayInputBody_MappingVersion as a BulkReplayInputBodyMappingVersion1
+func (t BulkReplayInputBody_MappingVersion) AsBulkReplayInputBodyMappingVersion1() (BulkReplayInputBodyMappingVersion1, error) {
+	var body BulkReplayInputBodyMappingVersion1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkReplayInputBodyMappingVersion1 overwrites any union data inside the BulkReplayInputBody_MappingVersion as the provided BulkReplayInputBodyMappingVersion1
+func (t *BulkReplayInputBody_MappingVersion) FromBulkReplayInputBodyMappingVersion1(v BulkReplayInputBodyMappingVersion1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkReplayInputBodyMappingVersion1 performs a merge with any union data inside the BulkReplayInputBody_MappingVersion, using the provided BulkReplayInputBodyMappingVersion1
+func (t *BulkReplayInputBody_MappingVersion) MergeBulkReplayInputBodyMappingVersion1(v BulkReplayInputBodyMappingVersion1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t BulkReplayInputBody_MappingVersion) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *BulkReplayInputBody_MappingVersion) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsReplayInputBodyMappingVersion0 returns the union data inside the ReplayInputBody_MappingVersion as a ReplayInputBodyMappingVersion0
+func (t ReplayInputBody_MappingVersion) AsReplayInputBodyMappingVersion0() (ReplayInputBodyMappingVersion0, error) {
+	var body ReplayInputBodyMappingVersion0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReplayInputBodyMappingVersion0 overwrites any union data inside the ReplayInputBody_MappingVersion as the provided ReplayInputBodyMappingVersion0
+func (t *ReplayInputBody_MappingVersion) FromReplayInputBodyMappingVersion0(v ReplayInputBodyMappingVersion0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeReplayInputBodyMappingVersion0 performs a merge with any union data inside the ReplayInputBody_MappingVersion, using the provided ReplayInputBodyMappingVersion0
+func (t *ReplayInputBody_MappingVersion) MergeReplayInputBodyMappingVersion0(v ReplayInputBodyMappingVersion0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsReplayInputBodyMappingVersion1 returns the union data inside the ReplayInputBody_MappingVersion as a ReplayInputBodyMappingVersion1
+func (t ReplayInputBody_MappingVersion) AsReplayInputBodyMappingVersion1() (ReplayInputBodyMappingVersion1, error) {
+	var body ReplayInputBodyMappingVersion1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReplayInputBodyMappingVersion1 overwrites any union data inside the ReplayInputBody_MappingVersion as the provided ReplayInputBodyMappingVersion1
+func (t *ReplayInputBody_MappingVersion) FromReplayInputBodyMappingVersion1(v ReplayInputBodyMappingVersion1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeReplayInputBodyMappingVersion1 performs a merge with any union data inside the ReplayInputBody_MappingVersion, using the provided ReplayInputBodyMappingVersion1
+func (t *ReplayInputBody_MappingVersion) MergeReplayInputBodyMappingVersion1(v ReplayInputBodyMappingVersion1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ReplayInputBody_MappingVersion) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ReplayInputBody_MappingVersion) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // AsSupplierInvoiceBodyInvoicedQty0 returns the union data inside the SupplierInvoiceBody_InvoicedQty as a SupplierInvoiceBodyInvoicedQty0
 func (t SupplierInvoiceBody_InvoicedQty) AsSupplierInvoiceBodyInvoicedQty0() (SupplierInvoiceBodyInvoicedQty0, error) {
@@ -3558,7 +4157,7 @@ type ClientInterface interface {
 
 	// PostInboundWithBody Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3567,7 +4166,7 @@ type ClientInterface interface {
 
 	// PostInbound Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3663,6 +4262,130 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/inbound/endpoints (the `ListInboundEndpoints` operationId).
 	ListInboundEndpoints(ctx context.Context, params *ListInboundEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetInboundEndpoint Read an inbound endpoint
+	//
+	// One inbound endpoint as the list shows it, with how it verifies its sender (kind and scheme). Never its token or a secret.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Corresponds with GET /api/v1/inbound/endpoints/{id} (the `GetInboundEndpoint` operationId).
+	GetInboundEndpoint(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EndEndpointMapping End an endpoint's mapping
+	//
+	// Makes a version without source: the endpoint's posts are taken as sent again. Ending a mapping already ended answers that version. 404 when the endpoint never had one.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// Corresponds with DELETE /api/v1/inbound/endpoints/{id}/mapping (the `EndEndpointMapping` operationId).
+	EndEndpointMapping(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEndpointMapping Read an endpoint's mapping
+	//
+	// The current version with its source (source null once mapping was ended). 404 when the endpoint never had one.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Corresponds with GET /api/v1/inbound/endpoints/{id}/mapping (the `GetEndpointMapping` operationId).
+	GetEndpointMapping(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetEndpointMappingWithBody Set an endpoint's mapping
+	//
+	// Makes the JavaScript the endpoint's mapping, as its next version (versions are never changed): from the next post on, the endpoint's posts are mapped with it before their shape is checked, and their receipts keep the body as sent, the version and the body it made. 400 when it is over 64 KiB or does not compile (naming the line and column). See docs/mappings.md.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/mapping (the `SetEndpointMapping` operationId).
+	SetEndpointMappingWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetEndpointMapping Set an endpoint's mapping
+	//
+	// Makes the JavaScript the endpoint's mapping, as its next version (versions are never changed): from the next post on, the endpoint's posts are mapped with it before their shape is checked, and their receipts keep the body as sent, the version and the body it made. 400 when it is over 64 KiB or does not compile (naming the line and column). See docs/mappings.md.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/mapping (the `SetEndpointMapping` operationId).
+	SetEndpointMapping(ctx context.Context, id string, body SetEndpointMappingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestEndpointMappingWithBody Try a mapping
+	//
+	// Runs a mapping (the source given, or the current version) on a body or on a stored receipt's body, with the same limits as a post, and with dry_run works out the changes its action would make. Nothing is stored: no version, receipt, event or change.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/inbound/endpoints/{id}/mapping/test (the `TestEndpointMapping` operationId).
+	TestEndpointMappingWithBody(ctx context.Context, id string, params *TestEndpointMappingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestEndpointMapping Try a mapping
+	//
+	// Runs a mapping (the source given, or the current version) on a body or on a stored receipt's body, with the same limits as a post, and with dry_run works out the changes its action would make. Nothing is stored: no version, receipt, event or change.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/inbound/endpoints/{id}/mapping/test (the `TestEndpointMapping` operationId).
+	TestEndpointMapping(ctx context.Context, id string, params *TestEndpointMappingParams, body TestEndpointMappingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListEndpointMappingVersions List an endpoint's mapping versions
+	//
+	// Every version, newest first, without its source.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Corresponds with GET /api/v1/inbound/endpoints/{id}/mapping/versions (the `ListEndpointMappingVersions` operationId).
+	ListEndpointMappingVersions(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetInboundEndpointVerificationWithBody Set how an endpoint verifies its sender
+	//
+	// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+	//
+	// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+	// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+	// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+	// - `none`: nothing is verified but the token in the URL.
+	//
+	// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+	SetInboundEndpointVerificationWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetInboundEndpointVerification Set how an endpoint verifies its sender
+	//
+	// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+	//
+	// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+	// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+	// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+	// - `none`: nothing is verified but the token in the URL.
+	//
+	// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+	SetInboundEndpointVerification(ctx context.Context, id string, body SetInboundEndpointVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListInboundReceipts List receipts
 	//
 	// What was posted to the organisation's inbound endpoints, newest first, accepted or refused.
@@ -3694,7 +4417,7 @@ type ClientInterface interface {
 
 	// ReplayInboundReceiptWithBody Replay a receipt
 	//
-	// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
+	// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
 	//
 	// Requires scope `inbound:replay`.
 	//
@@ -3707,7 +4430,7 @@ type ClientInterface interface {
 
 	// ReplayInboundReceipt Replay a receipt
 	//
-	// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
+	// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
 	//
 	// Requires scope `inbound:replay`.
 	//
@@ -3720,7 +4443,7 @@ type ClientInterface interface {
 
 	// StartBulkReplayWithBody Replay receipts in bulk
 	//
-	// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
+	// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
 	//
 	// Requires scope `inbound:replay`.
 	//
@@ -3733,7 +4456,7 @@ type ClientInterface interface {
 
 	// StartBulkReplay Replay receipts in bulk
 	//
-	// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
+	// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
 	//
 	// Requires scope `inbound:replay`.
 	//
@@ -4213,7 +4936,7 @@ type ClientInterface interface {
 
 // PostInboundWithBody Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4232,7 +4955,7 @@ func (c *Client) PostInboundWithBody(ctx context.Context, token string, params *
 
 // PostInbound Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4428,6 +5151,230 @@ func (c *Client) ListInboundEndpoints(ctx context.Context, params *ListInboundEn
 	return c.Client.Do(req)
 }
 
+// GetInboundEndpoint Read an inbound endpoint
+//
+// One inbound endpoint as the list shows it, with how it verifies its sender (kind and scheme). Never its token or a secret.
+//
+// Requires scope `inbound:read`.
+//
+// Corresponds with GET /api/v1/inbound/endpoints/{id} (the `GetInboundEndpoint` operationId).
+func (c *Client) GetInboundEndpoint(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInboundEndpointRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EndEndpointMapping End an endpoint's mapping
+//
+// Makes a version without source: the endpoint's posts are taken as sent again. Ending a mapping already ended answers that version. 404 when the endpoint never had one.
+//
+// Requires scope `inbound:write`.
+//
+// Corresponds with DELETE /api/v1/inbound/endpoints/{id}/mapping (the `EndEndpointMapping` operationId).
+func (c *Client) EndEndpointMapping(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEndEndpointMappingRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEndpointMapping Read an endpoint's mapping
+//
+// The current version with its source (source null once mapping was ended). 404 when the endpoint never had one.
+//
+// Requires scope `inbound:read`.
+//
+// Corresponds with GET /api/v1/inbound/endpoints/{id}/mapping (the `GetEndpointMapping` operationId).
+func (c *Client) GetEndpointMapping(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEndpointMappingRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetEndpointMappingWithBody Set an endpoint's mapping
+//
+// Makes the JavaScript the endpoint's mapping, as its next version (versions are never changed): from the next post on, the endpoint's posts are mapped with it before their shape is checked, and their receipts keep the body as sent, the version and the body it made. 400 when it is over 64 KiB or does not compile (naming the line and column). See docs/mappings.md.
+//
+// Requires scope `inbound:write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/mapping (the `SetEndpointMapping` operationId).
+func (c *Client) SetEndpointMappingWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetEndpointMappingRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetEndpointMapping Set an endpoint's mapping
+//
+// Makes the JavaScript the endpoint's mapping, as its next version (versions are never changed): from the next post on, the endpoint's posts are mapped with it before their shape is checked, and their receipts keep the body as sent, the version and the body it made. 400 when it is over 64 KiB or does not compile (naming the line and column). See docs/mappings.md.
+//
+// Requires scope `inbound:write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/mapping (the `SetEndpointMapping` operationId).
+func (c *Client) SetEndpointMapping(ctx context.Context, id string, body SetEndpointMappingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetEndpointMappingRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestEndpointMappingWithBody Try a mapping
+//
+// Runs a mapping (the source given, or the current version) on a body or on a stored receipt's body, with the same limits as a post, and with dry_run works out the changes its action would make. Nothing is stored: no version, receipt, event or change.
+//
+// Requires scope `inbound:read`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/inbound/endpoints/{id}/mapping/test (the `TestEndpointMapping` operationId).
+func (c *Client) TestEndpointMappingWithBody(ctx context.Context, id string, params *TestEndpointMappingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestEndpointMappingRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestEndpointMapping Try a mapping
+//
+// Runs a mapping (the source given, or the current version) on a body or on a stored receipt's body, with the same limits as a post, and with dry_run works out the changes its action would make. Nothing is stored: no version, receipt, event or change.
+//
+// Requires scope `inbound:read`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/inbound/endpoints/{id}/mapping/test (the `TestEndpointMapping` operationId).
+func (c *Client) TestEndpointMapping(ctx context.Context, id string, params *TestEndpointMappingParams, body TestEndpointMappingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestEndpointMappingRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListEndpointMappingVersions List an endpoint's mapping versions
+//
+// Every version, newest first, without its source.
+//
+// Requires scope `inbound:read`.
+//
+// Corresponds with GET /api/v1/inbound/endpoints/{id}/mapping/versions (the `ListEndpointMappingVersions` operationId).
+func (c *Client) ListEndpointMappingVersions(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEndpointMappingVersionsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetInboundEndpointVerificationWithBody Set how an endpoint verifies its sender
+//
+// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+//
+// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+// - `none`: nothing is verified but the token in the URL.
+//
+// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+//
+// Requires scope `inbound:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+func (c *Client) SetInboundEndpointVerificationWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetInboundEndpointVerificationRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetInboundEndpointVerification Set how an endpoint verifies its sender
+//
+// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+//
+// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+// - `none`: nothing is verified but the token in the URL.
+//
+// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+//
+// Requires scope `inbound:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+func (c *Client) SetInboundEndpointVerification(ctx context.Context, id string, body SetInboundEndpointVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetInboundEndpointVerificationRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListInboundReceipts List receipts
 //
 // What was posted to the organisation's inbound endpoints, newest first, accepted or refused.
@@ -4489,7 +5436,7 @@ func (c *Client) CancelInboundReceipt(ctx context.Context, id string, params *Ca
 
 // ReplayInboundReceiptWithBody Replay a receipt
 //
-// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
+// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
 //
 // Requires scope `inbound:replay`.
 //
@@ -4512,7 +5459,7 @@ func (c *Client) ReplayInboundReceiptWithBody(ctx context.Context, id string, pa
 
 // ReplayInboundReceipt Replay a receipt
 //
-// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
+// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
 //
 // Requires scope `inbound:replay`.
 //
@@ -4535,7 +5482,7 @@ func (c *Client) ReplayInboundReceipt(ctx context.Context, id string, params *Re
 
 // StartBulkReplayWithBody Replay receipts in bulk
 //
-// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
+// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
 //
 // Requires scope `inbound:replay`.
 //
@@ -4558,7 +5505,7 @@ func (c *Client) StartBulkReplayWithBody(ctx context.Context, params *StartBulkR
 
 // StartBulkReplay Replay receipts in bulk
 //
-// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
+// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
 //
 // Requires scope `inbound:replay`.
 //
@@ -6092,6 +7039,298 @@ func NewListInboundEndpointsRequest(server string, params *ListInboundEndpointsP
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetInboundEndpointRequest constructs an http.Request for the GetInboundEndpoint method
+func NewGetInboundEndpointRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewEndEndpointMappingRequest constructs an http.Request for the EndEndpointMapping method
+func NewEndEndpointMappingRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s/mapping", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetEndpointMappingRequest constructs an http.Request for the GetEndpointMapping method
+func NewGetEndpointMappingRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s/mapping", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetEndpointMappingRequest calls the generic SetEndpointMapping builder with application/json body
+func NewSetEndpointMappingRequest(server string, id string, body SetEndpointMappingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetEndpointMappingRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetEndpointMappingRequestWithBody constructs an http.Request for the SetEndpointMapping method, with any body, and a specified content type
+func NewSetEndpointMappingRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s/mapping", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewTestEndpointMappingRequest calls the generic TestEndpointMapping builder with application/json body
+func NewTestEndpointMappingRequest(server string, id string, params *TestEndpointMappingParams, body TestEndpointMappingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTestEndpointMappingRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewTestEndpointMappingRequestWithBody constructs an http.Request for the TestEndpointMapping method, with any body, and a specified content type
+func NewTestEndpointMappingRequestWithBody(server string, id string, params *TestEndpointMappingParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s/mapping/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListEndpointMappingVersionsRequest constructs an http.Request for the ListEndpointMappingVersions method
+func NewListEndpointMappingVersionsRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s/mapping/versions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetInboundEndpointVerificationRequest calls the generic SetInboundEndpointVerification builder with application/json body
+func NewSetInboundEndpointVerificationRequest(server string, id string, body SetInboundEndpointVerificationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetInboundEndpointVerificationRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetInboundEndpointVerificationRequestWithBody constructs an http.Request for the SetInboundEndpointVerification method, with any body, and a specified content type
+func NewSetInboundEndpointVerificationRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/inbound/endpoints/%s/verification", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -8507,7 +9746,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithBodyWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8516,7 +9755,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostInboundWithResponse Post to an inbound endpoint
 	//
-	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+	// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8626,6 +9865,138 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/inbound/endpoints (the `ListInboundEndpoints` operationId).
 	ListInboundEndpointsWithResponse(ctx context.Context, params *ListInboundEndpointsParams, reqEditors ...RequestEditorFn) (*ListInboundEndpointsResponse, error)
 
+	// GetInboundEndpointWithResponse Read an inbound endpoint
+	//
+	// One inbound endpoint as the list shows it, with how it verifies its sender (kind and scheme). Never its token or a secret.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/inbound/endpoints/{id} (the `GetInboundEndpoint` operationId).
+	GetInboundEndpointWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetInboundEndpointResponse, error)
+
+	// EndEndpointMappingWithResponse End an endpoint's mapping
+	//
+	// Makes a version without source: the endpoint's posts are taken as sent again. Ending a mapping already ended answers that version. 404 when the endpoint never had one.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/inbound/endpoints/{id}/mapping (the `EndEndpointMapping` operationId).
+	EndEndpointMappingWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*EndEndpointMappingResponse, error)
+
+	// GetEndpointMappingWithResponse Read an endpoint's mapping
+	//
+	// The current version with its source (source null once mapping was ended). 404 when the endpoint never had one.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/inbound/endpoints/{id}/mapping (the `GetEndpointMapping` operationId).
+	GetEndpointMappingWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetEndpointMappingResponse, error)
+
+	// SetEndpointMappingWithBodyWithResponse Set an endpoint's mapping
+	//
+	// Makes the JavaScript the endpoint's mapping, as its next version (versions are never changed): from the next post on, the endpoint's posts are mapped with it before their shape is checked, and their receipts keep the body as sent, the version and the body it made. 400 when it is over 64 KiB or does not compile (naming the line and column). See docs/mappings.md.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/mapping (the `SetEndpointMapping` operationId).
+	SetEndpointMappingWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetEndpointMappingResponse, error)
+
+	// SetEndpointMappingWithResponse Set an endpoint's mapping
+	//
+	// Makes the JavaScript the endpoint's mapping, as its next version (versions are never changed): from the next post on, the endpoint's posts are mapped with it before their shape is checked, and their receipts keep the body as sent, the version and the body it made. 400 when it is over 64 KiB or does not compile (naming the line and column). See docs/mappings.md.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/mapping (the `SetEndpointMapping` operationId).
+	SetEndpointMappingWithResponse(ctx context.Context, id string, body SetEndpointMappingJSONRequestBody, reqEditors ...RequestEditorFn) (*SetEndpointMappingResponse, error)
+
+	// TestEndpointMappingWithBodyWithResponse Try a mapping
+	//
+	// Runs a mapping (the source given, or the current version) on a body or on a stored receipt's body, with the same limits as a post, and with dry_run works out the changes its action would make. Nothing is stored: no version, receipt, event or change.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/inbound/endpoints/{id}/mapping/test (the `TestEndpointMapping` operationId).
+	TestEndpointMappingWithBodyWithResponse(ctx context.Context, id string, params *TestEndpointMappingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestEndpointMappingResponse, error)
+
+	// TestEndpointMappingWithResponse Try a mapping
+	//
+	// Runs a mapping (the source given, or the current version) on a body or on a stored receipt's body, with the same limits as a post, and with dry_run works out the changes its action would make. Nothing is stored: no version, receipt, event or change.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/inbound/endpoints/{id}/mapping/test (the `TestEndpointMapping` operationId).
+	TestEndpointMappingWithResponse(ctx context.Context, id string, params *TestEndpointMappingParams, body TestEndpointMappingJSONRequestBody, reqEditors ...RequestEditorFn) (*TestEndpointMappingResponse, error)
+
+	// ListEndpointMappingVersionsWithResponse List an endpoint's mapping versions
+	//
+	// Every version, newest first, without its source.
+	//
+	// Requires scope `inbound:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/inbound/endpoints/{id}/mapping/versions (the `ListEndpointMappingVersions` operationId).
+	ListEndpointMappingVersionsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListEndpointMappingVersionsResponse, error)
+
+	// SetInboundEndpointVerificationWithBodyWithResponse Set how an endpoint verifies its sender
+	//
+	// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+	//
+	// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+	// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+	// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+	// - `none`: nothing is verified but the token in the URL.
+	//
+	// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+	SetInboundEndpointVerificationWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetInboundEndpointVerificationResponse, error)
+
+	// SetInboundEndpointVerificationWithResponse Set how an endpoint verifies its sender
+	//
+	// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+	//
+	// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+	// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+	// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+	// - `none`: nothing is verified but the token in the URL.
+	//
+	// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+	//
+	// Requires scope `inbound:write`.
+	//
+	// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+	SetInboundEndpointVerificationWithResponse(ctx context.Context, id string, body SetInboundEndpointVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*SetInboundEndpointVerificationResponse, error)
+
 	// ListInboundReceiptsWithResponse List receipts
 	//
 	// What was posted to the organisation's inbound endpoints, newest first, accepted or refused.
@@ -8663,7 +10034,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReplayInboundReceiptWithBodyWithResponse Replay a receipt
 	//
-	// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
+	// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
 	//
 	// Requires scope `inbound:replay`.
 	//
@@ -8676,7 +10047,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReplayInboundReceiptWithResponse Replay a receipt
 	//
-	// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
+	// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
 	//
 	// Requires scope `inbound:replay`.
 	//
@@ -8689,7 +10060,7 @@ type ClientWithResponsesInterface interface {
 
 	// StartBulkReplayWithBodyWithResponse Replay receipts in bulk
 	//
-	// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
+	// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
 	//
 	// Requires scope `inbound:replay`.
 	//
@@ -8702,7 +10073,7 @@ type ClientWithResponsesInterface interface {
 
 	// StartBulkReplayWithResponse Replay receipts in bulk
 	//
-	// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
+	// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
 	//
 	// Requires scope `inbound:replay`.
 	//
@@ -9257,6 +10628,7 @@ type PostInboundResponse400Headers struct {
 // PostInboundResponse401Headers the declared response headers of an HTTP 401 response for PostInbound
 type PostInboundResponse401Headers struct {
 	IdempotentReplayed *string
+	WWWAuthenticate    *string
 	XReceiptId         *openapi_types.UUID
 }
 
@@ -10387,6 +11759,864 @@ func (r ListInboundEndpointsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListInboundEndpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInboundEndpointResponse200Headers the declared response headers of an HTTP 200 response for GetInboundEndpoint
+type GetInboundEndpointResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetInboundEndpointResponse403Headers the declared response headers of an HTTP 403 response for GetInboundEndpoint
+type GetInboundEndpointResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetInboundEndpointResponse404Headers the declared response headers of an HTTP 404 response for GetInboundEndpoint
+type GetInboundEndpointResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetInboundEndpointResponse429Headers the declared response headers of an HTTP 429 response for GetInboundEndpoint
+type GetInboundEndpointResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetInboundEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointItem
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInboundEndpointResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetInboundEndpointResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetInboundEndpointResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInboundEndpointResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON200() *EndpointItem {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetInboundEndpointResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInboundEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInboundEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInboundEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInboundEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EndEndpointMappingResponse200Headers the declared response headers of an HTTP 200 response for EndEndpointMapping
+type EndEndpointMappingResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// EndEndpointMappingResponse403Headers the declared response headers of an HTTP 403 response for EndEndpointMapping
+type EndEndpointMappingResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// EndEndpointMappingResponse404Headers the declared response headers of an HTTP 404 response for EndEndpointMapping
+type EndEndpointMappingResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// EndEndpointMappingResponse429Headers the declared response headers of an HTTP 429 response for EndEndpointMapping
+type EndEndpointMappingResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type EndEndpointMappingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MappingDetail
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *EndEndpointMappingResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *EndEndpointMappingResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *EndEndpointMappingResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EndEndpointMappingResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EndEndpointMappingResponse) GetJSON200() *MappingDetail {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EndEndpointMappingResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EndEndpointMappingResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EndEndpointMappingResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EndEndpointMappingResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EndEndpointMappingResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r EndEndpointMappingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EndEndpointMappingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EndEndpointMappingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EndEndpointMappingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEndpointMappingResponse200Headers the declared response headers of an HTTP 200 response for GetEndpointMapping
+type GetEndpointMappingResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetEndpointMappingResponse403Headers the declared response headers of an HTTP 403 response for GetEndpointMapping
+type GetEndpointMappingResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetEndpointMappingResponse404Headers the declared response headers of an HTTP 404 response for GetEndpointMapping
+type GetEndpointMappingResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetEndpointMappingResponse429Headers the declared response headers of an HTTP 429 response for GetEndpointMapping
+type GetEndpointMappingResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetEndpointMappingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MappingDetail
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetEndpointMappingResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetEndpointMappingResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetEndpointMappingResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetEndpointMappingResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEndpointMappingResponse) GetJSON200() *MappingDetail {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEndpointMappingResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEndpointMappingResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetEndpointMappingResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetEndpointMappingResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEndpointMappingResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEndpointMappingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEndpointMappingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEndpointMappingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEndpointMappingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetEndpointMappingResponse201Headers the declared response headers of an HTTP 201 response for SetEndpointMapping
+type SetEndpointMappingResponse201Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetEndpointMappingResponse400Headers the declared response headers of an HTTP 400 response for SetEndpointMapping
+type SetEndpointMappingResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetEndpointMappingResponse403Headers the declared response headers of an HTTP 403 response for SetEndpointMapping
+type SetEndpointMappingResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetEndpointMappingResponse404Headers the declared response headers of an HTTP 404 response for SetEndpointMapping
+type SetEndpointMappingResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetEndpointMappingResponse429Headers the declared response headers of an HTTP 429 response for SetEndpointMapping
+type SetEndpointMappingResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type SetEndpointMappingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *MappingVersion
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *SetEndpointMappingResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetEndpointMappingResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetEndpointMappingResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetEndpointMappingResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetEndpointMappingResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r SetEndpointMappingResponse) GetJSON201() *MappingVersion {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetEndpointMappingResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetEndpointMappingResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetEndpointMappingResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetEndpointMappingResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetEndpointMappingResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetEndpointMappingResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SetEndpointMappingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetEndpointMappingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetEndpointMappingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetEndpointMappingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestEndpointMappingResponse200Headers the declared response headers of an HTTP 200 response for TestEndpointMapping
+type TestEndpointMappingResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestEndpointMappingResponse400Headers the declared response headers of an HTTP 400 response for TestEndpointMapping
+type TestEndpointMappingResponse400Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestEndpointMappingResponse403Headers the declared response headers of an HTTP 403 response for TestEndpointMapping
+type TestEndpointMappingResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// TestEndpointMappingResponse404Headers the declared response headers of an HTTP 404 response for TestEndpointMapping
+type TestEndpointMappingResponse404Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestEndpointMappingResponse409Headers the declared response headers of an HTTP 409 response for TestEndpointMapping
+type TestEndpointMappingResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestEndpointMappingResponse422Headers the declared response headers of an HTTP 422 response for TestEndpointMapping
+type TestEndpointMappingResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// TestEndpointMappingResponse429Headers the declared response headers of an HTTP 429 response for TestEndpointMapping
+type TestEndpointMappingResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type TestEndpointMappingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MappingTestResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TestEndpointMappingResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TestEndpointMappingResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TestEndpointMappingResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TestEndpointMappingResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *TestEndpointMappingResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *TestEndpointMappingResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestEndpointMappingResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON200() *MappingTestResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestEndpointMappingResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TestEndpointMappingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestEndpointMappingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestEndpointMappingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestEndpointMappingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListEndpointMappingVersionsResponse200Headers the declared response headers of an HTTP 200 response for ListEndpointMappingVersions
+type ListEndpointMappingVersionsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListEndpointMappingVersionsResponse403Headers the declared response headers of an HTTP 403 response for ListEndpointMappingVersions
+type ListEndpointMappingVersionsResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListEndpointMappingVersionsResponse404Headers the declared response headers of an HTTP 404 response for ListEndpointMappingVersions
+type ListEndpointMappingVersionsResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// ListEndpointMappingVersionsResponse429Headers the declared response headers of an HTTP 429 response for ListEndpointMappingVersions
+type ListEndpointMappingVersionsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ListEndpointMappingVersionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MappingVersionsOutputBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListEndpointMappingVersionsResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListEndpointMappingVersionsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListEndpointMappingVersionsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEndpointMappingVersionsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEndpointMappingVersionsResponse) GetJSON200() *MappingVersionsOutputBody {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListEndpointMappingVersionsResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEndpointMappingVersionsResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListEndpointMappingVersionsResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListEndpointMappingVersionsResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListEndpointMappingVersionsResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEndpointMappingVersionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEndpointMappingVersionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEndpointMappingVersionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEndpointMappingVersionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetInboundEndpointVerificationResponse200Headers the declared response headers of an HTTP 200 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse400Headers the declared response headers of an HTTP 400 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse403Headers the declared response headers of an HTTP 403 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse404Headers the declared response headers of an HTTP 404 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse409Headers the declared response headers of an HTTP 409 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// SetInboundEndpointVerificationResponse429Headers the declared response headers of an HTTP 429 response for SetInboundEndpointVerification
+type SetInboundEndpointVerificationResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type SetInboundEndpointVerificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VerificationSet
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetInboundEndpointVerificationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetInboundEndpointVerificationResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetInboundEndpointVerificationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetInboundEndpointVerificationResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SetInboundEndpointVerificationResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetInboundEndpointVerificationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON200() *VerificationSet {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetInboundEndpointVerificationResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SetInboundEndpointVerificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetInboundEndpointVerificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetInboundEndpointVerificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetInboundEndpointVerificationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15578,7 +17808,7 @@ func (r ListWebhookTransformationVersionsResponse) ContentType() string {
 
 // PostInboundWithBodyWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15593,7 +17823,7 @@ func (c *ClientWithResponses) PostInboundWithBodyWithResponse(ctx context.Contex
 
 // PostInboundWithResponse Post to an inbound endpoint
 //
-// The token in the URL is the credential: treat the URL as a password; no Authorization header is read. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 signature (when the endpoint requires one, either scheme, within five minutes: header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature), 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
+// The token in the URL is the credential: treat the URL as a password; no Authorization header is read but a basic endpoint's. Each endpoint performs one action, chosen when it was created: create_request, upsert_customers, upsert_products, erp_order_status, order_invoice, purchase_order_ack, supplier_invoice, delivery_status; the body is that action's shape (upsert_customers takes at most 500 customers, upsert_products at most 1000 products). Checks run in this order: 404 unknown token, 429 more than 120 posts at once (refilling at two a second), 409 endpoint paused, 413 body over 1 MB, 401 the sender not verified, as the endpoint's verification says (PUT /api/v1/inbound/endpoints/{id}/verification): service, the default, when the endpoint requires a signature, either scheme of the service's, within five minutes (header X-Service-Signature, or the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature); hmac, the sender's own HMAC of the body as sent in the header the endpoint names (GitHub's X-Hub-Signature-256: sha256=<hex>, Shopify's X-Shopify-Hmac-Sha256: <base64>), of <timestamp>.<body> when the endpoint names a timestamp header too, within its tolerance; basic, HTTP Basic authentication (Authorization: Basic, WWW-Authenticate on the 401); none, nothing. Then 400 Idempotency-Key malformed, then a repeat of an earlier post (below), 400 not the action's shape (naming the field), 413 too many customers or products. Each post from 409 on is kept as a receipt (X-Receipt-Id), repeats aside; an accepted one runs as a durable workflow. Sender retries: a post with the same Idempotency-Key on the same endpoint within 24 hours, or on a signed endpoint the same signature value (of either scheme, or the sender's HMAC) or, without an Idempotency-Key, the same verified webhook-id, is the same post: it is answered with the first post's status and body, its X-Receipt-Id and the header Idempotent-Replayed: true, and applies nothing again; the same key with another body answers 422; a repeat while the first post has no answer yet answers 409; a first post answered 5xx did not go through, and a retry of it runs anew. 200: done, the body summarises what changed; 202: accepted (a request was opened, the record named does not exist yet and the post waits for it, or it takes longer than 20 seconds); 409 the record cannot move that way; 422 understood but not applicable (unknown status, an invoice that does not fit, no owner to attribute a request to). Retry 429 and 5xx with a growing pause, with the same Idempotency-Key; never retry a 4xx unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15763,6 +17993,198 @@ func (c *ClientWithResponses) ListInboundEndpointsWithResponse(ctx context.Conte
 	return ParseListInboundEndpointsResponse(rsp)
 }
 
+// GetInboundEndpointWithResponse Read an inbound endpoint
+//
+// One inbound endpoint as the list shows it, with how it verifies its sender (kind and scheme). Never its token or a secret.
+//
+// Requires scope `inbound:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/inbound/endpoints/{id} (the `GetInboundEndpoint` operationId).
+func (c *ClientWithResponses) GetInboundEndpointWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetInboundEndpointResponse, error) {
+	rsp, err := c.GetInboundEndpoint(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInboundEndpointResponse(rsp)
+}
+
+// EndEndpointMappingWithResponse End an endpoint's mapping
+//
+// Makes a version without source: the endpoint's posts are taken as sent again. Ending a mapping already ended answers that version. 404 when the endpoint never had one.
+//
+// Requires scope `inbound:write`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/inbound/endpoints/{id}/mapping (the `EndEndpointMapping` operationId).
+func (c *ClientWithResponses) EndEndpointMappingWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*EndEndpointMappingResponse, error) {
+	rsp, err := c.EndEndpointMapping(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEndEndpointMappingResponse(rsp)
+}
+
+// GetEndpointMappingWithResponse Read an endpoint's mapping
+//
+// The current version with its source (source null once mapping was ended). 404 when the endpoint never had one.
+//
+// Requires scope `inbound:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/inbound/endpoints/{id}/mapping (the `GetEndpointMapping` operationId).
+func (c *ClientWithResponses) GetEndpointMappingWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetEndpointMappingResponse, error) {
+	rsp, err := c.GetEndpointMapping(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEndpointMappingResponse(rsp)
+}
+
+// SetEndpointMappingWithBodyWithResponse Set an endpoint's mapping
+//
+// Makes the JavaScript the endpoint's mapping, as its next version (versions are never changed): from the next post on, the endpoint's posts are mapped with it before their shape is checked, and their receipts keep the body as sent, the version and the body it made. 400 when it is over 64 KiB or does not compile (naming the line and column). See docs/mappings.md.
+//
+// Requires scope `inbound:write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/mapping (the `SetEndpointMapping` operationId).
+func (c *ClientWithResponses) SetEndpointMappingWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetEndpointMappingResponse, error) {
+	rsp, err := c.SetEndpointMappingWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetEndpointMappingResponse(rsp)
+}
+
+// SetEndpointMappingWithResponse Set an endpoint's mapping
+//
+// Makes the JavaScript the endpoint's mapping, as its next version (versions are never changed): from the next post on, the endpoint's posts are mapped with it before their shape is checked, and their receipts keep the body as sent, the version and the body it made. 400 when it is over 64 KiB or does not compile (naming the line and column). See docs/mappings.md.
+//
+// Requires scope `inbound:write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/mapping (the `SetEndpointMapping` operationId).
+func (c *ClientWithResponses) SetEndpointMappingWithResponse(ctx context.Context, id string, body SetEndpointMappingJSONRequestBody, reqEditors ...RequestEditorFn) (*SetEndpointMappingResponse, error) {
+	rsp, err := c.SetEndpointMapping(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetEndpointMappingResponse(rsp)
+}
+
+// TestEndpointMappingWithBodyWithResponse Try a mapping
+//
+// Runs a mapping (the source given, or the current version) on a body or on a stored receipt's body, with the same limits as a post, and with dry_run works out the changes its action would make. Nothing is stored: no version, receipt, event or change.
+//
+// Requires scope `inbound:read`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/inbound/endpoints/{id}/mapping/test (the `TestEndpointMapping` operationId).
+func (c *ClientWithResponses) TestEndpointMappingWithBodyWithResponse(ctx context.Context, id string, params *TestEndpointMappingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestEndpointMappingResponse, error) {
+	rsp, err := c.TestEndpointMappingWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestEndpointMappingResponse(rsp)
+}
+
+// TestEndpointMappingWithResponse Try a mapping
+//
+// Runs a mapping (the source given, or the current version) on a body or on a stored receipt's body, with the same limits as a post, and with dry_run works out the changes its action would make. Nothing is stored: no version, receipt, event or change.
+//
+// Requires scope `inbound:read`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/inbound/endpoints/{id}/mapping/test (the `TestEndpointMapping` operationId).
+func (c *ClientWithResponses) TestEndpointMappingWithResponse(ctx context.Context, id string, params *TestEndpointMappingParams, body TestEndpointMappingJSONRequestBody, reqEditors ...RequestEditorFn) (*TestEndpointMappingResponse, error) {
+	rsp, err := c.TestEndpointMapping(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestEndpointMappingResponse(rsp)
+}
+
+// ListEndpointMappingVersionsWithResponse List an endpoint's mapping versions
+//
+// Every version, newest first, without its source.
+//
+// Requires scope `inbound:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/inbound/endpoints/{id}/mapping/versions (the `ListEndpointMappingVersions` operationId).
+func (c *ClientWithResponses) ListEndpointMappingVersionsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListEndpointMappingVersionsResponse, error) {
+	rsp, err := c.ListEndpointMappingVersions(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEndpointMappingVersionsResponse(rsp)
+}
+
+// SetInboundEndpointVerificationWithBodyWithResponse Set how an endpoint verifies its sender
+//
+// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+//
+// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+// - `none`: nothing is verified but the token in the URL.
+//
+// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+//
+// Requires scope `inbound:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+func (c *ClientWithResponses) SetInboundEndpointVerificationWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetInboundEndpointVerificationResponse, error) {
+	rsp, err := c.SetInboundEndpointVerificationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetInboundEndpointVerificationResponse(rsp)
+}
+
+// SetInboundEndpointVerificationWithResponse Set how an endpoint verifies its sender
+//
+// Sets how posts to the endpoint are verified, in place of what it did (401 for a post that does not pass):
+//
+// - `service`: the service's own signature (X-Service-Signature or Standard Webhooks, within five minutes), when the endpoint was made to require one; an endpoint made without takes unsigned posts. The default.
+// - `hmac`: the sender's own HMAC of the body exactly as sent, in the header `hmac.header`, after `hmac.prefix`, in hex or base64, keyed with the secret this answer carries. GitHub: `{"header": "X-Hub-Signature-256", "algorithm": "sha256", "encoding": "hex", "prefix": "sha256="}`; Shopify: `{"header": "X-Shopify-Hmac-Sha256", "algorithm": "sha256", "encoding": "base64"}`. With `hmac.timestamp_header` the signed content is `<timestamp>.<body>` and a timestamp more than `tolerance_seconds` (300) from the clock is refused as stale. The same signature again within 24 hours is the sender's retry: answered with the first post's answer, run once.
+// - `basic`: HTTP Basic authentication with `username` and the password this answer carries.
+// - `none`: nothing is verified but the token in the URL.
+//
+// Each call for hmac or basic makes a new secret (or password): the one before stops working at once. A deleted endpoint answers 409; a scheme that breaks a rule, 400 naming the field.
+//
+// Requires scope `inbound:write`.
+//
+// The secret is shown in this answer only: it is sent with `Cache-Control: no-store`; no read shows it again.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/inbound/endpoints/{id}/verification (the `SetInboundEndpointVerification` operationId).
+func (c *ClientWithResponses) SetInboundEndpointVerificationWithResponse(ctx context.Context, id string, body SetInboundEndpointVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*SetInboundEndpointVerificationResponse, error) {
+	rsp, err := c.SetInboundEndpointVerification(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetInboundEndpointVerificationResponse(rsp)
+}
+
 // ListInboundReceiptsWithResponse List receipts
 //
 // What was posted to the organisation's inbound endpoints, newest first, accepted or refused.
@@ -15818,7 +18240,7 @@ func (c *ClientWithResponses) CancelInboundReceiptWithResponse(ctx context.Conte
 
 // ReplayInboundReceiptWithBodyWithResponse Replay a receipt
 //
-// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
+// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
 //
 // Requires scope `inbound:replay`.
 //
@@ -15837,7 +18259,7 @@ func (c *ClientWithResponses) ReplayInboundReceiptWithBodyWithResponse(ctx conte
 
 // ReplayInboundReceiptWithResponse Replay a receipt
 //
-// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. With dry_run, answers the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
+// Runs the receipt's action again on its stored body, as a new receipt pointing at the original, through the same workflow as a live post. Effects are keyed by the original post: replaying one that was applied changes nothing. The stored body is mapped again with the endpoint's current mapping, or the one mapping_version names (422 when that mapping fails, 400 when what it makes is not the action's body, 409 when it answers null). With dry_run, answers the mapped body and the changes a replay would make and writes nothing. 409, with the reason, when the receipt may not be replayed: refused for its signature (401) or size (413), stored while its endpoint was paused, a deleted or paused endpoint, a replay of it still running or parked, or a signature that no longer verifies.
 //
 // Requires scope `inbound:replay`.
 //
@@ -15856,7 +18278,7 @@ func (c *ClientWithResponses) ReplayInboundReceiptWithResponse(ctx context.Conte
 
 // StartBulkReplayWithBodyWithResponse Replay receipts in bulk
 //
-// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
+// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
 //
 // Requires scope `inbound:replay`.
 //
@@ -15875,7 +18297,7 @@ func (c *ClientWithResponses) StartBulkReplayWithBodyWithResponse(ctx context.Co
 
 // StartBulkReplayWithResponse Replay receipts in bulk
 //
-// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
+// Replays every original receipt (not replays) the filters select, oldest first, at most 10,000 (400 above: narrow the filters), as the workflow replay-batch/<id>. Each receipt is replayed at most once, by the rules of a single replay (those it refuses are counted as skipped), its stored body mapped again as mapping_version says, a few at a time and paced so a batch never takes more than a share of the service. Follow it with GET /api/v1/inbound/replays/{id}.
 //
 // Requires scope `inbound:replay`.
 //
@@ -16831,6 +19253,13 @@ func ParsePostInboundResponse(rsp *http.Response) (*PostInboundResponse, error) 
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Receipt-Id"); len(values) > 0 {
 			var value openapi_types.UUID
@@ -18204,6 +20633,1158 @@ func ParseListInboundEndpointsResponse(rsp *http.Response) (*ListInboundEndpoint
 		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListInboundEndpointsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInboundEndpointResponse parses an HTTP response from a GetInboundEndpointWithResponse call
+func ParseGetInboundEndpointResponse(rsp *http.Response) (*GetInboundEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInboundEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointItem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInboundEndpointResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetInboundEndpointResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetInboundEndpointResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInboundEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEndEndpointMappingResponse parses an HTTP response from a EndEndpointMappingWithResponse call
+func ParseEndEndpointMappingResponse(rsp *http.Response) (*EndEndpointMappingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EndEndpointMappingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MappingDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers EndEndpointMappingResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers EndEndpointMappingResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers EndEndpointMappingResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers EndEndpointMappingResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEndpointMappingResponse parses an HTTP response from a GetEndpointMappingWithResponse call
+func ParseGetEndpointMappingResponse(rsp *http.Response) (*GetEndpointMappingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEndpointMappingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MappingDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetEndpointMappingResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetEndpointMappingResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetEndpointMappingResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetEndpointMappingResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetEndpointMappingResponse parses an HTTP response from a SetEndpointMappingWithResponse call
+func ParseSetEndpointMappingResponse(rsp *http.Response) (*SetEndpointMappingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetEndpointMappingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest MappingVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers SetEndpointMappingResponse201Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetEndpointMappingResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetEndpointMappingResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetEndpointMappingResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetEndpointMappingResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestEndpointMappingResponse parses an HTTP response from a TestEndpointMappingWithResponse call
+func ParseTestEndpointMappingResponse(rsp *http.Response) (*TestEndpointMappingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestEndpointMappingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MappingTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TestEndpointMappingResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TestEndpointMappingResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers TestEndpointMappingResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TestEndpointMappingResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers TestEndpointMappingResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers TestEndpointMappingResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers TestEndpointMappingResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListEndpointMappingVersionsResponse parses an HTTP response from a ListEndpointMappingVersionsWithResponse call
+func ParseListEndpointMappingVersionsResponse(rsp *http.Response) (*ListEndpointMappingVersionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEndpointMappingVersionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MappingVersionsOutputBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListEndpointMappingVersionsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListEndpointMappingVersionsResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListEndpointMappingVersionsResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListEndpointMappingVersionsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetInboundEndpointVerificationResponse parses an HTTP response from a SetInboundEndpointVerificationWithResponse call
+func ParseSetInboundEndpointVerificationResponse(rsp *http.Response) (*SetInboundEndpointVerificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetInboundEndpointVerificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VerificationSet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetInboundEndpointVerificationResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetInboundEndpointVerificationResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetInboundEndpointVerificationResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetInboundEndpointVerificationResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SetInboundEndpointVerificationResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetInboundEndpointVerificationResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -26,7 +26,13 @@ type Endpoint struct {
 	// FailingSince is since when more than half of the endpoint's posts of
 	// the last 15 minutes (10 or more) failed; nil when they do not.
 	FailingSince *domain.Timestamp
-	secretSealed []byte
+	// Verification is how the endpoint verifies its sender, and
+	// VerificationConfig what of it is not secret
+	// (docs/design.md#sender-verification).
+	Verification       domain.Verification
+	VerificationConfig domain.VerificationConfig
+	secretSealed       []byte
+	verificationSealed []byte
 }
 
 // NewEndpoint is what creating an endpoint takes.
@@ -46,11 +52,13 @@ type CreatedEndpoint struct {
 	Secret *string
 }
 
-const endpointColumns = `id, org_id, name, action, require_signature, state, rate_limited_count, created_at, secret_sealed, failing_since`
+const endpointColumns = `id, org_id, name, action, require_signature, state, rate_limited_count, created_at, secret_sealed, failing_since,
+	verification, verification_config, verification_secret_sealed`
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
-	err := row.Scan(&e.ID, &e.OrgID, &e.Name, &e.Action, &e.RequireSignature, &e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed, &e.FailingSince)
+	err := row.Scan(&e.ID, &e.OrgID, &e.Name, &e.Action, &e.RequireSignature, &e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed, &e.FailingSince,
+		&e.Verification, &e.VerificationConfig, &e.verificationSealed)
 	return e, err
 }
 
@@ -112,6 +120,7 @@ func (d *DB) SetEndpointState(ctx context.Context, orgID, id uuid.UUID, to domai
 			SET state = $2,
 			    token_hash = CASE WHEN $2 = 'deleted' THEN NULL ELSE token_hash END,
 			    secret_sealed = CASE WHEN $2 = 'deleted' THEN NULL ELSE secret_sealed END,
+			    verification_secret_sealed = CASE WHEN $2 = 'deleted' THEN NULL ELSE verification_secret_sealed END,
 			    require_signature = CASE WHEN $2 = 'deleted' THEN false ELSE require_signature END,
 			    deleted_at = CASE WHEN $2 = 'deleted' THEN now() END
 			WHERE org_id = $3 AND id = $1 RETURNING `+endpointColumns, id, to, orgID))
@@ -173,7 +182,7 @@ WITH e AS (
 	WHERE id = (SELECT id FROM e) AND NOT (SELECT allowed FROM rl)
 )
 SELECT e.id, e.org_id, e.name, e.action, e.require_signature, e.state, e.rate_limited_count, e.created_at, e.secret_sealed,
-       rl.allowed, rl.tat, now(), m.version, m.sha256
+       e.verification, e.verification_config, e.verification_secret_sealed, rl.allowed, rl.tat, now(), m.version, m.sha256
 FROM e CROSS JOIN rl` + currentMappingRef(MappingOfEndpoint, "e.org_id", "e.id")
 
 // PostToEndpoint finds the endpoint of a token (ENOTFOUND for none or a
@@ -186,7 +195,8 @@ func (d *DB) PostToEndpoint(ctx context.Context, tokenHash []byte) (EndpointPost
 	var sum *string
 	e := &p.Endpoint
 	err := d.rate.QueryRow(ctx, endpointPostSQL, tokenHash).Scan(&e.ID, &e.OrgID, &e.Name, &e.Action, &e.RequireSignature,
-		&e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed, &allowed, &tat, &now, &version, &sum)
+		&e.State, &e.RateLimitedCount, &e.CreatedAt, &e.secretSealed, &e.Verification, &e.VerificationConfig, &e.verificationSealed,
+		&allowed, &tat, &now, &version, &sum)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, domain.Errorf(domain.ENOTFOUND, "Not found")
 	}

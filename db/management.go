@@ -25,23 +25,36 @@ type EndpointSummary struct {
 	Counts map[domain.Outcome]int
 }
 
+// endpointSummarySelect reads endpoints (e) as support lists them, with
+// their last 24 hours of receipts counted by outcome.
+const endpointSummarySelect = `SELECT e.id, e.org_id, e.name, e.action, e.require_signature, e.state, e.rate_limited_count,
+		e.created_at, e.token_hint, e.failing_since, e.verification, e.verification_config,
+		coalesce((SELECT jsonb_object_agg(outcome, n) FROM (
+			SELECT r.outcome, count(*) AS n FROM inbound_receipts r
+			WHERE r.org_id = e.org_id AND r.endpoint_id = e.id AND r.received_at > now() - interval '24 hours'
+			GROUP BY r.outcome) c), '{}')
+		FROM inbound_endpoints e`
+
+func scanEndpointSummary(r pgx.Row) (EndpointSummary, error) {
+	var s EndpointSummary
+	err := r.Scan(&s.ID, &s.OrgID, &s.Name, &s.Action, &s.RequireSignature, &s.State, &s.RateLimitedCount,
+		&s.CreatedAt, &s.TokenHint, &s.FailingSince, &s.Verification, &s.VerificationConfig, &s.Counts)
+	return s, err
+}
+
 // ListEndpointSummaries lists the organisation's endpoints, newest first,
 // with their last 24 hours of receipts counted by outcome.
 func (d *DB) ListEndpointSummaries(ctx context.Context, orgID uuid.UUID, p Page) ([]EndpointSummary, error) {
 	c := newConds()
 	c.add("e.org_id = ?", orgID)
-	return listPage(ctx, d.pool, `SELECT e.id, e.org_id, e.name, e.action, e.require_signature, e.state, e.rate_limited_count,
-		e.created_at, e.token_hint, e.failing_since,
-		coalesce((SELECT jsonb_object_agg(outcome, n) FROM (
-			SELECT r.outcome, count(*) AS n FROM inbound_receipts r
-			WHERE r.org_id = e.org_id AND r.endpoint_id = e.id AND r.received_at > now() - interval '24 hours'
-			GROUP BY r.outcome) c), '{}')
-		FROM inbound_endpoints e`, "inbound_endpoints", "e", c, p, func(r pgx.Row) (EndpointSummary, error) {
-		var s EndpointSummary
-		err := r.Scan(&s.ID, &s.OrgID, &s.Name, &s.Action, &s.RequireSignature, &s.State, &s.RateLimitedCount,
-			&s.CreatedAt, &s.TokenHint, &s.FailingSince, &s.Counts)
-		return s, err
-	})
+	return listPage(ctx, d.pool, endpointSummarySelect, "inbound_endpoints", "e", c, p, scanEndpointSummary)
+}
+
+// GetEndpointSummary returns one of the organisation's endpoints (deleted
+// ones too) as ListEndpointSummaries lists it.
+func (d *DB) GetEndpointSummary(ctx context.Context, orgID, id uuid.UUID) (EndpointSummary, error) {
+	s, err := scanEndpointSummary(d.pool.QueryRow(ctx, endpointSummarySelect+` WHERE e.org_id = $1 AND e.id = $2`, orgID, id))
+	return s, notFound(err, "endpoint")
 }
 
 // OrgReceiptFilter narrows the organisation's receipt list.

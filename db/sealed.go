@@ -17,6 +17,13 @@ const (
 	subscriptionSecrets = "webhook_subscriptions"
 )
 
+// endpointVerificationSecrets is the place an endpoint's sender
+// verification secret (verification_secret_sealed: the HMAC key, the Basic
+// password) is sealed for, with the row id: not secret_sealed's, so neither
+// value opens in the other's column. These were always sealed bound, so
+// ResealSecrets has none of them to seal again.
+const endpointVerificationSecrets = "inbound_endpoints.verification_secret_sealed"
+
 // sealedAt is the place a row's secret is sealed for.
 func sealedAt(table string, id uuid.UUID) secrets.Binding {
 	return secrets.Binding{Table: table, Row: id.String()}

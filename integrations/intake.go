@@ -44,6 +44,9 @@ type Answer struct {
 	ReceiptID uuid.UUID
 	// RetryAfter says when a post refused for the rate limit may come again.
 	RetryAfter time.Duration
+	// Challenge is the WWW-Authenticate of a post refused for its Basic
+	// credentials.
+	Challenge string
 	// Replayed marks the first post's answer given again to a sender's
 	// retry of it.
 	Replayed bool
@@ -107,7 +110,8 @@ type post struct {
 	// read says it was read, complete that it was read to its end.
 	body           []byte
 	read, complete bool
-	// signed is what verified a signed endpoint's post.
+	// signed is what verified a signed endpoint's post (either scheme of the
+	// service's, or the sender's HMAC).
 	signed signature.Signed
 	// keys name the post for its sender's retries; keyHeader is the header
 	// its idempotency key came from.
@@ -216,25 +220,6 @@ func (in *post) readBody() *Answer {
 	return nil
 }
 
-// checkSignature verifies a signed endpoint's post (either scheme). What
-// verified it names it for its sender's retries (senderRetryKeys), so that
-// a captured signed post sent again runs nothing.
-func (p *Posts) checkSignature(_ context.Context, in *post) (*Answer, error) {
-	if !in.endpoint.RequireSignature {
-		return nil, nil
-	}
-	secret, err := EndpointSecret(p.Sealer, in.endpoint)
-	if err != nil {
-		return nil, err
-	}
-	signed, err := signature.VerifyRequest(in.Header.Get, secret, in.body, time.Now(), signature.DefaultTolerance)
-	if err != nil {
-		return refuse(http.StatusUnauthorized, "signature required and missing or wrong: "+err.Error()), nil
-	}
-	in.signed = signed
-	return nil, nil
-}
-
 // senderRetryKeys works out the keys that make a sender's retry the same
 // post (docs/design.md#sender-retries): its Idempotency-Key (or, from a
 // Standard Webhooks sender without one, its verified webhook-id), and the
@@ -272,7 +257,7 @@ func (p *Posts) mapBody(ctx context.Context, in *post) (*Answer, error) {
 	}
 	version := in.mapping.Version
 	in.mappingVersion = &version
-	run, err := p.Scripts.mapPost(ctx, prog, in.body, in.keptHeaders(), in.Received)
+	run, err := p.Scripts.mapPost(ctx, prog, in.endpoint, in.body, in.keptHeaders(), in.Received)
 	if domain.ErrorCode(err) == domain.EINVALID {
 		return refuse(http.StatusBadRequest, domain.ErrorMessage(err)), nil
 	}
@@ -358,10 +343,11 @@ func (p *Posts) keepRefusal(ctx context.Context, in *post, ans *Answer) *Answer 
 	return ans
 }
 
-// keptHeaders are the request's headers a receipt keeps.
+// keptHeaders are the request's headers a receipt keeps: the fixed list,
+// and the headers the endpoint's own verification signs with.
 func (in *post) keptHeaders() map[string]string {
 	kept := map[string]string{}
-	for _, h := range keptHeaders {
+	for _, h := range append(slices.Clip(keptHeaders), signedHeaders(in.endpoint)...) {
 		if v := in.Header.Get(h); v != "" {
 			kept[h] = capHeader(v)
 		}
@@ -373,7 +359,9 @@ func (in *post) keptHeaders() map[string]string {
 const receiptPreview = 64 << 10
 
 // keptHeaders are the request headers a receipt records. The signature
-// headers of both schemes are among them: a replay verifies them again.
+// headers of both schemes are among them: a replay verifies them again. A
+// receipt of an hmac endpoint keeps its scheme's headers too
+// (signedHeaders); Authorization is never kept.
 var keptHeaders = []string{"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", signature.Header,
 	signature.HeaderWebhookID, signature.HeaderWebhookTimestamp, signature.HeaderWebhookSignature, domain.IdempotencyKeyHeader}
 

@@ -102,11 +102,11 @@ type mapped struct {
 }
 
 // mapPost runs an endpoint's mapping on a post: its body as sent, its kept
-// headers with signature values masked (MaskHeaders), and the time it was received,
+// headers with every credential masked (MaskedHeaders), and the time it was received,
 // which is also the clock of the run's Date. An error is a fault of the
 // service, not of the mapping.
-func (s *Scripts) mapPost(ctx context.Context, p *script.Program, body []byte, headers map[string]string, received time.Time) (mapped, error) {
-	in, err := mappingInput(body, headers, received)
+func (s *Scripts) mapPost(ctx context.Context, p *script.Program, ep db.Endpoint, body []byte, headers map[string]string, received time.Time) (mapped, error) {
+	in, err := mappingInput(body, MaskedHeaders(ep, headers), received)
 	if err != nil {
 		return mapped{}, err
 	}
@@ -153,7 +153,7 @@ func mappingInput(body []byte, headers map[string]string, received time.Time) ([
 	if !json.Valid(body) {
 		return nil, domain.Errorf(domain.EINVALID, "the body is not valid JSON")
 	}
-	h, err := json.Marshal(MaskHeaders(headers))
+	h, err := json.Marshal(headers)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func (m *Service) TestEndpointMapping(ctx context.Context, orgID, endpointID uui
 	case t.Body == nil:
 		return MappingTestResult{}, domain.Errorf(domain.EINVALID, "give body or receipt_id")
 	}
-	run, err := m.Scripts.mapPost(ctx, prog, body, headers, received)
+	run, err := m.Scripts.mapPost(ctx, prog, ep, body, headers, received)
 	if err != nil {
 		return MappingTestResult{}, err
 	}

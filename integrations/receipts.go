@@ -14,7 +14,6 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/logging"
-	"github.com/commerce-integration/commerce/signature"
 )
 
 // ReceiptSummary is a receipt as lists show it.
@@ -91,8 +90,11 @@ func (m *Service) Receipt(ctx context.Context, orgID, id uuid.UUID) (ReceiptDeta
 
 // detail is a receipt read already, with its body, answer and trace.
 func (m *Service) detail(ctx context.Context, orgID uuid.UUID, r db.Receipt) (ReceiptDetail, error) {
-	d := ReceiptDetail{ReceiptSummary: summarise(r), BodyComplete: r.BodyComplete(), Headers: MaskHeaders(r.Headers)}
-	var err error
+	ep, err := m.DB.Endpoint(ctx, orgID, r.EndpointID)
+	if err != nil {
+		return ReceiptDetail{}, err
+	}
+	d := ReceiptDetail{ReceiptSummary: summarise(r), BodyComplete: r.BodyComplete(), Headers: MaskedHeaders(ep, r.Headers)}
 	if len(r.Body) > 0 {
 		_ = json.Unmarshal(r.Body, &d.Body)
 	}
@@ -117,35 +119,6 @@ func (m *Service) workflowURL(workflowID string) string {
 		ns = "default"
 	}
 	return strings.TrimSuffix(m.TemporalUIURL, "/") + "/namespaces/" + url.PathEscape(ns) + "/workflows/" + url.PathEscape(workflowID)
-}
-
-// MaskHeaders hides the signature values of both schemes: a kept signature
-// is a credential for the body it signs, within its tolerance. Of
-// X-Service-Signature it keeps t and the names of the values
-// (t=...,v1=***), of webhook-signature the versions (v1,*** v1,***).
-func MaskHeaders(h map[string]string) map[string]string {
-	out := make(map[string]string, len(h))
-	for k, v := range h {
-		switch {
-		case strings.EqualFold(k, signature.Header):
-			parts := strings.Split(v, ",")
-			for i, p := range parts {
-				if name, _, ok := strings.Cut(strings.TrimSpace(p), "="); ok && name != "t" {
-					parts[i] = name + "=***"
-				}
-			}
-			v = strings.Join(parts, ",")
-		case strings.EqualFold(k, signature.HeaderWebhookSignature):
-			values := strings.Fields(v)
-			for i, p := range values {
-				version, _, _ := strings.Cut(p, ",")
-				values[i] = version + ",***"
-			}
-			v = strings.Join(values, " ")
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // ReplayResult is what a replay did, or for a dry run would do.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/signature"
 )
 
 // Replayed is what a replay did: the receipt it stored and the answer its
@@ -114,7 +113,7 @@ func (r *Posts) remap(ctx context.Context, src db.Receipt, ep db.Endpoint, choic
 	if err != nil {
 		return remapped{}, err
 	}
-	run, err := r.Scripts.mapPost(ctx, prog, src.RawBody(), src.Headers, src.ReceivedAt.Time)
+	run, err := r.Scripts.mapPost(ctx, prog, ep, src.RawBody(), src.Headers, src.ReceivedAt.Time)
 	if err != nil {
 		return remapped{}, err
 	}
@@ -236,11 +235,14 @@ func (r *Posts) ReplayBatchItem(ctx context.Context, orgID, batchID uuid.UUID, i
 // replayable checks a receipt against the replay rules and returns the
 // original post a replay of it runs again. Only a post whose body was kept
 // whole and that got past the signature step (the intake stage its receipt
-// records) may be replayed, and a signed
-// endpoint's post only while its stored signature (of either scheme)
-// verifies with its received_at as the clock: a post refused 401, or
-// stored while the endpoint was paused and so never verified, cannot be
-// pushed through.
+// records) may be replayed, and a signed endpoint's post only while its
+// stored signature (of either of the service's schemes, or the sender's
+// HMAC on an hmac endpoint) verifies as the endpoint verifies now, with its
+// received_at as the clock: a post refused 401, or stored while the
+// endpoint was paused and so never verified, cannot be pushed through. A
+// basic endpoint's receipt is not verified again: its Authorization header
+// is a password, never kept, and the receipt got past the signature step
+// when it arrived (docs/design.md#sender-verification).
 func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.Receipt, db.Endpoint, error) {
 	var ep db.Endpoint
 	src, err := r.DB.GetReceipt(ctx, orgID, receiptID)
@@ -282,20 +284,18 @@ func (r *Posts) replayable(ctx context.Context, orgID, receiptID uuid.UUID) (db.
 	if inFlight != uuid.Nil {
 		return src, ep, replayInFlight(receiptID, inFlight)
 	}
-	if ep.RequireSignature {
-		if r.Sealer == nil {
-			return src, ep, errors.New("its endpoint requires a signature, and checking it again needs COMMERCE_SECRET_KEY")
-		}
-		secret, err := EndpointSecret(r.Sealer, ep)
-		if err != nil {
-			return src, ep, err
-		}
-		header := func(name string) string { return src.Headers[name] }
-		if _, err := signature.VerifyRequest(header, secret, src.RawBody(), src.ReceivedAt.Time, signature.DefaultTolerance); err != nil {
-			return refuse("its signature does not verify with the endpoint's secret at the time it was received (%v)", err)
-		}
+	if ep.Verification == domain.VerifyBasic {
+		return src, ep, nil
 	}
-	return src, ep, nil
+	if r.Sealer == nil && (ep.Verification == domain.VerifyHMAC || (ep.Verification == domain.VerifyService && ep.RequireSignature)) {
+		return src, ep, errors.New("its endpoint requires a signature, and checking it again needs COMMERCE_SECRET_KEY")
+	}
+	_, err = verify(r.Sealer, ep, keptHeader(src.Headers), src.RawBody(), src.ReceivedAt.Time)
+	var refused *unverified
+	if errors.As(err, &refused) {
+		return refuse("its signature does not verify with the endpoint's secret at the time it was received (%s)", refused.reason)
+	}
+	return src, ep, err
 }
 
 // replayRefused is a replay refusal: ECONFLICT, with the reason.

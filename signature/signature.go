@@ -8,7 +8,10 @@
 // passes. The HMAC key is the whole secret string, "whsec_" prefix included.
 // The second is Standard Webhooks (standardwebhooks.com, standard.go),
 // keyed with the bytes the secret encodes. Every delivery carries both
-// (SignRequest); an inbound post verifies by either (VerifyRequest).
+// (SignRequest); an inbound post verifies by either (VerifyRequest). An
+// inbound endpoint may verify its sender's own scheme instead: an HMAC of
+// the body in a header of the sender's choosing (HMAC, hmac.go), as GitHub
+// and Shopify sign.
 //
 // Receivers of the service's webhooks can use this package directly:
 //

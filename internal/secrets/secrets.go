@@ -73,6 +73,21 @@ func NewSigningSecret() string {
 	return SigningSecretPrefix + base64.StdEncoding.EncodeToString(randomBytes())
 }
 
+// Prefixes of the secrets an inbound endpoint verifies its sender with.
+const (
+	HMACSecretPrefix    = "hmac_"
+	BasicPasswordPrefix = "pw_"
+)
+
+// NewHMACSecret returns a new key for a sender's HMAC of its posts:
+// "hmac_" + 43 base64url characters (256 random bits), used as the HMAC key
+// whole, prefix included, as GitHub and Shopify use the secret string.
+func NewHMACSecret() string { return random(HMACSecretPrefix) }
+
+// NewBasicPassword returns a new HTTP Basic password for an inbound
+// endpoint: "pw_" + 43 base64url characters (256 random bits).
+func NewBasicPassword() string { return random(BasicPasswordPrefix) }
+
 // KeySize is the length of the service key in bytes.
 const KeySize = 32
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/commerce-integration/commerce/api"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/config"
@@ -16,8 +17,8 @@ import (
 )
 
 func endpointCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "endpoint", Short: "Create, pause, resume, delete and list inbound endpoints, and set their mappings"}
-	cmd.AddCommand(endpointCreateCmd(), endpointListCmd(),
+	cmd := &cobra.Command{Use: "endpoint", Short: "Create, pause, resume, delete and list inbound endpoints, set how they verify their senders and their mappings"}
+	cmd.AddCommand(endpointCreateCmd(), endpointListCmd(), endpointVerificationCmd(),
 		endpointStateCmd("pause", domain.EndpointPaused, "Pause an endpoint: later posts answer 409"),
 		endpointStateCmd("resume", domain.EndpointActive, "Resume a paused endpoint"),
 		endpointStateCmd("delete", domain.EndpointDeleted, "Delete an endpoint: its token is destroyed and later posts answer 404"),
@@ -33,15 +34,18 @@ type endpointJSON struct {
 	URL              string        `json:"url,omitempty"`
 	Secret           *string       `json:"secret"`
 	RequireSignature bool          `json:"require_signature"`
-	Active           bool          `json:"active"`
-	State            string        `json:"state"`
-	RateLimited      int64         `json:"rate_limited_count"`
-	CreatedAt        string        `json:"created_at"`
+	// Verification is how the endpoint verifies its sender, as the API
+	// shows it (never its secret).
+	Verification api.EndpointVerification `json:"verification"`
+	Active       bool                     `json:"active"`
+	State        string                   `json:"state"`
+	RateLimited  int64                    `json:"rate_limited_count"`
+	CreatedAt    string                   `json:"created_at"`
 }
 
 func newEndpointJSON(e db.Endpoint) endpointJSON {
-	return endpointJSON{ID: e.ID, Name: e.Name, Action: e.Action, RequireSignature: e.RequireSignature,
-		Active: e.State == domain.EndpointActive, State: string(e.State), RateLimited: e.RateLimitedCount, CreatedAt: e.CreatedAt.String()}
+	return endpointJSON{ID: e.ID, Name: e.Name, Action: e.Action, RequireSignature: e.RequireSignature && e.Verification == domain.VerifyService,
+		Verification: api.NewEndpointVerification(e.Verification, e.VerificationConfig), Active: e.State == domain.EndpointActive, State: string(e.State), RateLimited: e.RateLimitedCount, CreatedAt: e.CreatedAt.String()}
 }
 
 // InboundURL is the URL of an endpoint's token.
@@ -121,9 +125,10 @@ func endpointListCmd() *cobra.Command {
 	}
 	return orgListCmd("List an organisation's inbound endpoints (never their tokens or secrets)", list,
 		func(w io.Writer, out []endpointJSON) {
-			fmt.Fprintln(w, "ID\tNAME\tACTION\tSTATE\tSIGNED\tRATE LIMITED\tCREATED")
+			fmt.Fprintln(w, "ID\tNAME\tACTION\tSTATE\tSIGNED\tVERIFICATION\tRATE LIMITED\tCREATED")
 			for _, e := range out {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\n", e.ID, e.Name, e.Action, e.State, e.RequireSignature, e.RateLimited, e.CreatedAt)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\n", e.ID, e.Name, e.Action, e.State, e.RequireSignature, e.Verification.Kind,
+					e.RateLimited, e.CreatedAt)
 			}
 		})
 }
