@@ -123,11 +123,14 @@ type Result struct {
 	// process's CPU time per run over them (the run and the preparation
 	// of the engine of the next); AllocsPerRun and BytesPerRun the Go
 	// allocations per run.
-	BackToBack                 time.Duration
-	CPUPerRun                  time.Duration
-	AllocsPerRun, BytesPerRun  float64
-	Memory                     []Sample
-	RSSGrowth, HeapGrowth      int64 // bytes, from run growthFrom to the last
+	BackToBack                time.Duration
+	CPUPerRun                 time.Duration
+	AllocsPerRun, BytesPerRun float64
+	Memory                    []Sample
+	RSSGrowth, HeapGrowth     int64 // bytes, from run growthFrom to the last
+	// RSSLow and RSSHigh are the least and most RSS sampled from run
+	// growthFrom on: how much it wanders without growing.
+	RSSLow, RSSHigh            uint64
 	GrowthFrom, GrowthTo, Runs int
 }
 
@@ -486,8 +489,12 @@ func runAlone(ctx context.Context, ex example, runs int, res *Result) error {
 	res.GrowthFrom, res.GrowthTo = growthFrom, last.Runs
 	res.RSSGrowth = int64(last.RSS) - int64(res.Memory[first].RSS)
 	res.HeapGrowth = int64(last.HeapInuse) - int64(res.Memory[first].HeapInuse)
-	fmt.Printf("\ngrowth from run %d to run %d: RSS %+.1f MB, Go heap %+.2f MB\n", growthFrom, last.Runs,
-		float64(res.RSSGrowth)/(1<<20), float64(res.HeapGrowth)/(1<<20))
+	res.RSSLow, res.RSSHigh = last.RSS, last.RSS
+	for _, s := range res.Memory[first:] {
+		res.RSSLow, res.RSSHigh = min(res.RSSLow, s.RSS), max(res.RSSHigh, s.RSS)
+	}
+	fmt.Printf("\ngrowth from run %d to run %d: RSS %+.1f MB (between %.1f and %.1f MB), Go heap %+.2f MB\n", growthFrom, last.Runs,
+		float64(res.RSSGrowth)/(1<<20), mb(res.RSSLow), mb(res.RSSHigh), float64(res.HeapGrowth)/(1<<20))
 	fmt.Printf("\n%-44s %9s %9s\n", "the mapping's run alone (Runner.Run)", "p50", "p90")
 	fmt.Printf("%-44s %7.3fms %7.3fms\n", fmt.Sprintf("one at a time, %d runs", paced), ms(res.RunP50), ms(res.RunP90))
 	fmt.Printf("%-44s %7.3fms %7.3fms\n", fmt.Sprintf("back to back, %d runs", runs), ms(res.BackToBack), ms(pct(back, 90)))
