@@ -294,7 +294,8 @@ func mappingRows(m mapping.Result) []row {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 	pair := func(path string, p mapping.Pair) row {
 		return row{path, fmt.Sprintf("%s (p90 %s)", ms(p.MappedP50), ms(p.MappedP90)),
-			fmt.Sprintf("no mapping %s (p90 %s)", ms(p.PlainP50), ms(p.PlainP90)), fmt.Sprintf("%+.2f ms", float64(p.Extra())/1e6),
+			fmt.Sprintf("no mapping %s (p90 %s)", ms(p.PlainP50), ms(p.PlainP90)),
+			fmt.Sprintf("%+.2f ms (resampled, 95%%: %+.2f to %+.2f)", float64(p.Extra())/1e6, float64(p.ExtraLow)/1e6, float64(p.ExtraHigh)/1e6),
 			"<= 1 ms", p.Extra() <= time.Millisecond}
 	}
 	mb := func(b int64) string { return fmt.Sprintf("%+.1f MB", float64(b)/(1<<20)) }
