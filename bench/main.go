@@ -104,6 +104,12 @@ func profile(o options, name string) string {
 }
 
 func runOne(ctx context.Context, o options) error {
+	if o.profiles != "" {
+		// Run by hand, -only has no parent to make the directory.
+		if err := os.MkdirAll(o.profiles, 0o755); err != nil {
+			return err
+		}
+	}
 	var r any
 	var err error
 	switch o.only {
