@@ -3,6 +3,7 @@
 // baseline measured in the same run, the target, and whether it is met.
 //
 //	go run ./bench [-temporal-store sqlite] [-profiles DIR]
+//	go run ./bench -only mapping      # one harness alone, its rows printed
 //
 // Each harness runs in a process of its own (this program started again;
 // the products harness as bench/products, built for the run, which does not
@@ -12,7 +13,7 @@
 // database commerce_bench on the local server, created when missing); the
 // products catalogue is kept between runs (schema bench_products), the other
 // schemas are dropped. With -profiles, each harness writes a CPU profile
-// (and the products run an allocation profile) into DIR, for
+// (and the products and mapping runs an allocation profile) into DIR, for
 // `go tool pprof -top`.
 package main
 
@@ -34,6 +35,7 @@ import (
 	"github.com/commerce-integration/commerce/bench/internal/embedded"
 	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/bench/internal/inbound"
+	"github.com/commerce-integration/commerce/bench/internal/mapping"
 	"github.com/commerce-integration/commerce/bench/internal/procs"
 	"github.com/commerce-integration/commerce/bench/internal/products"
 	"github.com/commerce-integration/commerce/bench/internal/webhooks"
@@ -55,6 +57,8 @@ type options struct {
 	clients       int
 	rounds        int
 	webhookRounds int
+
+	mappingPosts, mappingIntakePosts, mappingRuns int
 }
 
 func main() {
@@ -68,8 +72,11 @@ func main() {
 	flag.IntVar(&o.posts, "posts", 500, "inbound posts per path, one client")
 	flag.IntVar(&o.clients, "clients", 8, "inbound concurrent clients")
 	flag.IntVar(&o.rounds, "rounds", 5, "bulk rounds per case")
-	flag.StringVar(&o.only, "only", "", "run only this harness and write its result to -result (products, bulk, inbound, webhooks, traced)")
-	flag.StringVar(&o.result, "result", "", "with -only: the file the result is written to, as JSON")
+	flag.IntVar(&o.mappingPosts, "mapping-posts", 300, "posts per path, with the ERP mapping and without, through Temporal")
+	flag.IntVar(&o.mappingIntakePosts, "mapping-intake-posts", 1000, "posts per path, with the ERP mapping and without, through the intake alone")
+	flag.IntVar(&o.mappingRuns, "mapping-runs", 10_000, "runs of the ERP mapping back to back, for the memory series")
+	flag.StringVar(&o.only, "only", "", "run only this harness and write its result to -result (products, bulk, inbound, webhooks, traced, mapping)")
+	flag.StringVar(&o.result, "result", "", "with -only: the file the result is written to, as JSON (without it, the rows of a harness whose rows need no other's, mapping, are printed)")
 	harness.Main(func(ctx context.Context) error {
 		if o.only != "" {
 			return runOne(ctx, o)
@@ -85,7 +92,8 @@ type results struct {
 	Inbound  inbound.Result
 	Webhooks webhooks.Result
 	// Traced is the inbound harness again with tracing on.
-	Traced inbound.Result
+	Traced  inbound.Result
+	Mapping mapping.Result
 }
 
 func profile(o options, name string) string {
@@ -96,6 +104,12 @@ func profile(o options, name string) string {
 }
 
 func runOne(ctx context.Context, o options) error {
+	if o.profiles != "" {
+		// Run by hand, -only has no parent to make the directory.
+		if err := os.MkdirAll(o.profiles, 0o755); err != nil {
+			return err
+		}
+	}
 	var r any
 	var err error
 	switch o.only {
@@ -111,11 +125,23 @@ func runOne(ctx context.Context, o options) error {
 	case "webhooks":
 		r, err = webhooks.Run(ctx, webhooks.Options{Events: o.events, Rounds: o.webhookRounds, Store: o.store,
 			CPUProfile: profile(o, "webhooks.cpu.pprof")})
+	case "mapping":
+		r, err = mapping.Run(ctx, mapping.Options{Posts: o.mappingPosts, IntakePosts: o.mappingIntakePosts, Runs: o.mappingRuns,
+			Store: o.store, CPUProfile: profile(o, "mapping.cpu.pprof"), IntakeCPUProfile: profile(o, "mapping-intake.cpu.pprof"),
+			AllocProfile: profile(o, "mapping.allocs.pprof")})
 	default:
 		return fmt.Errorf("-only %q: no such harness", o.only)
 	}
 	if err != nil {
 		return err
+	}
+	if o.result == "" {
+		// Run by hand: the harness's rows, when they need no other's.
+		if m, ok := r.(mapping.Result); ok {
+			fmt.Printf("\n=== the mapping rows, measured in this run (Temporal on %s) ===\n\n", o.store)
+			return writeRows(os.Stdout, mappingRows(m))
+		}
+		return nil
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -141,15 +167,16 @@ func runAll(ctx context.Context, o options) error {
 	}
 	var all results
 	targets := map[string]any{"products": &all.Products, "bulk": &all.Bulk, "inbound": &all.Inbound, "webhooks": &all.Webhooks,
-		"traced": &all.Traced}
+		"traced": &all.Traced, "mapping": &all.Mapping}
 	started := time.Now()
-	for _, name := range []string{"products", "bulk", "inbound", "webhooks", "traced"} {
+	for _, name := range []string{"products", "bulk", "inbound", "webhooks", "traced", "mapping"} {
 		fmt.Printf("\n=== %s ===\n", name)
 		file := filepath.Join(dir, name+".json")
 		cmd := exec.CommandContext(ctx, self, "-only", name, "-result", file, "-temporal-store", o.store, "-profiles", o.profiles,
 			"-products", fmt.Sprint(o.products), "-duration", o.duration.String(), "-events", fmt.Sprint(o.events),
 			"-webhook-rounds", fmt.Sprint(o.webhookRounds), "-posts", fmt.Sprint(o.posts), "-clients", fmt.Sprint(o.clients),
-			"-rounds", fmt.Sprint(o.rounds))
+			"-rounds", fmt.Sprint(o.rounds), "-mapping-posts", fmt.Sprint(o.mappingPosts),
+			"-mapping-intake-posts", fmt.Sprint(o.mappingIntakePosts), "-mapping-runs", fmt.Sprint(o.mappingRuns))
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -237,6 +264,11 @@ func printTable(w io.Writer, r results, o options) error {
 		{"process RSS under the products load (API, bare handler, clients; no embedded server)", fmt.Sprintf("%.0f MB", float64(p.PeakRSS)/(1<<20)), "-",
 			fmt.Sprintf("%.0f MB (anonymous %.0f MB)", float64(p.PeakRSS)/(1<<20), float64(p.PeakAnon)/(1<<20)), "<= 150 MB", p.PeakRSS > 0 && p.PeakRSS <= 150<<20},
 	}
+	return writeRows(w, append(rows, mappingRows(r.Mapping)...))
+}
+
+// writeRows prints rows as a table, and how many targets were not met.
+func writeRows(w io.Writer, rows []row) error {
 	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n|---|---|---|---|---|---|\n", "path", "measured", "baseline", "ratio / figure", "target", "")
 	failed := 0
 	for _, x := range rows {
@@ -250,6 +282,51 @@ func printTable(w io.Writer, r results, o options) error {
 		fmt.Fprintf(w, "\n%d of %d targets not met\n", failed, len(rows))
 	}
 	return nil
+}
+
+// thousands writes n with its thousands apart: 10,000.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// mappingRows are the rows of the mapping harness: what the docs' ERP
+// mapping adds to the same post's p50, through Temporal and through the
+// intake alone, its run alone, and the process's memory over many runs.
+func mappingRows(m mapping.Result) []row {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+	pair := func(path string, p mapping.Pair) row {
+		return row{path, fmt.Sprintf("%s (p90 %s)", ms(p.MappedP50), ms(p.MappedP90)),
+			fmt.Sprintf("no mapping %s (p90 %s)", ms(p.PlainP50), ms(p.PlainP90)),
+			fmt.Sprintf("%+.2f ms (resampled, 95%%: %+.2f to %+.2f)", float64(p.Extra())/1e6, float64(p.ExtraLow)/1e6, float64(p.ExtraHigh)/1e6),
+			"<= 1 ms", p.Extra() <= time.Millisecond}
+	}
+	mb := func(b int64) string { return fmt.Sprintf("%+.1f MB", float64(b)/(1<<20)) }
+	var from, to mapping.Sample
+	for _, s := range m.Memory {
+		if s.Runs == m.GrowthFrom {
+			from = s
+		}
+		if s.Runs == m.GrowthTo {
+			to = s
+		}
+	}
+	return []row{
+		pair("inbound post p50 with the docs' ERP mapping minus without, through Temporal", m.Temporal),
+		pair("inbound post p50 with the docs' ERP mapping minus without, the intake alone (no Temporal)", m.Intake),
+		{"the ERP mapping's run alone (a fresh engine, prepared ahead), p50", fmt.Sprintf("%s (p90 %s)", ms(m.RunP50), ms(m.RunP90)),
+			fmt.Sprintf("CPU %s a run with the next engine's preparation", ms(m.CPUPerRun)), ms(m.RunP50), "<= 1 ms", m.RunP50 <= time.Millisecond},
+		{fmt.Sprintf("process RSS over %s runs of the mapping, growth from run %s", thousands(m.Runs), thousands(m.GrowthFrom)),
+			fmt.Sprintf("%.1f MB", float64(to.RSS)/(1<<20)), fmt.Sprintf("%.1f MB at run %s (%.1f to %.1f MB from there on)", float64(from.RSS)/(1<<20),
+				thousands(m.GrowthFrom), float64(m.RSSLow)/(1<<20), float64(m.RSSHigh)/(1<<20)),
+			mb(m.RSSGrowth), "< 5 MB", m.Runs > 0 && m.RSSGrowth < 5<<20},
+		{fmt.Sprintf("Go heap in use after GC over the same runs, growth (%.0f Go allocations, %.1f KB, a run)", m.AllocsPerRun, m.BytesPerRun/1024),
+			fmt.Sprintf("%.1f MB", float64(to.HeapInuse)/(1<<20)), fmt.Sprintf("%.1f MB at run %s", float64(from.HeapInuse)/(1<<20), thousands(m.GrowthFrom)),
+			mb(m.HeapGrowth), "< 5 MB", m.Runs > 0 && m.HeapGrowth < 5<<20},
+	}
 }
 
 // tracingOffRow measures what tracing off adds to an inbound post: off, a
