@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/internal/script"
 )
 
 // erpExample is the ERP example of docs/mappings.md: its post and its
@@ -34,7 +37,7 @@ func erpExample(tb testing.TB) (post, mapping string) {
 // memory is QuickJS's, outside the Go heap).
 func BenchmarkMapPost(b *testing.B) {
 	post, source := erpExample(b)
-	s := NewScripts()
+	s := newScripts(script.NewRunner(script.DefaultLimits, script.DefaultSlots()))
 	defer s.Runner.Close()
 	prog, err := s.Compile(source)
 	if err != nil {
@@ -45,7 +48,7 @@ func BenchmarkMapPost(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		run, err := s.mapPost(ctx, prog, []byte(post), headers, received)
+		run, err := s.mapPost(ctx, prog, db.Endpoint{}, []byte(post), headers, received)
 		if err != nil || run.result != MappingMapped {
 			b.Fatalf("%+v %v", run, err)
 		}

@@ -407,7 +407,7 @@ func (b *bench) receive(ctx context.Context, l *lane) (time.Duration, error) {
 // runAlone times the mapping's run alone, then runs it back to back and
 // samples the process's memory.
 func runAlone(ctx context.Context, ex example, runs int, res *Result) error {
-	s := integrations.NewScripts()
+	s := integrations.New(integrations.Deps{}).Scripts
 	defer s.Runner.Close()
 	prog, err := s.Compile(ex.mapping)
 	if err != nil {
