@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/commerce-integration/commerce/db"
@@ -88,5 +89,44 @@ func TestTheMappingExamplesOfTheDocsRunAsWritten(t *testing.T) {
 				t.Fatalf("post: %+v", a)
 			}
 		})
+	}
+}
+
+// The receiver example of docs/mappings.md runs as written: its
+// transformation makes the body shown of its event, with its header, and
+// skips an event it does not want.
+func TestTheTransformationExampleOfTheDocsRunsAsWritten(t *testing.T) {
+	ex := docExamples(t)["chat"]
+	if ex["event"] == "" || ex["transformation"] == "" || ex["sent"] == "" {
+		t.Fatalf("the chat example lacks an event, transformation or body sent: %v", ex)
+	}
+	f := newFixture(t)
+	ctx := context.Background()
+	sub, err := f.db.CreateSubscription(ctx, f.sealer, db.NewSubscription{OrgID: f.org, URL: "https://chat.example/hooks/1",
+		EventTypes: []string{domain.EventOrderStatusChanged}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var event struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(ex["event"]), &event); err != nil {
+		t.Fatal(err)
+	}
+	source := ex["transformation"]
+	res, err := f.service.TestTransformation(ctx, f.org, sub.ID, integrations.TransformationTest{Source: &source,
+		Event: &integrations.TestEvent{Type: event.Type, Data: event.Data}})
+	if err != nil || res.Result != integrations.TransformTransformed {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if !sameJSON(t, res.Body, []byte(ex["sent"])) || len(res.Headers) != 1 || res.Headers[0].Name != "X-Chat-Channel" || res.Headers[0].Value != "#orders" {
+		t.Fatalf("sent %s with %v", res.Body, res.Headers)
+	}
+	moving := json.RawMessage(strings.Replace(string(event.Data), `"to": "fulfilled"`, `"to": "in_progress"`, 1))
+	res, err = f.service.TestTransformation(ctx, f.org, sub.ID, integrations.TransformationTest{Source: &source,
+		Event: &integrations.TestEvent{Type: event.Type, Data: moving}})
+	if err != nil || res.Result != integrations.TransformSkipped {
+		t.Fatalf("an order only moving: %+v %v", res, err)
 	}
 }
