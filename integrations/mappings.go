@@ -102,9 +102,10 @@ type mapped struct {
 }
 
 // mapPost runs an endpoint's mapping on a post: its body as sent, its kept
-// headers with every credential masked (MaskedHeaders), and the time it was received,
-// which is also the clock of the run's Date. An error is a fault of the
-// service, not of the mapping.
+// headers with every credential masked (MaskedHeaders), and the time it was
+// received, which is also the clock of the run's Date. The error is
+// EINVALID for a body that is not JSON, else a fault of the service (or no
+// slot free within ctx), never the mapping's: that is the result.
 func (s *Scripts) mapPost(ctx context.Context, p *script.Program, ep db.Endpoint, body []byte, headers map[string]string, received time.Time) (mapped, error) {
 	in, err := mappingInput(body, MaskedHeaders(ep, headers), received)
 	if err != nil {
