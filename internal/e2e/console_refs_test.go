@@ -33,7 +33,7 @@ func TestConsoleFindsByReferenceAndShowsTheBulkSelection(t *testing.T) {
 
 	rows := func() []string {
 		var ids []string
-		b.run("read the rows", chromedp.Evaluate(`[...document.querySelectorAll('a.receipt-link')].map(a => a.dataset.id)`, &ids))
+		b.Run("read the rows", chromedp.Evaluate(`[...document.querySelectorAll('a.receipt-link')].map(a => a.dataset.id)`, &ids))
 		return ids
 	}
 	for _, c := range []struct {
@@ -47,7 +47,7 @@ func TestConsoleFindsByReferenceAndShowsTheBulkSelection(t *testing.T) {
 		{"2026-0202", nil},                         // not text anywhere in the body
 		{"inv-3", []string{other.receipt}},         // an invoice reference
 	} {
-		b.open("/console/receipts?ref=" + c.ref)
+		b.Open("/console/receipts?ref=" + c.ref)
 		if got := rows(); strings.Join(got, ",") != strings.Join(c.want, ",") {
 			t.Errorf("ref %q lists %v, want %v", c.ref, got, c.want)
 		}
@@ -55,34 +55,34 @@ func TestConsoleFindsByReferenceAndShowsTheBulkSelection(t *testing.T) {
 
 	// The row shows its references, each a link to the receipts naming it,
 	// and what a parked post waits for.
-	b.open("/console/receipts?ref=INV-1")
-	row := b.text("main table tbody tr")
+	b.Open("/console/receipts?ref=INV-1")
+	row := b.Text("main table tbody tr")
 	if !strings.Contains(row, "SO-2026-0202") || !strings.Contains(row, "INV-1") || !strings.Contains(row, "waits for") {
 		t.Fatalf("the row shows %q; want its references and what it waits for", row)
 	}
-	b.click(`td.refs a.ref`)
+	b.Click(`td.refs a.ref`)
 	if got := rows(); len(got) != 1 || got[0] != first.receipt {
 		t.Fatalf("the reference's link lists %v, want the receipt that names it", got)
 	}
-	b.open("/console/receipts/" + first.receipt)
-	if got := b.text("#refs"); got != "SO-2026-0202, INV-1" {
+	b.Open("/console/receipts/" + first.receipt)
+	if got := b.Text("#refs"); got != "SO-2026-0202, INV-1" {
 		t.Fatalf("the receipt's references read %q", got)
 	}
 
 	// The bulk form from a list filtered by reference keeps the reference,
 	// and shows what it selects before anything starts.
-	b.open("/console/receipts?outcome=parked&ref=SO-2026&endpoint=" + epID)
-	b.click("#bulk-link")
+	b.Open("/console/receipts?outcome=parked&ref=SO-2026&endpoint=" + epID)
+	b.Click("#bulk-link")
 	var ref string
-	b.run("read the bulk form's reference", chromedp.Evaluate(`document.querySelector('input[name=ref]').value`, &ref))
+	b.Run("read the bulk form's reference", chromedp.Evaluate(`document.querySelector('input[name=ref]').value`, &ref))
 	if ref != "SO-2026" {
 		t.Fatalf("the bulk form opened with reference %q, want the list's SO-2026", ref)
 	}
-	if got := b.text("#selection-count"); got != "2" {
+	if got := b.Text("#selection-count"); got != "2" {
 		t.Fatalf("the bulk form says the filters select %q receipts, want 2", got)
 	}
 	var shown int
-	b.run("count the first ten", chromedp.Evaluate(`document.querySelectorAll('#selection-first tbody tr').length`, &shown))
+	b.Run("count the first ten", chromedp.Evaluate(`document.querySelectorAll('#selection-first tbody tr').length`, &shown))
 	if shown != 2 {
 		t.Fatalf("the bulk form lists %d receipts, want the 2 selected", shown)
 	}
@@ -91,21 +91,21 @@ func TestConsoleFindsByReferenceAndShowsTheBulkSelection(t *testing.T) {
 	if _, err := f.DB.SetEndpointState(context.Background(), f.org.ID, mustID(t, epID), domain.EndpointPaused); err != nil {
 		t.Fatal(err)
 	}
-	b.click("#start-bulk")
-	if got := b.text("#confirm-question"); !strings.Contains(got, "the 2 receipt(s)") || !strings.Contains(got, `"SO-2026"`) {
+	b.Click("#start-bulk")
+	if got := b.Text("#confirm-question"); !strings.Contains(got, "the 2 receipt(s)") || !strings.Contains(got, `"SO-2026"`) {
 		t.Fatalf("the confirmation asks %q", got)
 	}
-	if got := b.text("#selection-count"); got != "2" {
+	if got := b.Text("#selection-count"); got != "2" {
 		t.Fatalf("the confirmation says %q receipts, want 2", got)
 	}
-	b.click("#confirm")
+	b.Click("#confirm")
 	f.eventually("the batch finishes", func() bool {
 		return f.count(`SELECT count(*) FROM replay_batches WHERE org_id = $1 AND status = 'completed'`) == 1
 	})
 	var url string
-	b.run("read the batch's address", chromedp.Location(&url))
-	b.open(strings.TrimPrefix(url, f.srv.URL))
-	table := b.text("#batch-problems")
+	b.Run("read the batch's address", chromedp.Location(&url))
+	b.Open(strings.TrimPrefix(url, f.srv.URL))
+	table := b.Text("#batch-problems")
 	for _, want := range []string{"SO-2026-0202", "SO-2026-0250", "skipped", "paused"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the finished batch's list of receipts not replayed lacks %q: %q", want, table)

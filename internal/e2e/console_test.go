@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,263 +14,42 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/app/console"
+	"github.com/commerce-integration/commerce/internal/browsertest"
 )
 
-// chromiumPath is the browser the console's tests drive: CHROMIUM, or the
-// Debian package's /usr/bin/chromium.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("CHROMIUM")
-	if path == "" {
-		path = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("the console's browser tests need a headless Chromium at %s (Debian: apt-get install -y chromium; "+
-			"or set CHROMIUM to its path): %v", path, err)
-	}
-	return path
-}
-
-// axeSource is the text of axe-core's axe.min.js, which the console's
-// tests run on every page they open: AXE_CORE names the file (relative to
-// the repository root when not absolute), by default the one .ci/axe-core
-// installs under .cache/node.
-func axeSource(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("AXE_CORE")
-	if path == "" {
-		path = ".cache/node/node_modules/axe-core/axe.min.js"
-	}
-	if !filepath.IsAbs(path) {
-		// Relative to the repository root, not to this package.
-		path = filepath.Join("..", "..", path)
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("the console's browser tests check every page with axe-core, and need its axe.min.js at %s: "+
-			"run .ci/axe-core from the repository root (it installs axe-core with npm under .cache/node; `make test` runs it), "+
-			"or set AXE_CORE to the file's path: %v", path, err)
-	}
-	return string(src)
-}
-
 // tab is a browser tab of its own (its own cookies) on the console.
-type tab struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
-	// shots is where to save screenshots ("" for none).
-	shots string
-	// axe is axe-core's script, run on each page the tab opens.
-	axeJS string
-	// screen, when set, is the width of a phone's screen: every page the
-	// tab opens or a click leads to must fit it (fits).
-	screen int
-}
+type tab = browsertest.Tab
 
-// newBrowser returns a tab factory: each tab is a headless Chromium of its
-// own (its own profile, so the cookies of one sign-in do not reach
-// another).
+// newBrowser returns a tab factory on the console at base.
 func newBrowser(t *testing.T, base string) func() *tab {
 	t.Helper()
-	path := chromiumPath(t)
-	axeJS := axeSource(t)
-	shots := os.Getenv("COMMERCE_CONSOLE_SCREENSHOTS")
-	if shots != "" && !filepath.IsAbs(shots) {
-		// Relative to the repository root, not to this package.
-		shots = filepath.Join("..", "..", shots)
-	}
-	return func() *tab {
-		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(path),
-			chromedp.NoSandbox,
-			chromedp.WindowSize(1366, 900),
-			chromedp.Flag("disable-dev-shm-usage", true),
-			chromedp.Flag("lang", "en-GB"),
-		)
-		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-		t.Cleanup(cancelAlloc)
-		ctx, cancel := chromedp.NewContext(actx)
-		t.Cleanup(cancel)
-		// Times are shown in the viewer's zone: this one's is London.
-		if err := chromedp.Run(ctx, emulation.SetTimezoneOverride("Europe/London")); err != nil {
-			t.Fatalf("starting Chromium (%s): %v", path, err)
-		}
-		return &tab{t: t, ctx: ctx, base: base, shots: shots, axeJS: axeJS}
-	}
+	return browsertest.New(t, base, filepath.Join("..", ".."))
 }
 
-// run runs browser actions, each step bounded so a stuck page fails the
-// test instead of hanging it.
-func (b *tab) run(what string, actions ...chromedp.Action) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
-	defer cancel()
-	if err := chromedp.Run(ctx, actions...); err != nil {
-		var html string
-		_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery, chromedp.AtLeast(0)))
-		b.t.Fatalf("%s: %v\npage: %s", what, err, html)
-	}
-}
-
-// respond runs actions that make the tab load a page, and returns that
-// page's HTTP status.
-func (b *tab) respond(what string, actions ...chromedp.Action) int64 {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
-	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, actions...)
-	if err != nil {
-		b.t.Fatalf("%s: %v", what, err)
-	}
-	return resp.Status
-}
-
-func (b *tab) text(sel string) string {
-	b.t.Helper()
-	var s string
-	b.run("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
-	return strings.TrimSpace(s)
-}
-
-func (b *tab) present(sel string) bool {
-	b.t.Helper()
-	var n []byte
-	b.run("look for "+sel, chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q) !== null`, sel), &n))
-	return string(n) == "true"
-}
-
-// open opens a console page, checks it with axe, and returns its status.
-func (b *tab) open(path string) int64 {
-	b.t.Helper()
-	status := b.respond("open "+path, chromedp.Navigate(b.base+path))
-	b.axe("open " + path)
-	b.fits("open " + path)
-	return status
-}
-
-// click clicks what sel finds, waits for the page it leads to and checks
-// that page with axe.
-func (b *tab) click(sel string) int64 {
-	b.t.Helper()
-	status := b.respond("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
-	b.axe("click " + sel)
-	b.fits("click " + sel)
-	return status
-}
-
-// fits checks, on a tab with a phone's screen, that the page is no wider
-// than the screen: nothing scrolls sideways. A mobile browser widens its
-// layout viewport to content that overflows, so the page is measured
-// against the screen's width, not the viewport's.
-func (b *tab) fits(page string) {
-	b.t.Helper()
-	if b.screen == 0 {
-		return
-	}
-	var width int
-	b.run("measure the page after "+page, chromedp.Evaluate(`Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)`, &width))
-	if width > b.screen {
-		var wide []string
-		b.run("find what is wide", chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > %d).slice(0, 4).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`, b.screen+1), &wide))
-		b.t.Errorf("the page after %s is %d px wide on a %d px phone: %v", page, width, b.screen, wide)
-	}
-}
-
-// axeViolation is what the test reports of one of axe-core's violations.
-type axeViolation struct {
-	ID      string   `json:"id"`
-	Impact  string   `json:"impact"`
-	Help    string   `json:"help"`
-	Nodes   int      `json:"nodes"`
-	Targets []string `json:"targets"`
-	Summary string   `json:"summary"`
-}
-
-// axe runs axe-core on the page the tab shows (after how it got there),
-// at the tab's current size, and fails the test for each violation.
-func (b *tab) axe(page string) {
-	b.t.Helper()
-	// Injected and run in one evaluation: a page that refreshes itself
-	// (the bulk replay's) may reload between two.
-	script := b.axeJS + `
-;axe.run(document, {resultTypes: ['violations']}).then(r => ({
-	url: location.pathname + location.search,
-	width: window.innerWidth,
-	violations: r.violations.map(v => ({
-		id: v.id, impact: v.impact || '', help: v.help, nodes: v.nodes.length,
-		targets: v.nodes.slice(0, 3).map(n => String(n.target)),
-		summary: v.nodes.length ? (v.nodes[0].failureSummary || '') : '',
-	})),
-}))`
-	var res struct {
-		URL        string         `json:"url"`
-		Width      int            `json:"width"`
-		Violations []axeViolation `json:"violations"`
-	}
-	var err error
-	for range 3 {
-		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-		err = chromedp.Run(ctx, chromedp.Evaluate(script, &res, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
-			return p.WithAwaitPromise(true)
-		}))
-		cancel()
-		if err == nil {
-			break
-		}
-		// The page reloaded itself meanwhile: check it again.
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		b.t.Fatalf("axe on the page after %s: %v", page, err)
-	}
-	for _, v := range res.Violations {
-		b.t.Errorf("axe: %s (%d px wide, after %s): %s [%s]: %s; %d element(s): %s\n%s",
-			res.URL, res.Width, page, v.ID, v.Impact, v.Help, v.Nodes, strings.Join(v.Targets, " | "), v.Summary)
-	}
-}
-
-// screenshot saves the page as name.png when screenshots are asked for.
-func (b *tab) screenshot(name string) {
-	b.t.Helper()
-	if b.shots == "" {
-		return
-	}
-	var png []byte
-	b.run("screenshot "+name, chromedp.FullScreenshot(&png, 100))
-	if err := os.MkdirAll(b.shots, 0o755); err != nil {
-		b.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o644); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-// cookie is the tab's console session cookie (HttpOnly: read through the
-// browser's own protocol, as a script on the page could not).
-func (b *tab) cookie() *http.Cookie {
-	b.t.Helper()
+// sessionCookie is a tab's console session cookie (HttpOnly: read through
+// the browser's own protocol, as a script on the page could not).
+func sessionCookie(b *tab) *http.Cookie {
+	b.T.Helper()
 	var cookies []*network.Cookie
-	b.run("read cookies", chromedp.ActionFunc(func(ctx context.Context) error {
+	b.Run("read cookies", chromedp.ActionFunc(func(ctx context.Context) error {
 		var err error
-		cookies, err = network.GetCookies().WithURLs([]string{b.base + "/console/"}).Do(ctx)
+		cookies, err = network.GetCookies().WithURLs([]string{b.Base + "/console/"}).Do(ctx)
 		return err
 	}))
 	for _, c := range cookies {
 		if c.Name == "commerce_console" {
 			if !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/console" {
-				b.t.Fatalf("session cookie %+v is not HttpOnly, SameSite=Lax on /console", c)
+				b.T.Fatalf("session cookie %+v is not HttpOnly, SameSite=Lax on /console", c)
 			}
 			return &http.Cookie{Name: c.Name, Value: c.Value}
 		}
 	}
-	b.t.Fatal("the tab has no console session cookie")
+	b.T.Fatal("the tab has no console session cookie")
 	return nil
 }
 
@@ -284,14 +61,14 @@ func (f *inboundFixture) signIn(b *tab, email string) {
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	if status := b.open(strings.TrimPrefix(console.LoginURL(f.srv.URL, token), f.srv.URL)); status != 200 {
+	if status := b.Open(strings.TrimPrefix(console.LoginURL(f.srv.URL, token), f.srv.URL)); status != 200 {
 		f.T.Fatalf("sign-in link answered %d", status)
 	}
 	// Opening the link shows a button; pressing it signs in.
-	if status := b.click("#signin button"); status != 200 {
+	if status := b.Click("#signin button"); status != 200 {
 		f.T.Fatalf("signing in answered %d", status)
 	}
-	if got := b.text("#flash"); !strings.Contains(got, "Signed in as "+email) {
+	if got := b.Text("#flash"); !strings.Contains(got, "Signed in as "+email) {
 		f.T.Fatalf("after the sign-in link: %q", got)
 	}
 }
@@ -353,59 +130,59 @@ func TestConsoleInTheBrowser(t *testing.T) {
 
 	// Sign in: the link works once.
 	f.signIn(owner, "owner@acme.example")
-	owner.cookie()
-	owner.screenshot("endpoints")
-	if got := owner.text("main table tbody"); !strings.Contains(got, "failed 3") || !strings.Contains(got, "parked 1") {
+	sessionCookie(owner)
+	owner.Screenshot("endpoints")
+	if got := owner.Text("main table tbody"); !strings.Contains(got, "failed 3") || !strings.Contains(got, "parked 1") {
 		t.Fatalf("endpoints page counts: %q", got)
 	}
 	// Times are in the viewer's zone; their UTC text stays as the title.
 	var title string
 	var ok bool
-	owner.run("read a time", chromedp.AttributeValue("main time", "title", &title, &ok, chromedp.ByQuery))
-	if shown := owner.text("main time"); !ok || !strings.HasSuffix(title, "UTC") || shown == title || strings.HasSuffix(shown, "UTC") {
+	owner.Run("read a time", chromedp.AttributeValue("main time", "title", &title, &ok, chromedp.ByQuery))
+	if shown := owner.Text("main time"); !ok || !strings.HasSuffix(title, "UTC") || shown == title || strings.HasSuffix(shown, "UTC") {
 		t.Fatalf("time shown %q (UTC %q): not converted to the viewer's zone", shown, title)
 	}
 
 	// Finding the failed post: follow the endpoint's count, then search by
 	// reference.
-	if status := owner.click(`a.o-failed`); status != 200 {
+	if status := owner.Click(`a.o-failed`); status != 200 {
 		t.Fatalf("receipts page: %d", status)
 	}
-	if got := owner.text("main table tbody"); strings.Count(got, "failed") != 3 {
+	if got := owner.Text("main table tbody"); strings.Count(got, "failed") != 3 {
 		t.Fatalf("the failed receipts are not listed: %q", got)
 	}
-	owner.run("search by reference", chromedp.SetValue(`input[name="ref"]`, "INV-2", chromedp.ByQuery))
-	owner.click(`form.filters button[type="submit"]`)
-	owner.screenshot("receipts")
+	owner.Run("search by reference", chromedp.SetValue(`input[name="ref"]`, "INV-2", chromedp.ByQuery))
+	owner.Click(`form.filters button[type="submit"]`)
+	owner.Screenshot("receipts")
 	var links []string
-	owner.run("list receipts", chromedp.Evaluate(`[...document.querySelectorAll("a.receipt-link")].map(a => a.dataset.id)`, &links))
+	owner.Run("list receipts", chromedp.Evaluate(`[...document.querySelectorAll("a.receipt-link")].map(a => a.dataset.id)`, &links))
 	if len(links) != 1 {
 		t.Fatalf("search for INV-2 lists %v", links)
 	}
 	failed := links[0]
-	owner.click("a.receipt-link")
-	if got := owner.text("#outcome"); got != "failed" {
+	owner.Click("a.receipt-link")
+	if got := owner.Text("#outcome"); got != "failed" {
 		t.Fatalf("receipt page outcome %q", got)
 	}
-	if got := owner.text("#body"); !strings.Contains(got, `"invoice_ref": "INV-2"`) {
+	if got := owner.Text("#body"); !strings.Contains(got, `"invoice_ref": "INV-2"`) {
 		t.Fatalf("receipt body %q", got)
 	}
-	if got := owner.text("main"); !strings.Contains(got, "GBP 2.00") {
+	if got := owner.Text("main"); !strings.Contains(got, "GBP 2.00") {
 		t.Fatalf("the receipt's amount is not shown as money: %q", got)
 	}
-	owner.screenshot("receipt")
+	owner.Screenshot("receipt")
 
 	// Dry run: the preview shows the change and writes nothing.
-	if status := owner.click("#dry-run"); status != 200 {
+	if status := owner.Click("#dry-run"); status != 200 {
 		t.Fatalf("dry run: %d", status)
 	}
-	if got := owner.text("#dry-outcome"); got != "applied" {
+	if got := owner.Text("#dry-outcome"); got != "applied" {
 		t.Fatalf("dry run outcome %q", got)
 	}
-	if got := owner.text("table.changes"); !strings.Contains(got, "invoice:INV-2") {
+	if got := owner.Text("table.changes"); !strings.Contains(got, "invoice:INV-2") {
 		t.Fatalf("dry run changes %q", got)
 	}
-	owner.screenshot("dry-run")
+	owner.Screenshot("dry-run")
 	if n := f.count(`SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND replay_of IS NOT NULL`); n != 0 {
 		t.Fatalf("the dry run made %d replays", n)
 	}
@@ -414,14 +191,14 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	}
 
 	// Confirm: the replay applies, and its receipt page says so.
-	owner.click("#confirm-replay")
-	if got := owner.text("#flash"); !strings.HasPrefix(got, "Replayed: the new receipt's outcome is applied") {
+	owner.Click("#confirm-replay")
+	if got := owner.Text("#flash"); !strings.HasPrefix(got, "Replayed: the new receipt's outcome is applied") {
 		t.Fatalf("after the replay: %q", got)
 	}
-	if got := owner.text("#outcome"); got != "applied" {
+	if got := owner.Text("#outcome"); got != "applied" {
 		t.Fatalf("the replay's receipt is %q", got)
 	}
-	if !owner.present(`#temporal-link[href^="` + TemporalUIURL + `/namespaces/"]`) {
+	if !owner.Present(`#temporal-link[href^="` + TemporalUIURL + `/namespaces/"]`) {
 		t.Fatal("the receipt page has no link to its workflow in the Temporal UI")
 	}
 	if n := f.count(`SELECT count(*) FROM order_invoices WHERE org_id = $1 AND invoice_ref = 'INV-2'`); n != 1 {
@@ -432,24 +209,24 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	}
 
 	// Cancel the parked post.
-	owner.open("/console/receipts/" + parked.receipt)
-	owner.click("#cancel")
-	if got := owner.text("#confirm-question"); !strings.Contains(got, "Cancel the parked receipt "+parked.receipt) {
+	owner.Open("/console/receipts/" + parked.receipt)
+	owner.Click("#cancel")
+	if got := owner.Text("#confirm-question"); !strings.Contains(got, "Cancel the parked receipt "+parked.receipt) {
 		t.Fatalf("cancelling asks %q", got)
 	}
-	owner.click("#confirm")
-	if got := owner.text("#flash"); !strings.HasPrefix(got, "Cancelled") || owner.text("#outcome") != "cancelled" {
-		t.Fatalf("after cancelling: %q, outcome %q", got, owner.text("#outcome"))
+	owner.Click("#confirm")
+	if got := owner.Text("#flash"); !strings.HasPrefix(got, "Cancelled") || owner.Text("#outcome") != "cancelled" {
+		t.Fatalf("after cancelling: %q, outcome %q", got, owner.Text("#outcome"))
 	}
 
 	// A form without its CSRF token is refused 403 and changes nothing.
-	owner.open("/console/")
-	owner.run("drop the CSRF token", chromedp.Evaluate(
+	owner.Open("/console/")
+	owner.Run("drop the CSRF token", chromedp.Evaluate(
 		`document.querySelector('form[action$="/pause"] input[name="csrf"]').remove()`, nil))
-	if status := owner.click(`form[action$="/pause"] button`); status != http.StatusForbidden {
+	if status := owner.Click(`form[action$="/pause"] button`); status != http.StatusForbidden {
 		t.Fatalf("pause without a CSRF token answered %d", status)
 	}
-	if got := owner.text("#error"); !strings.Contains(got, "CSRF") {
+	if got := owner.Text("#error"); !strings.Contains(got, "CSRF") {
 		t.Fatalf("the refusal says %q", got)
 	}
 	if n := f.count(`SELECT count(*) FROM inbound_endpoints WHERE org_id = $1 AND state <> 'active'`); n != 0 {
@@ -460,16 +237,16 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	// member's own session and CSRF token is refused 403.
 	member := newTab()
 	f.signIn(member, "member@acme.example")
-	member.open("/console/receipts/" + failed)
-	if got := member.text("#outcome"); got != "failed" {
+	member.Open("/console/receipts/" + failed)
+	if got := member.Text("#outcome"); got != "failed" {
 		t.Fatalf("the member reads outcome %q", got)
 	}
-	if member.present("#dry-run") || member.present(`form[action$="/replay"]`) {
+	if member.Present("#dry-run") || member.Present(`form[action$="/replay"]`) {
 		t.Fatal("the member is shown a replay button")
 	}
 	var token string
-	member.run("read the member's CSRF token", chromedp.Value(`input[name="csrf"]`, &token, chromedp.ByQuery))
-	if status, body := f.postForm(member.cookie(), "/console/receipts/"+failed+"/replay", url.Values{"csrf": {token}}); status != http.StatusForbidden ||
+	member.Run("read the member's CSRF token", chromedp.Value(`input[name="csrf"]`, &token, chromedp.ByQuery))
+	if status, body := f.postForm(sessionCookie(member), "/console/receipts/"+failed+"/replay", url.Values{"csrf": {token}}); status != http.StatusForbidden ||
 		!strings.Contains(body, "member@acme.example is a member") {
 		t.Fatalf("the member's replay POST answered %d: %s", status, body)
 	}
@@ -481,36 +258,36 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	// stopped while it starts, so the first page shows it running; the page
 	// then refreshes itself (no clicks) until it completes.
 	f.Worker.Stop()
-	owner.open("/console/receipts?outcome=failed&endpoint=" + epID)
-	owner.click(`a[href^="/console/replays/new?"]`)
-	owner.screenshot("bulk-replay-form")
-	owner.click("#start-bulk")
+	owner.Open("/console/receipts?outcome=failed&endpoint=" + epID)
+	owner.Click(`a[href^="/console/replays/new?"]`)
+	owner.Screenshot("bulk-replay-form")
+	owner.Click("#start-bulk")
 	// Asked first, with how many receipts it covers.
-	if got := owner.text("#confirm-question"); !strings.Contains(got, "Replay the 3 receipt(s) these filters select") {
+	if got := owner.Text("#confirm-question"); !strings.Contains(got, "Replay the 3 receipt(s) these filters select") {
 		t.Fatalf("starting the bulk replay asks %q", got)
 	}
-	owner.click("#confirm")
-	if got := owner.text("#flash"); !strings.Contains(got, "started over 3 receipt(s)") {
+	owner.Click("#confirm")
+	if got := owner.Text("#flash"); !strings.Contains(got, "started over 3 receipt(s)") {
 		t.Fatalf("after starting the bulk replay: %q", got)
 	}
-	if got := owner.text("#batch-status"); got != "running" {
+	if got := owner.Text("#batch-status"); got != "running" {
 		t.Fatalf("bulk replay %q before its worker runs", got)
 	}
-	owner.screenshot("bulk-replay-running")
+	owner.Screenshot("bulk-replay-running")
 	f.Worker = f.StartWorker()
 	f.eventuallyWithin(2*time.Minute, "the bulk replay page showing it completed", func() bool {
 		var s string
-		ctx, cancel := context.WithTimeout(owner.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(owner.Ctx, 5*time.Second)
 		defer cancel()
 		// The page reloads itself meanwhile: a read may meet it mid-load.
 		_ = chromedp.Run(ctx, chromedp.Text("#batch-status", &s, chromedp.ByQuery))
 		return strings.TrimSpace(s) == "completed"
 	})
-	if done, total, failedN := owner.text("#batch-done"), owner.text("#batch-total"), owner.text("#batch-failed"); done != "3" || total != "3" || failedN != "0" {
+	if done, total, failedN := owner.Text("#batch-done"), owner.Text("#batch-total"), owner.Text("#batch-failed"); done != "3" || total != "3" || failedN != "0" {
 		t.Fatalf("bulk replay done %s of %s, %s failed; want 3 of 3, none failed", done, total, failedN)
 	}
-	owner.axe("the bulk replay completed")
-	owner.screenshot("bulk-replay-completed")
+	owner.Axe("the bulk replay completed")
+	owner.Screenshot("bulk-replay-completed")
 	// Each invoice once: INV-2's effect, recorded by its first replay, is
 	// not made again.
 	if n := f.count(`SELECT count(*) FROM order_invoices WHERE org_id = $1 AND invoice_ref IN ('INV-1', 'INV-2', 'INV-3')`); n != 3 {
@@ -519,34 +296,34 @@ func TestConsoleInTheBrowser(t *testing.T) {
 
 	// Webhooks: subscribe (the secret shown once), then the deliveries of
 	// what the replays emitted, and resend one.
-	owner.open("/console/webhooks")
-	owner.run("fill the subscription", chromedp.SetValue("#s-url", rc.srv.URL+"/hooks", chromedp.ByQuery))
-	if status := owner.click(`form[action="/console/webhooks"] button`); status != http.StatusCreated {
+	owner.Open("/console/webhooks")
+	owner.Run("fill the subscription", chromedp.SetValue("#s-url", rc.srv.URL+"/hooks", chromedp.ByQuery))
+	if status := owner.Click(`form[action="/console/webhooks"] button`); status != http.StatusCreated {
 		t.Fatalf("subscribe: %d", status)
 	}
-	if secret := owner.text("#subscription-secret"); !strings.HasPrefix(secret, "whsec_") {
+	if secret := owner.Text("#subscription-secret"); !strings.HasPrefix(secret, "whsec_") {
 		t.Fatalf("subscription secret %q", secret)
 	}
 	f.seed(`{"orders": [{"number": "SO-LATER", "status": "confirmed", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1000}]}]}`)
-	owner.open("/console/receipts/" + parked.receipt)
-	owner.click("#dry-run")
-	owner.click("#confirm-replay")
+	owner.Open("/console/receipts/" + parked.receipt)
+	owner.Click("#dry-run")
+	owner.Click("#confirm-replay")
 	f.eventually("a delivery of the replay's event", func() bool {
 		return f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'`) > 0
 	})
-	owner.open("/console/webhooks")
-	owner.screenshot("webhooks")
-	owner.open("/console/deliveries")
-	owner.screenshot("deliveries")
-	owner.click(`form[action$="/resend"] button`)
-	if got := owner.text("#flash"); !strings.HasPrefix(got, "Resent") {
+	owner.Open("/console/webhooks")
+	owner.Screenshot("webhooks")
+	owner.Open("/console/deliveries")
+	owner.Screenshot("deliveries")
+	owner.Click(`form[action$="/resend"] button`)
+	if got := owner.Text("#flash"); !strings.HasPrefix(got, "Resent") {
 		t.Fatalf("after resending: %q", got)
 	}
 
 	// The audit log names the console user for each write.
-	owner.open("/console/audit")
-	owner.screenshot("audit")
-	got := owner.text("main table")
+	owner.Open("/console/audit")
+	owner.Screenshot("audit")
+	got := owner.Text("main table")
 	for _, want := range []string{"console:owner@acme.example", "receipt.replay", "receipt.cancel", "replay_batch.start", "subscription.create", "delivery.resend"} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("the audit log lacks %q: %s", want, got)
@@ -556,8 +333,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	// On a 390 px phone no page scrolls sideways: wide tables scroll in
 	// their own box.
 	phone := newTab()
-	phone.run("a phone's screen", emulation.SetDeviceMetricsOverride(390, 844, 3, true))
-	phone.screen = 390
+	phone.Phone(390, 844)
 	// The sign-in page and the page after it are measured too.
 	f.signIn(phone, "owner@acme.example")
 	batch := f.one(`SELECT id::text FROM replay_batches WHERE org_id = $1 LIMIT 1`)
@@ -565,28 +341,28 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	for _, path := range []string{"/console/", "/console/receipts", "/console/receipts/" + failed, "/console/receipts/" + parked.receipt,
 		"/console/replays/new", "/console/replays/new?outcome=failed&outcome=unchanged", "/console/replays/" + batch, "/console/webhooks", "/console/deliveries", "/console/deliveries/" + delivery,
 		"/console/audit", "/console/no-such-page", "/console/login/cs_unknown", "/console/receipts?ref=%00"} {
-		phone.open(path)
+		phone.Open(path)
 	}
 	// And the pages a form answers with: a dry run, the confirmations,
 	// a new endpoint's and a new subscription's one-time secrets.
-	phone.open("/console/receipts/" + failed)
-	phone.click("#dry-run")
-	phone.open("/console/")
-	phone.click(`form[action$="/pause"] button`)
-	phone.open("/console/webhooks")
-	phone.click(`form[action$="/active"] button`)
-	phone.open("/console/webhooks")
-	phone.click(`form[action$="/recover"] button`)
-	phone.open("/console/replays/new?outcome=failed&outcome=unchanged")
-	phone.click("#start-bulk")
-	phone.open("/console/")
-	phone.run("fill the endpoint", chromedp.SetValue("#ep-name", "From a phone", chromedp.ByQuery))
-	phone.click(`form[action="/console/endpoints"] button`)
-	phone.open("/console/webhooks")
-	phone.run("fill the subscription", chromedp.SetValue("#s-url", rc.srv.URL+"/phone", chromedp.ByQuery))
-	phone.click(`form[action="/console/webhooks"] button`)
+	phone.Open("/console/receipts/" + failed)
+	phone.Click("#dry-run")
+	phone.Open("/console/")
+	phone.Click(`form[action$="/pause"] button`)
+	phone.Open("/console/webhooks")
+	phone.Click(`form[action$="/active"] button`)
+	phone.Open("/console/webhooks")
+	phone.Click(`form[action$="/recover"] button`)
+	phone.Open("/console/replays/new?outcome=failed&outcome=unchanged")
+	phone.Click("#start-bulk")
+	phone.Open("/console/")
+	phone.Run("fill the endpoint", chromedp.SetValue("#ep-name", "From a phone", chromedp.ByQuery))
+	phone.Click(`form[action="/console/endpoints"] button`)
+	phone.Open("/console/webhooks")
+	phone.Run("fill the subscription", chromedp.SetValue("#s-url", rc.srv.URL+"/phone", chromedp.ByQuery))
+	phone.Click(`form[action="/console/webhooks"] button`)
 	// Signed out.
-	phone.click(`form[action="/console/logout"] button`)
+	phone.Click(`form[action="/console/logout"] button`)
 }
 
 // Findings of the console's second review, in a real browser: the bulk
@@ -616,24 +392,24 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 			t.Fatalf("a scanner's GET of the link: %d", resp.StatusCode)
 		}
 	}
-	if status := b.open(strings.TrimPrefix(link, f.srv.URL)); status != 200 {
+	if status := b.Open(strings.TrimPrefix(link, f.srv.URL)); status != 200 {
 		t.Fatalf("opening the link: %d", status)
 	}
-	if status := b.click("#signin button"); status != 200 || !strings.Contains(b.text("#flash"), "Signed in as owner@acme.example") {
-		t.Fatalf("signing in after a scanner fetched the link: %d %q", status, b.text("#flash"))
+	if status := b.Click("#signin button"); status != 200 || !strings.Contains(b.Text("#flash"), "Signed in as owner@acme.example") {
+		t.Fatalf("signing in after a scanner fetched the link: %d %q", status, b.Text("#flash"))
 	}
 
 	// The bulk replay link opens the form with the list's filters.
 	list := "/console/receipts?outcome=parked&outcome=cancelled&endpoint=" + epID + "&after=2026-11-26T06:00"
-	if status := b.open(list); status != 200 {
+	if status := b.Open(list); status != 200 {
 		t.Fatalf("the filtered list: %d", status)
 	}
-	if status := b.click("#bulk-link"); status != 200 {
+	if status := b.Click("#bulk-link"); status != 200 {
 		t.Fatalf("the bulk replay link: %d", status)
 	}
 	var checked []string
 	var endpoint, after string
-	b.run("read the bulk form", chromedp.Evaluate(`[...document.querySelectorAll('input[name=outcome]:checked')].map(e => e.value)`, &checked),
+	b.Run("read the bulk form", chromedp.Evaluate(`[...document.querySelectorAll('input[name=outcome]:checked')].map(e => e.value)`, &checked),
 		chromedp.Evaluate(`document.querySelector('select[name=endpoint]').value`, &endpoint),
 		chromedp.Evaluate(`document.querySelector('input[name=after]').value`, &after))
 	slices.Sort(checked)
@@ -648,29 +424,29 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		{"/console/deliveries?event_type=%00", `The filter "event_type" holds a control character`},
 		{"/console/deliveries?status=bogus", `The status filter names a status that does not exist: "bogus"`},
 	} {
-		if status := b.open(c.path); status != http.StatusBadRequest {
+		if status := b.Open(c.path); status != http.StatusBadRequest {
 			t.Errorf("%s answered %d, want 400", c.path, status)
 			continue
 		}
-		if got := b.text("#error"); !strings.Contains(got, c.want) {
+		if got := b.Text("#error"); !strings.Contains(got, c.want) {
 			t.Errorf("%s says %q, want %q", c.path, got, c.want)
 		}
-		if id := b.text("#request-id code"); id == "" {
+		if id := b.Text("#request-id code"); id == "" {
 			t.Errorf("%s shows no request id", c.path)
 		}
 	}
 
 	// A form field alike: a NUL typed into the bulk form's reference is a
 	// 400 page naming the field, not a 500 from the database.
-	b.open("/console/replays/new")
-	b.run("type a NUL", chromedp.Evaluate(`document.querySelector('form[action="/console/replays"] input[name=ref]').value = "SO\u0000"`, nil))
-	if status := b.click("#start-bulk"); status != http.StatusBadRequest {
+	b.Open("/console/replays/new")
+	b.Run("type a NUL", chromedp.Evaluate(`document.querySelector('form[action="/console/replays"] input[name=ref]').value = "SO\u0000"`, nil))
+	if status := b.Click("#start-bulk"); status != http.StatusBadRequest {
 		t.Errorf("a bulk form with a NUL in its reference answered %d, want 400", status)
 	}
-	if got := b.text("#error"); !strings.Contains(got, `The field "ref" holds a control character`) {
+	if got := b.Text("#error"); !strings.Contains(got, `The field "ref" holds a control character`) {
 		t.Errorf("a bulk form with a NUL in its reference says %q", got)
 	}
-	if id := b.text("#request-id code"); id == "" {
+	if id := b.Text("#request-id code"); id == "" {
 		t.Error("the 400 page of a form shows no request id")
 	}
 
@@ -684,15 +460,15 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		}
 	}
 	rename("audit_log", "audit_log_away")
-	status := b.open("/console/audit")
+	status := b.Open("/console/audit")
 	rename("audit_log_away", "audit_log")
 	if status != http.StatusInternalServerError {
 		t.Errorf("the audit page without its table answered %d, want 500", status)
 	}
-	if id := b.text("#request-id code"); id == "" {
+	if id := b.Text("#request-id code"); id == "" {
 		t.Error("the 500 page shows no request id")
 	}
-	if got := b.text("main"); strings.Contains(got, "audit_log") || strings.Contains(got, "SQLSTATE") || strings.Contains(got, "relation") {
+	if got := b.Text("main"); strings.Contains(got, "audit_log") || strings.Contains(got, "SQLSTATE") || strings.Contains(got, "relation") {
 		t.Errorf("the 500 page tells the database's error: %q", got)
 	}
 
@@ -705,26 +481,26 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		t.Fatalf("post for an order not there yet: %d %s", parked.status, parked.raw)
 	}
 	// Its row says what it waits for, and links by its time.
-	b.open("/console/receipts?outcome=parked")
-	if got := b.text("main table tbody"); !strings.Contains(got, "waits for") || !strings.Contains(got, "SO-NOT-YET") {
+	b.Open("/console/receipts?outcome=parked")
+	if got := b.Text("main table tbody"); !strings.Contains(got, "waits for") || !strings.Contains(got, "SO-NOT-YET") {
 		t.Fatalf("the parked row does not say what it waits for: %q", got)
 	}
-	b.open("/console/receipts/" + parked.receipt)
-	b.click("#dry-run")
-	if !b.present("#dry-warning") || !b.present("#confirm-replay.secondary") || !b.present("#back-to-receipt") {
+	b.Open("/console/receipts/" + parked.receipt)
+	b.Click("#dry-run")
+	if !b.Present("#dry-warning") || !b.Present("#confirm-replay.secondary") || !b.Present("#back-to-receipt") {
 		t.Fatal("the dry run of a replay that would park again neither warns nor puts going back first")
 	}
-	b.click("#confirm-replay")
-	if got := b.text("#flash"); !strings.HasPrefix(got, "Warning: the replay did not go through") || !b.present("#flash.warn") {
+	b.Click("#confirm-replay")
+	if got := b.Text("#flash"); !strings.HasPrefix(got, "Warning: the replay did not go through") || !b.Present("#flash.warn") {
 		t.Fatalf("a replay that parked again is shown as %q", got)
 	}
 	applied := f.post(invoices, `{"order_ref": "SO-1", "invoice_ref": "INV-A", "amount_minor": 100}`)
 	if applied.str("outcome") != "applied" {
 		t.Fatalf("a post that applies: %d %s", applied.status, applied.raw)
 	}
-	b.open("/console/receipts/" + applied.receipt)
-	b.click("#dry-run")
-	if b.present("#confirm-replay") || !b.present("#applied-note") {
+	b.Open("/console/receipts/" + applied.receipt)
+	b.Click("#dry-run")
+	if b.Present("#confirm-replay") || !b.Present("#applied-note") {
 		t.Fatal("an applied receipt's dry run offers a replay")
 	}
 
@@ -748,35 +524,35 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 		return f.count(`SELECT count(*) FROM webhook_deliveries d JOIN events e ON e.org_id = d.org_id AND e.id = d.event_id
 			WHERE d.org_id = $1 AND e.type = 'inbound.receipt.failed' AND d.status = 'failed'`) > 0
 	})
-	b.open("/console/receipts/" + failedPost.receipt)
-	if got := b.text("#trace-events"); !strings.Contains(got, "inbound.receipt.failed") || !strings.Contains(got, "failed") {
+	b.Open("/console/receipts/" + failedPost.receipt)
+	if got := b.Text("#trace-events"); !strings.Contains(got, "inbound.receipt.failed") || !strings.Contains(got, "failed") {
 		t.Fatalf("the failed receipt's trace: %q", got)
 	}
-	b.click(`#trace-events a[href^="/console/deliveries/"]`)
-	if got := b.text("#attempts"); !strings.Contains(got, `{"error": "ERP down for maintenance"}`) {
+	b.Click(`#trace-events a[href^="/console/deliveries/"]`)
+	if got := b.Text("#attempts"); !strings.Contains(got, `{"error": "ERP down for maintenance"}`) {
 		t.Fatalf("the delivery's attempts do not show the receiver's answer: %q", got)
 	}
-	if got := b.text("#sent-body"); !strings.Contains(got, `"type": "inbound.receipt.failed"`) || !strings.Contains(got, failedPost.receipt) {
+	if got := b.Text("#sent-body"); !strings.Contains(got, `"type": "inbound.receipt.failed"`) || !strings.Contains(got, failedPost.receipt) {
 		t.Fatalf("what the delivery sends: %q", got)
 	}
-	if got := b.text("#sent-headers"); !strings.Contains(got, "v1,***") || strings.Contains(got, "whsec_") {
+	if got := b.Text("#sent-headers"); !strings.Contains(got, "v1,***") || strings.Contains(got, "whsec_") {
 		t.Fatalf("the headers sent, signatures masked: %q", got)
 	}
-	if got := b.text("#delivery-receipt"); got != failedPost.receipt || !b.present("#delivery-subscription") {
+	if got := b.Text("#delivery-receipt"); got != failedPost.receipt || !b.Present("#delivery-subscription") {
 		t.Fatalf("the delivery links to receipt %q", got)
 	}
 	// The event's deliveries, to every subscription: this one among them.
 	var deliveryPath string
-	b.run("read the delivery's address", chromedp.Evaluate(`location.pathname`, &deliveryPath))
-	b.click("#delivery-event")
-	if !b.present("#event-filter") || !b.present(`main table a[href="`+deliveryPath+`"]`) {
+	b.Run("read the delivery's address", chromedp.Evaluate(`location.pathname`, &deliveryPath))
+	b.Click("#delivery-event")
+	if !b.Present("#event-filter") || !b.Present(`main table a[href="`+deliveryPath+`"]`) {
 		t.Fatalf("the event's deliveries do not list the delivery %s", deliveryPath)
 	}
-	b.open(deliveryPath)
+	b.Open(deliveryPath)
 	// The subscription filter is a choice a person reads, by URL.
-	b.click("#delivery-subscription")
+	b.Click("#delivery-subscription")
 	var chosen string
-	b.run("read the subscription filter", chromedp.Evaluate(`document.querySelector('#subscription-filter').selectedOptions[0].textContent`, &chosen))
+	b.Run("read the subscription filter", chromedp.Evaluate(`document.querySelector('#subscription-filter').selectedOptions[0].textContent`, &chosen))
 	if chosen != rc.srv.URL+"/hooks" {
 		t.Fatalf("the deliveries list's subscription filter shows %q", chosen)
 	}
@@ -784,24 +560,24 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	// Switching a subscription off and recovering its deliveries ask
 	// first, naming the URL and how many deliveries; going back changes
 	// nothing.
-	b.open("/console/webhooks")
-	b.click(`form[action$="/active"] button`)
-	if got := b.text("#confirm-question"); !strings.Contains(got, "Switch off the subscription to "+rc.srv.URL+"/hooks") {
+	b.Open("/console/webhooks")
+	b.Click(`form[action$="/active"] button`)
+	if got := b.Text("#confirm-question"); !strings.Contains(got, "Switch off the subscription to "+rc.srv.URL+"/hooks") {
 		t.Fatalf("switching off asks %q", got)
 	}
-	b.click("#confirm-cancel")
+	b.Click("#confirm-cancel")
 	if n := f.count(`SELECT count(*) FROM webhook_subscriptions WHERE org_id = $1 AND active`); n != 1 {
 		t.Fatal("going back from the confirmation switched the subscription off")
 	}
-	b.click(`form[action$="/recover"] button`)
-	if got := b.text("#confirm-question"); !strings.Contains(got, "Send again the 1 failed or exhausted deliveries to "+rc.srv.URL+"/hooks") {
+	b.Click(`form[action$="/recover"] button`)
+	if got := b.Text("#confirm-question"); !strings.Contains(got, "Send again the 1 failed or exhausted deliveries to "+rc.srv.URL+"/hooks") {
 		t.Fatalf("recovering asks %q", got)
 	}
 
 	// A favicon, and static files a browser may keep.
 	var icon string
-	b.open("/console/")
-	b.run("read the icon link", chromedp.Evaluate(`document.querySelector('link[rel=icon]').href`, &icon))
+	b.Open("/console/")
+	b.Run("read the icon link", chromedp.Evaluate(`document.querySelector('link[rel=icon]').href`, &icon))
 	for _, u := range []string{icon, f.srv.URL + "/console/static/console.css"} {
 		resp, err := http.Get(u)
 		if err != nil {
@@ -814,12 +590,12 @@ func TestConsoleReviewFindingsInTheBrowser(t *testing.T) {
 	}
 
 	// Creating an endpoint shows its URL once (a page axe checks too).
-	b.run("fill the endpoint", chromedp.SetValue("#ep-name", "From the console", chromedp.ByQuery),
+	b.Run("fill the endpoint", chromedp.SetValue("#ep-name", "From the console", chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelector('input[name=require_signature]').checked = true`, nil))
-	if status := b.click(`form[action="/console/endpoints"] button`); status != http.StatusCreated {
+	if status := b.Click(`form[action="/console/endpoints"] button`); status != http.StatusCreated {
 		t.Fatalf("creating an endpoint: %d", status)
 	}
-	if url, secret := b.text("#endpoint-url"), b.text("#endpoint-secret"); !strings.Contains(url, "/api/in/") || secret == "" {
+	if url, secret := b.Text("#endpoint-url"), b.Text("#endpoint-secret"); !strings.Contains(url, "/api/in/") || secret == "" {
 		t.Fatalf("the created endpoint's URL %q, secret %q", url, secret)
 	}
 }
@@ -851,20 +627,20 @@ func TestConsoleFiltersTakeTheViewersZone(t *testing.T) {
 
 	b := newBrowser(t, f.srv.URL)()
 	// This viewer is in Los Angeles (in place of the tab's London).
-	b.run("move the tab to Los Angeles", emulation.SetTimezoneOverride(""), emulation.SetTimezoneOverride("America/Los_Angeles"))
+	b.Run("move the tab to Los Angeles", emulation.SetTimezoneOverride(""), emulation.SetTimezoneOverride("America/Los_Angeles"))
 	la, err := time.LoadLocation("America/Los_Angeles")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.signIn(b, "owner@acme.example")
-	b.open("/console/receipts")
+	b.Open("/console/receipts")
 
 	// The newest row's time as shown ("26 Nov 2026, 22:33:12 PST" or
 	// "Nov 26, 2026, 10:33:12 PM PST", as the browser's locale has it),
 	// which is its instant on the Los Angeles clock.
 	var shown, at string
 	var ok bool
-	b.run("read the newest row's time", chromedp.Text("a.receipt-link time", &shown, chromedp.ByQuery),
+	b.Run("read the newest row's time", chromedp.Text("a.receipt-link time", &shown, chromedp.ByQuery),
 		chromedp.AttributeValue("a.receipt-link time", "datetime", &at, &ok, chromedp.ByQuery))
 	const clock = `(\d{1,2}):(\d{2}):\d{2}[\s\x{a0}\x{202f}]*([AP]M)?`
 	var day, month, year, hour, minute, half string
@@ -887,59 +663,59 @@ func TestConsoleFiltersTakeTheViewersZone(t *testing.T) {
 
 	// A minute either side of it, typed as the inputs take it.
 	from, to := wall.Add(-time.Minute).Format("2006-01-02T15:04"), wall.Add(time.Minute).Format("2006-01-02T15:04")
-	b.run("enter the range", chromedp.SetValue(`form.filters input[name="after"]`, from, chromedp.ByQuery),
+	b.Run("enter the range", chromedp.SetValue(`form.filters input[name="after"]`, from, chromedp.ByQuery),
 		chromedp.SetValue(`form.filters input[name="before"]`, to, chromedp.ByQuery))
-	if status := b.click(`form.filters button[type="submit"]`); status != http.StatusOK {
+	if status := b.Click(`form.filters button[type="submit"]`); status != http.StatusOK {
 		t.Fatalf("filtering: %d", status)
 	}
 	var links []string
-	b.run("list receipts", chromedp.Evaluate(`[...document.querySelectorAll("a.receipt-link")].map(a => a.dataset.id)`, &links))
+	b.Run("list receipts", chromedp.Evaluate(`[...document.querySelectorAll("a.receipt-link")].map(a => a.dataset.id)`, &links))
 	if !slices.Equal(links, []string{newest}) {
 		t.Fatalf("From %s To %s (Los Angeles, around the newest row's %q) lists %v; want the newest receipt %s alone (not %s)",
 			from, to, shown, links, newest, older)
 	}
 	// The zone stays in the address, and the inputs show the same values.
 	var search, after, before string
-	b.run("read the filtered list", chromedp.Evaluate(`location.search`, &search),
+	b.Run("read the filtered list", chromedp.Evaluate(`location.search`, &search),
 		chromedp.Value(`form.filters input[name="after"]`, &after, chromedp.ByQuery),
 		chromedp.Value(`form.filters input[name="before"]`, &before, chromedp.ByQuery))
 	if !strings.Contains(search, "tz=America%2FLos_Angeles") || after != from || before != to {
 		t.Fatalf("the filtered list is %s with From %q, To %q; want tz and From %q, To %q", search, after, before, from, to)
 	}
 	// The page names the zone: the labels and the footer.
-	if got := b.text("form.filters"); !strings.Contains(got, "From (America/Los_Angeles)") || !strings.Contains(got, "To (America/Los_Angeles)") {
+	if got := b.Text("form.filters"); !strings.Contains(got, "From (America/Los_Angeles)") || !strings.Contains(got, "To (America/Los_Angeles)") {
 		t.Fatalf("the filter's labels: %q", got)
 	}
-	if got := b.text("#zone-note"); got != "Times are shown in America/Los_Angeles." {
+	if got := b.Text("#zone-note"); got != "Times are shown in America/Los_Angeles." {
 		t.Fatalf("the footer says %q", got)
 	}
 
 	// The bulk replay form opens with the range in the same zone, and
 	// selects what the list showed.
-	if status := b.click("#bulk-link"); status != http.StatusOK {
+	if status := b.Click("#bulk-link"); status != http.StatusOK {
 		t.Fatalf("the bulk replay link: %d", status)
 	}
 	var tz string
-	b.run("read the bulk form", chromedp.Value(`#b-after`, &after, chromedp.ByQuery), chromedp.Value(`#b-before`, &before, chromedp.ByQuery),
+	b.Run("read the bulk form", chromedp.Value(`#b-after`, &after, chromedp.ByQuery), chromedp.Value(`#b-before`, &before, chromedp.ByQuery),
 		chromedp.Value(`form[action="/console/replays"] input[name="tz"]`, &tz, chromedp.ByQuery))
-	if after != from || before != to || tz != "America/Los_Angeles" || b.text(`label[for="b-after"]`) != "Received after (America/Los_Angeles)" {
-		t.Fatalf("the bulk form opened with after %q, before %q, tz %q, labelled %q", after, before, tz, b.text(`label[for="b-after"]`))
+	if after != from || before != to || tz != "America/Los_Angeles" || b.Text(`label[for="b-after"]`) != "Received after (America/Los_Angeles)" {
+		t.Fatalf("the bulk form opened with after %q, before %q, tz %q, labelled %q", after, before, tz, b.Text(`label[for="b-after"]`))
 	}
-	b.click("#start-bulk")
-	if got := b.text("#confirm-question"); !strings.Contains(got, "Replay the 1 receipt(s) these filters select") ||
+	b.Click("#start-bulk")
+	if got := b.Text("#confirm-question"); !strings.Contains(got, "Replay the 1 receipt(s) these filters select") ||
 		!strings.Contains(got, "received from "+wall.Add(-time.Minute).Format("2006-01-02 15:04")+" America/Los_Angeles") {
 		t.Fatalf("starting the bulk replay asks %q", got)
 	}
 
 	// Recovering webhook deliveries since a day ago, on the viewer's clock.
-	b.open("/console/webhooks")
+	b.Open("/console/webhooks")
 	var since string
-	b.run("read the recovery form", chromedp.Value(`form[action$="/recover"] input[name="since"]`, &since, chromedp.ByQuery),
+	b.Run("read the recovery form", chromedp.Value(`form[action$="/recover"] input[name="since"]`, &since, chromedp.ByQuery),
 		chromedp.Value(`form[action$="/recover"] input[name="tz"]`, &tz, chromedp.ByQuery))
 	s, err := time.ParseInLocation("2006-01-02T15:04", since, la)
 	if late := time.Since(s) - 24*time.Hour; err != nil || tz != "America/Los_Angeles" || late < -time.Minute || late > 3*time.Minute ||
-		!strings.Contains(b.text(`form[action$="/recover"]`), "Resend failed since (America/Los_Angeles)") {
+		!strings.Contains(b.Text(`form[action$="/recover"]`), "Resend failed since (America/Los_Angeles)") {
 		t.Fatalf("the recovery form says since %q in %q (%v): not a day ago in Los Angeles; labelled %q", since, tz, err,
-			b.text(`form[action$="/recover"]`))
+			b.Text(`form[action$="/recover"]`))
 	}
 }
