@@ -271,10 +271,10 @@ func (b *Tab) Screenshot(name string) {
 	}
 	var png []byte
 	b.Run("screenshot "+name, chromedp.FullScreenshot(&png, 100))
-	if err := os.MkdirAll(b.shots, 0o755); err != nil {
+	if err := os.MkdirAll(b.shots, 0o750); err != nil {
 		b.T.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o600); err != nil {
 		b.T.Fatal(err)
 	}
 }
