@@ -32,7 +32,7 @@ func erpExample(tb testing.TB) (post, mapping string) {
 
 // BenchmarkMapPost is the mapping stage of one post (mapBody once the
 // program is compiled and cached): the docs' ERP mapping run on the docs'
-// ERP post, with the headers a receipt keeps, on a fresh engine. Run with
+// ERP post, with the headers a receipt keeps, on a reused engine. Run with
 // -benchmem: allocs/op are the Go allocations of a run (the engine's own
 // memory is QuickJS's, outside the Go heap).
 func BenchmarkMapPost(b *testing.B) {

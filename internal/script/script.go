@@ -1,10 +1,13 @@
 // Package script runs the JavaScript of mappings and transformations: a
 // function of one JSON input that answers one JSON value, on an engine that
-// can do nothing else. Each run gets a fresh engine (modernc.org/quickjs,
-// QuickJS in pure Go) holding the language's built-ins, JSON, Math without
-// Math.random, a Date whose clock is fixed by the caller, and console.log;
-// no network, files, timers or modules, and nothing outlives the run. The
-// same script and input always give the same result.
+// can do nothing else. An engine (modernc.org/quickjs, QuickJS in pure Go)
+// holds the language's built-ins, frozen, JSON, Math without Math.random,
+// a Date whose clock is fixed by the caller, and console.log; no network,
+// files, timers, modules or eval. It serves one run after another: a
+// script's top level runs in a function of its own and the globals a run
+// adds are deleted after it, so nothing outlives a run, and the same
+// script and input always give the same result; an engine a run could
+// have changed is closed instead (prelude.js).
 //
 // Every run is held to Limits: CPU time (measured on the run's own thread),
 // memory (QuickJS's allocator refuses past the cap), the size of its
@@ -26,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -95,9 +99,13 @@ func (e *Error) Error() string {
 // Program is a compiled script.
 type Program struct {
 	// Source is the script as written; SHA256 its hex digest.
-	Source   string
-	SHA256   string
-	bytecode []byte
+	Source string
+	SHA256 string
+
+	mu sync.Mutex
+	// wrapped is the script's code inside a function that answers the
+	// function it names, compiled once for each name it is asked for.
+	wrapped map[string][]byte
 }
 
 // Outcome is what a run answered.
@@ -117,35 +125,46 @@ func (o Outcome) Null() bool { return string(o.Output) == "null" }
 type Runner struct {
 	limits Limits
 	slots  chan struct{}
-	fresh  chan *engine
+	// idle holds engines ready for a run: the prelude installed and, for
+	// one that has run before, every global its runs added deleted.
+	idle chan *engine
+	// engines counts the engines made.
+	engines atomic.Int64
 }
 
-// engine is a fresh QuickJS engine with the prelude installed, used for one
-// run.
+// engineRuns is how many runs an engine serves before it is closed and
+// a new one takes its place, which also returns whatever memory its runs
+// left for its garbage collector.
+const engineRuns = 1000
+
+// engine is a QuickJS engine with the prelude installed. It serves runs
+// one at a time, as long as each ends with a result and leaves it clean;
+// any other run closes it.
 type engine struct {
 	vm   *quickjs.VM
 	logs []string
 	// dropped counts lines past the limit.
 	dropped int
 	limits  *Limits
+	// runs counts the runs it has served.
+	runs int
 }
 
 // NewRunner makes a runner of at most slots runs at once (at least one).
 func NewRunner(l Limits, slots int) *Runner {
 	slots = max(slots, 1)
-	r := &Runner{limits: l, slots: make(chan struct{}, slots), fresh: make(chan *engine, slots)}
-	return r
+	return &Runner{limits: l, slots: make(chan struct{}, slots), idle: make(chan *engine, slots)}
 }
 
 // DefaultSlots is the number of runs at once a process allows: one per
 // processor, and at least two.
 func DefaultSlots() int { return max(runtime.GOMAXPROCS(0), 2) }
 
-// Close releases the engines the runner has prepared.
+// Close releases the runner's idle engines.
 func (r *Runner) Close() {
 	for {
 		select {
-		case e := <-r.fresh:
+		case e := <-r.idle:
 			_ = e.vm.Close()
 		default:
 			return
@@ -180,8 +199,7 @@ func (r *Runner) Compile(source string) (*Program, error) {
 	}
 	defer vm.Close()
 	vm.SetMemoryLimit(uintptr(r.limits.Memory))
-	code, err := vm.Compile(source, quickjs.EvalGlobal)
-	if err != nil {
+	if _, err := vm.Compile(source, quickjs.EvalGlobal); err != nil {
 		var qe *quickjs.Error
 		if errors.As(err, &qe) {
 			return nil, &Error{Message: qe.Name + ": " + qe.Message, Line: qe.LineNumber, Column: qe.ColumnNumber}
@@ -189,8 +207,45 @@ func (r *Runner) Compile(source string) (*Program, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(source))
-	return &Program{Source: source, SHA256: hex.EncodeToString(sum[:]), bytecode: code}, nil
+	return &Program{Source: source, SHA256: hex.EncodeToString(sum[:])}, nil
 }
+
+// identifier is a function name a program can be asked for.
+var identifier = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+
+// code is the program's code inside a function that runs the script's own
+// top level in a scope of its own, so that nothing it declares outlives
+// the run, and answers its function fn (undefined when it has none). The
+// script compiled on its own (Compile), so it is the whole body of that
+// function: a script cannot close the function early. The body starts on
+// the second line (see wrappedLines).
+func (p *Program) code(vm *quickjs.VM, fn string) ([]byte, error) {
+	if !identifier.MatchString(fn) {
+		return nil, fmt.Errorf("script: %q is not a function name", fn)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if code, ok := p.wrapped[fn]; ok {
+		return code, nil
+	}
+	src := "(function () {\n" + p.Source + "\n;return typeof " + fn + " === \"function\" ? " + fn + " : undefined;\n})"
+	code, err := vm.Compile(src, quickjs.EvalGlobal)
+	if err != nil {
+		return nil, fmt.Errorf("script: wrapping the program: %w", err)
+	}
+	if p.wrapped == nil {
+		p.wrapped = map[string][]byte{}
+	}
+	p.wrapped[fn] = code
+	return code, nil
+}
+
+// maxStack is the deepest a run's stack may go, in QuickJS's count of
+// stack slots: about one a call of a simple function.
+const maxStack = 2000
+
+// wrappedLines is the number of lines code puts before the script's own.
+const wrappedLines = 1
 
 func init() {
 	// QuickJS reads the local time zone through its C library's TZ: make it
@@ -206,7 +261,7 @@ func init() {
 	libc.Xsetenv(tls, name, value, 1)
 }
 
-// newEngine prepares a fresh engine: limits set, prelude installed.
+// newEngine prepares an engine: limits set, prelude installed.
 func (r *Runner) newEngine() (*engine, error) {
 	preludeOnce.Do(func() {
 		vm, err := quickjs.NewVM()
@@ -224,8 +279,10 @@ func (r *Runner) newEngine() (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.engines.Add(1)
 	e := &engine{vm: vm, limits: &r.limits}
 	vm.SetMemoryLimit(uintptr(r.limits.Memory))
+	vm.SetMaxStackSize(maxStack)
 	if err := vm.SetEvalTimeout(r.limits.Wall); err != nil {
 		_ = vm.Close()
 		return nil, err
@@ -239,6 +296,17 @@ func (r *Runner) newEngine() (*engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// settled runs the promise jobs a run left, still watched, and says
+// whether the engine is fit for another run: there were none, and the run
+// was not interrupted. The jobs' log lines are not kept: the run's result
+// was known before them.
+func (e *engine) settled(w *watcher) bool {
+	logs, dropped := len(e.logs), e.dropped
+	jobs, err := e.vm.ExecutePendingJobs()
+	e.logs, e.dropped = e.logs[:logs], dropped
+	return jobs == 0 && err == nil && !w.exceeded()
 }
 
 // log keeps one console.log line.
@@ -262,29 +330,28 @@ func (e *engine) log(args []any) (any, error) {
 	return nil, nil
 }
 
-// take returns a prepared engine, or prepares one; a new one is prepared
-// for the next run beside this one.
+// take returns an idle engine, or prepares one.
 func (r *Runner) take() (*engine, error) {
 	select {
-	case e := <-r.fresh:
-		go r.refill()
+	case e := <-r.idle:
 		return e, nil
 	default:
 	}
-	go r.refill()
 	return r.newEngine()
 }
 
-func (r *Runner) refill() {
-	e, err := r.newEngine()
-	if err != nil {
-		return
+// put keeps an engine that ended its run clean for the next run, or
+// closes it.
+func (r *Runner) put(e *engine, clean bool) {
+	if clean && e.runs < engineRuns {
+		e.logs, e.dropped = nil, 0
+		select {
+		case r.idle <- e:
+			return
+		default:
+		}
 	}
-	select {
-	case r.fresh <- e:
-	default:
-		_ = e.vm.Close()
-	}
+	_ = e.vm.Close()
 }
 
 // Run calls the program's function fn on input (JSON), with Date's clock at
@@ -301,10 +368,10 @@ func (r *Runner) Run(ctx context.Context, p *Program, fn string, input []byte, c
 	if err != nil {
 		return Outcome{}, err
 	}
-	defer e.vm.Close()
+	e.runs++
 
 	started := time.Now()
-	out, err := r.runOn(e, p, fn, input, clock)
+	out, clean, err := r.runOn(e, p, fn, input, clock)
 	o := Outcome{Output: out, Logs: e.logs, Duration: time.Since(started)}
 	if o.Logs == nil {
 		o.Logs = []string{}
@@ -312,37 +379,50 @@ func (r *Runner) Run(ctx context.Context, p *Program, fn string, input []byte, c
 	if e.dropped > 0 {
 		o.Logs = append(o.Logs, fmt.Sprintf("… %d more lines not kept", e.dropped))
 	}
+	r.put(e, clean)
 	return o, err
 }
 
 // runOn runs the program on its engine, on a thread of its own, watched
-// for CPU time.
-func (r *Runner) runOn(e *engine, p *Program, fn string, input []byte, clock time.Time) ([]byte, error) {
+// for CPU time. clean says whether the engine can serve another run: the
+// run answered, added no global it could not delete, and left no promise
+// job (those are run, watched, after the result is known).
+func (r *Runner) runOn(e *engine, p *Program, fn string, input []byte, clock time.Time) (out []byte, clean bool, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	w := watch(e.vm, r.limits.CPU)
 	defer w.stop()
 
-	if _, err := e.vm.Call("__start", float64(clock.UnixMilli())); err != nil {
-		return nil, err
-	}
-	if _, err := e.vm.EvalBytecode(p.bytecode); err != nil {
-		return nil, scriptError(err, w)
-	}
-	res, err := e.vm.Call("__run", fn, string(input), r.limits.Output)
+	code, err := p.code(e.vm, fn)
 	if err != nil {
-		return nil, scriptError(err, w)
+		return nil, false, err
+	}
+	program, err := e.vm.EvalBytecodeValue(code)
+	if err != nil {
+		return nil, false, scriptError(err, w)
+	}
+	defer program.Free()
+	res, err := e.vm.Call("__run", program, fn, string(input), r.limits.Output, float64(clock.UnixMilli()))
+	if err != nil {
+		err = scriptError(err, w)
+		var se *Error
+		if errors.As(err, &se) && se.Limit == "" {
+			// A throw: the engine serves on if the run left it clean.
+			reset, rerr := e.vm.Call("__reset")
+			return nil, reset == true && rerr == nil && e.settled(w), err
+		}
+		return nil, false, err
 	}
 	switch v := res.(type) {
 	case string:
-		if len(v) > r.limits.Output {
-			return nil, &Error{Limit: LimitOutput}
+		if len(v) < 1 || len(v)-1 > r.limits.Output {
+			return nil, false, &Error{Limit: LimitOutput}
 		}
-		return []byte(v), nil
+		return []byte(v[1:]), v[0] == '1' && e.settled(w), nil
 	case int, int32, int64, float64:
-		return nil, &Error{Limit: LimitOutput}
+		return nil, false, &Error{Limit: LimitOutput}
 	}
-	return nil, fmt.Errorf("script: unexpected result %T", res)
+	return nil, false, fmt.Errorf("script: unexpected result %T", res)
 }
 
 // frame is one frame of a QuickJS stack: "    at name (<eval>:3:9)".
@@ -350,7 +430,7 @@ var frame = regexp.MustCompile(`^\s*at (\S+) \(<eval>:(\d+):(\d+)\)`)
 
 // preludeFrames are the prelude's own functions, never where a script's
 // error is.
-var preludeFrames = map[string]bool{"__run": true, "__start": true, "random": true, "log": true, "FixedDate": true, "Date": true}
+var preludeFrames = map[string]bool{"__run": true, "random": true, "log": true, "FixedDate": true, "Date": true}
 
 // scriptError is the *Error of what a run threw, or of the limit it passed.
 func scriptError(err error, w *watcher) error {
@@ -378,14 +458,15 @@ func scriptError(err error, w *watcher) error {
 	if qe.Name == "" && qe.Message == "" {
 		msg = strings.TrimSpace(err.Error())
 	}
-	out := &Error{Message: msg, Line: qe.LineNumber, Column: qe.ColumnNumber}
+	out := &Error{Message: msg, Line: max(qe.LineNumber-wrappedLines, 0), Column: qe.ColumnNumber}
 	if out.Line == 0 {
 		for _, l := range strings.Split(qe.Stack, "\n") {
 			m := frame.FindStringSubmatch(l)
 			if m == nil || preludeFrames[m[1]] {
 				continue
 			}
-			out.Line, _ = strconv.Atoi(m[2])
+			line, _ := strconv.Atoi(m[2])
+			out.Line = max(line-wrappedLines, 0)
 			out.Column, _ = strconv.Atoi(m[3])
 			break
 		}

@@ -155,7 +155,7 @@ func TestAnOutputJustUnderTheLimitIsAnswered(t *testing.T) {
 
 func TestNothingButTheLanguageIsReachable(t *testing.T) {
 	r := newRunner(t)
-	for _, expr := range []string{"fetch", "require", "setTimeout", "setInterval", "XMLHttpRequest", "std", "os", "WebAssembly", "process", "WeakRef", "FinalizationRegistry", "__log"} {
+	for _, expr := range []string{"fetch", "require", "setTimeout", "setInterval", "XMLHttpRequest", "std", "os", "WebAssembly", "process", "WeakRef", "FinalizationRegistry", "__log", "eval"} {
 		out, err := run(t, r, `function map(p) { return {t: typeof `+expr+`} }`, `{}`)
 		if err != nil || string(out.Output) != `{"t":"undefined"}` {
 			t.Fatalf("%s: %s %v", expr, out.Output, err)
@@ -331,5 +331,143 @@ func TestEightRunsPassingLimitsAtOnceKeepTheProcessMemoryBounded(t *testing.T) {
 	out, err := r.Run(context.Background(), compile(t, r, `function map(p) { return {ok: p.n} }`), "map", []byte(`{"n": 1}`), clock)
 	if err != nil || string(out.Output) != `{"ok":1}` {
 		t.Fatalf("a normal run after: %s %v", out.Output, err)
+	}
+}
+
+// oneEngine is a runner of one slot, so that every run after the first
+// takes the engine the run before it left, if it left it.
+func oneEngine(t *testing.T) *Runner {
+	r := NewRunner(DefaultLimits, 1)
+	t.Cleanup(r.Close)
+	return r
+}
+
+func TestAnEngineServesRunAfterRun(t *testing.T) {
+	r := oneEngine(t)
+	for i := range 20 {
+		out, err := run(t, r, `function map(p) { return {n: p.n} }`, fmt.Sprintf(`{"n": %d}`, i))
+		if err != nil || string(out.Output) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Fatalf("run %d: %s %v", i, out.Output, err)
+		}
+	}
+	if n := r.engines.Load(); n != 1 {
+		t.Fatalf("20 runs made %d engines", n)
+	}
+}
+
+func TestNothingARunDoesIsSeenByTheNext(t *testing.T) {
+	r := oneEngine(t)
+	meddler := `
+		globalThis.leaked = "secret";
+		var declared = "secret";
+		try { Object.prototype.polluted = "secret" } catch (e) {}
+		try { Array.prototype.map = function () { return ["secret"] } } catch (e) {}
+		try { JSON.parse = function () { return "secret" } } catch (e) {}
+		try { Date.now = function () { return 0 } } catch (e) {}
+		try { Math.max = function () { return "secret" } } catch (e) {}
+		try { console.log = function () {} } catch (e) {}
+		try { Object.defineProperty(String.prototype, "secret", {value: 1}) } catch (e) {}
+		try { Object.getPrototypeOf(function* () {}).secret = 1 } catch (e) {}
+		try { Object.getPrototypeOf([][Symbol.iterator]()).secret = 1 } catch (e) {}
+		try { Object.getPrototypeOf(Int8Array).prototype.secret = 1 } catch (e) {}
+		try { Error.prototype.secret = 1 } catch (e) {}
+		try { globalThis.JSON = null } catch (e) {}
+		function map(p) { return {} }`
+	check := `function map(p) {
+		return {
+			leaked: typeof leaked, declared: typeof declared, polluted: ({}).polluted, map: [1].map(x => x + 1),
+			parse: JSON.parse("[2]"), now: Date.now(), max: Math.max(1, 3), secret: "".secret,
+			gen: Object.getPrototypeOf(function* () {}).secret, iter: Object.getPrototypeOf([][Symbol.iterator]()).secret,
+			typed: new Int8Array(1).secret, error: new Error("e").secret,
+		};
+	}`
+	want := fmt.Sprintf(`{"leaked":"undefined","declared":"undefined","map":[2],"parse":[2],"now":%d,"max":3}`, clock.UnixMilli())
+	for _, meddle := range []string{
+		meddler,
+		// A global that cannot be deleted, a changed global prototype, a
+		// global object closed to additions, a promise job left: the
+		// engine is not used again.
+		`Object.defineProperty(globalThis, "stuck", {value: "secret"}); function map(p) { return {} }`,
+		`Object.setPrototypeOf(globalThis, {leaked: "secret"}); function map(p) { return {} }`,
+		`Object.preventExtensions(globalThis); function map(p) { return {} }`,
+		`function map(p) { Promise.resolve().then(() => { globalThis.leaked = "secret" }); return {} }`,
+	} {
+		if _, err := run(t, r, meddle, `{}`); err != nil {
+			t.Fatalf("%s: %v", meddle, err)
+		}
+		out, err := run(t, r, check, `{}`)
+		if err != nil || string(out.Output) != want {
+			t.Fatalf("after %s:\n%s %v", meddle, out.Output, err)
+		}
+		out, err = run(t, r, `function map(p) { globalThis.added = 1; return {stuck: typeof stuck, leaked: typeof leaked} }`, `{}`)
+		if err != nil || string(out.Output) != `{"stuck":"undefined","leaked":"undefined"}` {
+			t.Fatalf("after %s:\n%s %v", meddle, out.Output, err)
+		}
+	}
+}
+
+func TestScriptsCanAssignWhatTheirObjectsInherit(t *testing.T) {
+	out, err := run(t, oneEngine(t), `"use strict";
+	class ValidationError extends Error {
+		constructor(m) { super(m); this.name = "ValidationError"; }
+	}
+	function map(p) {
+		const e = new Error("x");
+		e.name = "Custom";
+		e.message = "changed";
+		const o = {};
+		o.toString = () => "mine";
+		o.constructor = "field";
+		o.hasOwnProperty = 1;
+		const copy = {};
+		for (const k of Object.keys(p)) copy[k] = p[k];
+		return {e: String(e), v: String(new ValidationError("bad")), o: String(o), c: o.constructor, h: o.hasOwnProperty, copy};
+	}`, `{"constructor": "c", "toString": "t", "valueOf": "v"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Output) != `{"e":"Custom: changed","v":"ValidationError: bad","o":"mine","c":"field","h":1,"copy":{"constructor":"c","toString":"t","valueOf":"v"}}` {
+		t.Fatalf("%s", out.Output)
+	}
+	// The built-ins themselves stay as they are.
+	out, err = run(t, oneEngine(t), `"use strict"; function map(p) {
+		try { Object.prototype.toString = null; return {changed: true} } catch (e) { return {refused: e.name} }
+	}`, `{}`)
+	if err != nil || string(out.Output) != `{"refused":"TypeError"}` {
+		t.Fatalf("%s %v", out.Output, err)
+	}
+}
+
+func TestAScriptCannotCallTheRunner(t *testing.T) {
+	_, err := run(t, oneEngine(t), `function map(p) { return __run(() => () => 1, "map", "{}", 10, 0) }`, `{}`)
+	if err == nil || !strings.Contains(err.Error(), "__run is not for scripts") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestAnEngineServesOnAfterAThrow(t *testing.T) {
+	r := oneEngine(t)
+	for i := range 10 {
+		_, err := run(t, r, `globalThis.leaked = 1; function map(p) { throw new Error("no") }`, `{}`)
+		if err == nil || err.Error() != "Error: no (line 1:57)" {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		out, err := run(t, r, `function map(p) { return {leaked: typeof leaked} }`, `{}`)
+		if err != nil || string(out.Output) != `{"leaked":"undefined"}` {
+			t.Fatalf("after a throw: %s %v", out.Output, err)
+		}
+	}
+	if n := r.engines.Load(); n != 1 {
+		t.Fatalf("20 runs, half of them throwing, made %d engines", n)
+	}
+	// A run that passes a limit closes its engine.
+	if _, err := run(t, r, `function map(p) { for (;;) {} }`, `{}`); limitOf(err) != LimitCPU {
+		t.Fatal(err)
+	}
+	if _, err := run(t, r, `function map(p) { return {} }`, `{}`); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.engines.Load(); n != 2 {
+		t.Fatalf("after a limit, %d engines", n)
 	}
 }

@@ -2,7 +2,6 @@ package script
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"modernc.org/quickjs"
@@ -14,15 +13,18 @@ const watchEvery = 2 * time.Millisecond
 // watcher interrupts a run that has used its CPU time. It reads the CPU
 // clock of the run's thread (the caller locks it), so time the thread
 // spends waiting for a processor on a crowded machine is not counted;
-// where that clock cannot be read, it counts real time.
+// where that clock cannot be read, it counts real time. It looks from a
+// timer, so a run shorter than watchEvery (most are) costs no goroutine
+// and no wake-up of its thread.
 type watcher struct {
-	done   chan struct{}
-	wg     sync.WaitGroup
-	passed atomic.Bool
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	passed  bool
 }
 
 func watch(vm *quickjs.VM, limit time.Duration) *watcher {
-	w := &watcher{done: make(chan struct{})}
+	w := &watcher{}
 	clock, ok := threadClock()
 	var start int64
 	if ok {
@@ -37,32 +39,34 @@ func watch(vm *quickjs.VM, limit time.Duration) *watcher {
 		}
 		return time.Since(began)
 	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		t := time.NewTicker(watchEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-w.done:
-				return
-			case <-t.C:
-				if used() > limit {
-					w.passed.Store(true)
-					vm.Interrupt()
-					return
-				}
-			}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = time.AfterFunc(watchEvery, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch {
+		case w.stopped:
+		case used() > limit:
+			w.passed = true
+			vm.Interrupt()
+		default:
+			w.timer.Reset(watchEvery)
 		}
-	}()
+	})
 	return w
 }
 
-// stop ends the watch; the run is over.
+// stop ends the watch; the run is over. No interrupt comes after it.
 func (w *watcher) stop() {
-	close(w.done)
-	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.timer.Stop()
 }
 
 // exceeded says whether the run was interrupted for its CPU time.
-func (w *watcher) exceeded() bool { return w.passed.Load() }
+func (w *watcher) exceeded() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.passed
+}

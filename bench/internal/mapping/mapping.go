@@ -432,8 +432,7 @@ func runAlone(ctx context.Context, ex example, runs int, res *Result) error {
 		return elapsed, nil
 	}
 
-	// One at a time, as posts come: the engine of each is prepared while
-	// the caller does other work (here, a pause).
+	// One at a time, as posts come, with a pause between them.
 	var alone []time.Duration
 	for range paced {
 		t, err := one()
