@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/commerce-integration/commerce/domain"
 )
@@ -70,6 +72,8 @@ var funcs = template.FuncMap{
 	"ms":        duration,
 	"took":      took,
 	"shortHash": shortHash,
+	"target":    target,
+	"clip":      clip,
 	"hasPrefix": strings.HasPrefix,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
@@ -309,4 +313,31 @@ func countKeys(counts map[string]int) []string {
 
 func sortHeaders(h []header) {
 	sort.Slice(h, func(i, j int) bool { return strings.ToLower(h[i].Name) < strings.ToLower(h[j].Name) })
+}
+
+// target is a subscription's URL as the console shows it: scheme, host and
+// path, with any query, fragment or user information, which can carry the
+// receiver's credentials (?token=…), replaced by "…".
+func target(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "(the URL is not valid)"
+	}
+	shown := u.Scheme + "://" + u.Host + u.EscapedPath()
+	if u.User != nil {
+		shown = u.Scheme + "://…@" + u.Host + u.EscapedPath()
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		shown += "?…"
+	}
+	return shown
+}
+
+// clip cuts s to at most n characters, the last of them "…".
+func clip(n int, s string) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
