@@ -368,6 +368,10 @@ func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 	if p.Nav == "" {
 		p.Nav = name
 	}
+	if status >= 400 && p.RequestID == "" {
+		// Every refusal names its request, the sign-in page's 401 too.
+		p.RequestID = middleware.GetReqID(r.Context())
+	}
 	var b strings.Builder
 	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
 		logging.From(r.Context(), c.Log).Error("rendering a console page", zap.String("page", name), zap.Error(err))

@@ -24,7 +24,8 @@ type listPage[F, T any] struct {
 	// key is a row's place in the newest-first list.
 	key func(T) (domain.Timestamp, uuid.UUID)
 	// data is the template's data: the page's rows, the link to the page
-	// after ("" for none), and what else the page shows.
+	// after ("" for none), and what else the page shows. It may refuse a
+	// filter that names nothing of the organisation with a badFilter.
 	data func(c *console, r *http.Request, org uuid.UUID, f F, rows []T, next string) (any, error)
 }
 
@@ -33,6 +34,17 @@ type badFilter string
 
 func (b badFilter) Error() string { return string(b) }
 
+// filterErr answers a badFilter 400 with its words, and any other error
+// as failErr does.
+func (c *console) filterErr(w http.ResponseWriter, r *http.Request, err error) {
+	var bad badFilter
+	if errors.As(err, &bad) {
+		c.fail(w, r, http.StatusBadRequest, string(bad))
+		return
+	}
+	c.failErr(w, r, err)
+}
+
 // serve is the page's handler.
 func (l listPage[F, T]) serve(c *console) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -40,12 +52,7 @@ func (l listPage[F, T]) serve(c *console) http.HandlerFunc {
 		if l.filter != nil {
 			var err error
 			if f, err = l.filter(r); err != nil {
-				var bad badFilter
-				if errors.As(err, &bad) {
-					c.fail(w, r, http.StatusBadRequest, string(bad))
-					return
-				}
-				c.failErr(w, r, err)
+				c.filterErr(w, r, err)
 				return
 			}
 		}
@@ -63,7 +70,7 @@ func (l listPage[F, T]) serve(c *console) http.HandlerFunc {
 		shown, next := nextPage(r, rows, l.key)
 		d, err := l.data(c, r, org, f, shown, next)
 		if err != nil {
-			c.failErr(w, r, err)
+			c.filterErr(w, r, err)
 			return
 		}
 		c.render(w, r, http.StatusOK, l.template, d)

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func readReceiptsFilter(r *http.Request) (receiptsFilter, error) {
 	if raw := q.Get("endpoint"); raw != "" {
 		id, perr := uuid.Parse(raw)
 		if perr != nil {
-			return f, badFilter("The endpoint filter names no endpoint.")
+			return f, badFilter("The endpoint filter names no endpoint: " + strconv.QuoteToASCII(raw) + " is not an endpoint id.")
 		}
 		f.EndpointID = &id
 	}
@@ -99,7 +100,15 @@ func readReceiptsFilter(r *http.Request) (receiptsFilter, error) {
 		}
 	}
 	if len(f.names) != len(f.chosen) {
-		return f, badFilter("The outcome filter names an outcome that does not exist.")
+		var unknown []string
+		for o := range f.chosen {
+			if !slices.Contains(f.names, o) {
+				unknown = append(unknown, strconv.QuoteToASCII(o))
+			}
+		}
+		slices.Sort(unknown)
+		return f, badFilter("The outcome filter names an outcome that does not exist: " + strings.Join(unknown, ", ") +
+			" (one of " + domain.JoinValues(domain.Outcomes) + ").")
 	}
 	if f.Outcomes, err = domain.ParseOutcomes(strings.Join(f.names, ",")); err != nil {
 		return f, err
@@ -112,6 +121,9 @@ func readReceiptsFilter(r *http.Request) (receiptsFilter, error) {
 	}
 	if f.ReceivedBefore, err = formTime("To", q.Get("before"), f.loc); err != nil {
 		return f, err
+	}
+	if f.ReceivedAfter != nil && f.ReceivedBefore != nil && f.ReceivedAfter.After(*f.ReceivedBefore) {
+		return f, badFilter("From (" + inZone(*f.ReceivedAfter) + ") is later than To (" + inZone(*f.ReceivedBefore) + "): no receipt can match.")
 	}
 	return f, nil
 }
@@ -128,6 +140,11 @@ func receiptsPageData(c *console, r *http.Request, org uuid.UUID, f receiptsFilt
 		Chosen: f.chosen, Zone: zoneName(f.loc)}
 	for _, e := range eps {
 		d.Endpoints[e.ID] = e
+	}
+	if f.EndpointID != nil {
+		if _, ok := d.Endpoints[*f.EndpointID]; !ok {
+			return nil, badFilter("The endpoint filter names no endpoint of this organisation: " + f.EndpointID.String() + ".")
+		}
 	}
 	bulk := url.Values{}
 	// The times with their zone: the form selects what the list showed.

@@ -204,10 +204,16 @@ var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
 		return c.DB.ListWebhookDeliveriesPage(r.Context(), org, f, p)
 	},
 	key: func(x db.WebhookDelivery) (domain.Timestamp, uuid.UUID) { return x.CreatedAt, x.ID },
-	data: func(c *console, r *http.Request, org uuid.UUID, _ db.DeliveryListFilter, rows []db.WebhookDelivery, next string) (any, error) {
+	data: func(c *console, r *http.Request, org uuid.UUID, f db.DeliveryListFilter, rows []db.WebhookDelivery, next string) (any, error) {
 		subs, err := db.EveryPage(func(p db.Page) ([]db.Subscription, error) { return c.DB.ListSubscriptionsPage(r.Context(), org, p) },
 			func(s db.Subscription) db.Key { return db.Key{At: s.CreatedAt.Time, ID: s.ID} })
-		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs}, err
+		if err != nil {
+			return nil, err
+		}
+		if f.SubscriptionID != nil && !slices.ContainsFunc(subs, func(s db.Subscription) bool { return s.ID == *f.SubscriptionID }) {
+			return nil, badFilter("The subscription filter names no subscription of this organisation: " + f.SubscriptionID.String() + ".")
+		}
+		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs}, nil
 	},
 }
 
@@ -223,7 +229,7 @@ func deliveriesFilter(r *http.Request) (db.DeliveryListFilter, error) {
 	if raw := q.Get("subscription"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
-			return f, badFilter("The subscription filter names no subscription.")
+			return f, badFilter("The subscription filter names no subscription: " + strconv.QuoteToASCII(raw) + " is not a subscription id.")
 		}
 		f.SubscriptionID = &id
 	}
