@@ -10,7 +10,11 @@ COPY . .
 # Web UI it runs: the image's processes talk to the compose file's Temporal
 # server, and the binary is a fifth of the size, its API process under half
 # the memory (docs/benchmarks.md).
-RUN CGO_ENABLED=0 go build -tags nodev -trimpath -ldflags="-s -w" -o /out/commerce ./cmd/commerce
+# VERSION is the release tag the image is built for (CHANGELOG.md); the
+# binary reports it in `commerce version`, /healthz and commerce_build_info.
+ARG VERSION=v0.2.0-dev
+RUN CGO_ENABLED=0 go build -tags nodev -trimpath \
+    -ldflags="-s -w -X github.com/commerce-integration/commerce/internal/version.Version=${VERSION}" -o /out/commerce ./cmd/commerce
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/commerce /commerce

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/internal/version"
 )
 
 // Check is one dependency of a process.
@@ -102,9 +104,15 @@ func Handler(checks []Check, log *zap.Logger) http.HandlerFunc {
 	}
 }
 
-// Live answers /healthz: 200 while the process is up.
+// Live answers /healthz: 200 while the process is up, with the release it
+// runs (an operator replacing replicas one at a time sees which are new).
 func Live(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	v := version.Get()
+	_ = json.NewEncoder(w).Encode(struct {
+		Status   string `json:"status"`
+		Version  string `json:"version"`
+		Revision string `json:"revision,omitempty"`
+	}{"ok", v.Version, v.Revision})
 }

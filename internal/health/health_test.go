@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/internal/version"
 )
 
 func TestReadyWhileEveryRequiredDependencyIsUp(t *testing.T) {
@@ -61,5 +63,15 @@ func TestReadyWhileEveryRequiredDependencyIsUp(t *testing.T) {
 				t.Error("a short answer probed an optional dependency")
 			}
 		})
+	}
+}
+
+// /healthz names the release the process runs.
+func TestLiveNamesTheRelease(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Live(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	var got struct{ Status, Version string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 || got.Status != "ok" || got.Version != version.Get().Version {
+		t.Fatalf("%d %s %v", rec.Code, rec.Body, err)
 	}
 }

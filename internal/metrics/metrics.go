@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/version"
 )
 
 // Registry holds the series of this package. A process serves it beside
@@ -37,8 +38,16 @@ var (
 	}, []string{"result", "subscription_state"})
 )
 
+// buildInfo is 1, labelled with the release the process runs.
+var buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "commerce_build_info",
+	Help: "Always 1, labelled with the release (version), the commit (revision, where the build recorded it) and the Go version of the process.",
+}, []string{"version", "revision", "goversion"})
+
 func init() {
-	Registry.MustRegister(inboundOutcomes, webhookAttempts)
+	Registry.MustRegister(inboundOutcomes, webhookAttempts, buildInfo)
+	v := version.Get()
+	buildInfo.WithLabelValues(v.Version, v.Revision, v.GoVersion).Set(1)
 	// Every series the rules read exists from the start, at 0: a rate over
 	// a series that appears only with its first failure misses it.
 	for _, a := range domain.Actions {

@@ -3,11 +3,14 @@ package metrics
 import (
 	"io"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/commerce-integration/commerce/internal/version"
 )
 
 // The SDK's timers become histograms in seconds and its counters _total
@@ -32,6 +35,7 @@ func TestTheSDKsSeriesAndTheServicesAreExported(t *testing.T) {
 		`temporal_num_pollers{activity_type="",namespace="default",task_queue="commerce",workflow_type="InboundAction"} 3`,
 		`commerce_webhook_attempts_total{result="exhausted",subscription_state="failing"} 0`,
 		`commerce_inbound_outcomes_total{action="order_invoice",outcome="failed"} 0`,
+		`commerce_build_info{goversion="` + runtime.Version() + `",revision="",version="` + version.Version + `"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -41,7 +41,7 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	devSettingsFlag(root)
-	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd(), auditCmd(), consoleCmd())
+	root.AddCommand(serveCmd(), workerCmd(), migrateCmd(), orgCmd(), userCmd(), keyCmd(), seedCmd(), secretKeyCmd(), openAPICmd(), schemaCmd(), endpointCmd(), receiptsCmd(), webhookCmd(), auditCmd(), consoleCmd(), versionCmd())
 	return root
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/testdb"
+	"github.com/commerce-integration/commerce/internal/version"
 )
 
 // run executes the commerce command tree with args against the test
@@ -263,5 +264,16 @@ func TestCatalogueSchemaCommands(t *testing.T) {
 	}
 	if code, _, errOut := run(t, d.URL, "schema", "create", "--org", org.ID, "--name", "Fasteners", "--fields", `[]`); code != 1 || !strings.Contains(errOut, "exists") {
 		t.Errorf("duplicate name: %d %s", code, errOut)
+	}
+}
+
+func TestVersionPrintsTheRelease(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := cli.Execute(cli.NewRoot(), []string{"version", "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("%d %s", code, errOut.String())
+	}
+	var got version.Info
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got != version.Get() {
+		t.Fatalf("%s %v", out.String(), err)
 	}
 }
