@@ -72,6 +72,9 @@ func LoginURL(baseURL, token string) string {
 type console struct {
 	Deps
 	pages map[string]*template.Template
+	// router serves the console's pages; a refusal serves the page it
+	// goes back to through it (refused).
+	router http.Handler
 }
 
 // New returns the console's handler, to be mounted at Prefix.
@@ -81,6 +84,7 @@ func New(d Deps) http.Handler {
 	}
 	c := &console{Deps: d, pages: parsePages()}
 	r := chi.NewRouter()
+	c.router = r
 	r.Use(c.headers)
 	r.Use(c.checkQuery)
 	static, _ := fs.Sub(staticFiles, "static")
@@ -359,6 +363,10 @@ func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	p.Viewer = viewerOf(r.Context())
+	if refusal, ok := r.Context().Value(refusalKey{}).(string); ok {
+		p.Flash = refusal
+		p.RequestID = middleware.GetReqID(r.Context())
+	}
 	if p.Flash == "" && r.Method == http.MethodGet {
 		p.Flash = c.takeFlash(w, r)
 	}
@@ -448,14 +456,61 @@ func (c *console) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	c.fail(w, r, status, domain.ErrorMessage(err))
 }
 
-// refused answers a refused action by going back to where it was asked,
-// with the reason; a fault of the service is an error page.
+// refused answers a refused action with the page it was asked from
+// (back, a console path) and the reason on it, at the status the
+// refusal's kind has in the API (422, 409, 400...), not a redirect: a
+// script or a test reading the status sees the refusal. A fault of the
+// service is an error page.
 func (c *console) refused(w http.ResponseWriter, r *http.Request, back string, err error) {
-	if domain.ErrorCode(err) == domain.EINTERNAL {
+	code := domain.ErrorCode(err)
+	if code == domain.EINTERNAL {
 		c.internal(w, r, err)
 		return
 	}
-	c.done(w, r, back, "Refused: "+domain.ErrorMessage(err))
+	msg := "Refused: " + domain.ErrorMessage(err)
+	u, perr := url.Parse(back)
+	if perr != nil || !strings.HasPrefix(u.Path, Prefix+"/") {
+		c.fail(w, r, code.Status(), msg)
+		return
+	}
+	// The page is served as its GET would be, with the reason as its
+	// message and the refusal's status.
+	rctx := chi.NewRouteContext()
+	rctx.RoutePath = strings.TrimPrefix(u.Path, Prefix)
+	ctx := context.WithValue(context.WithValue(r.Context(), refusalKey{}, msg), chi.RouteCtxKey, rctx)
+	page := r.Clone(ctx)
+	page.Method, page.URL, page.RequestURI = http.MethodGet, &url.URL{Path: u.Path, RawQuery: u.RawQuery}, u.RequestURI()
+	page.Body, page.ContentLength, page.Form, page.PostForm = http.NoBody, 0, nil, nil
+	c.router.ServeHTTP(&refusalWriter{ResponseWriter: w, status: code.Status()}, page)
+}
+
+// refusalKey carries a refusal's message to the page that shows it.
+type refusalKey struct{}
+
+// refusalWriter answers the page of a refusal with the refusal's status
+// where the page would have answered 200.
+type refusalWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *refusalWriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if code == http.StatusOK {
+		code = w.status
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *refusalWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 // now is the clock of the forms' defaults.

@@ -321,7 +321,7 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 	if status != http.StatusCreated || !strings.Contains(page, "http://commerce.test/api/in/") || !strings.Contains(page, "whsec_") {
 		t.Fatalf("create endpoint: %d %s", status, page)
 	}
-	if status, page := owner.post("/console/endpoints", url.Values{"csrf": {token}, "name": {""}, "action": {"delivery_status"}}); status != 200 ||
+	if status, page := owner.post("/console/endpoints", url.Values{"csrf": {token}, "name": {""}, "action": {"delivery_status"}}); status != http.StatusBadRequest ||
 		!strings.Contains(page, "Refused: endpoint name must be 1 to 200 characters") {
 		t.Fatalf("create endpoint without a name: %d %s", status, page)
 	}
@@ -336,10 +336,11 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 		!strings.Contains(page, `<td><code>invoice:INV-9</code></td><td>—</td><td>issued</td>`) {
 		t.Fatalf("dry run: %d %s", status, page)
 	}
-	// A receipt the replay rules refuse says why, on its page.
+	// A receipt the replay rules refuse says why, on its page, answered
+	// with the refusal's status (409, as the API answers it).
 	owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}, "confirm": {"yes"}})
 	status, page = owner.post("/console/receipts/"+f.receipt+"/dry-run", url.Values{"csrf": {token}})
-	if status != 200 || !strings.Contains(page, `<p class="flash bad" role="status" id="flash">Refused: `) || !strings.Contains(page, "paused") ||
+	if status != http.StatusConflict || !strings.Contains(page, `<p class="flash bad" role="status" id="flash">Refused: `) || !strings.Contains(page, "paused") ||
 		!strings.Contains(page, "order SO-9 not found") {
 		t.Fatalf("dry run of a paused endpoint's receipt: %d %s", status, page)
 	}
@@ -545,7 +546,7 @@ func TestOwnerSetsASubscriptionsDeliverySettings(t *testing.T) {
 		!strings.Contains(page, "5/s · 2 at once · per entity, in order") {
 		t.Fatalf("set the settings: %d %s", status, page)
 	}
-	if status, page := owner.post(path, url.Values{"csrf": {token}, "rate_limit_per_second": {"0"}, "max_in_flight": {"2"}, "ordering": {"none"}}); status != 200 ||
+	if status, page := owner.post(path, url.Values{"csrf": {token}, "rate_limit_per_second": {"0"}, "max_in_flight": {"2"}, "ordering": {"none"}}); status != http.StatusBadRequest ||
 		!strings.Contains(page, "Refused: rate_limit_per_second must be 1 to 1000") {
 		t.Fatalf("a rate of 0: %d %s", status, page)
 	}

@@ -221,11 +221,11 @@ func TestReceiptPageShowsItsMappingAndReplaysChooseOne(t *testing.T) {
 	if status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"2"}}); status != 200 || !strings.Contains(page, "with version 2: version 2 ran") {
 		t.Fatalf("the dry run with version 2: %d %s", status, page)
 	}
-	if status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"7"}}); status != 200 ||
+	if status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"7"}}); status != http.StatusNotFound ||
 		!strings.Contains(page, "Refused: endpoint ") || !strings.Contains(page, "has no mapping version 7") {
 		t.Fatalf("the dry run with a version that does not exist: %d %s", status, page)
 	}
-	if status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"latest"}}); status != 200 || !strings.Contains(page, "Refused: mapping_version must be") {
+	if status, page := owner.post(dryRun, url.Values{"csrf": {token}, "mapping": {"latest"}}); status != http.StatusBadRequest || !strings.Contains(page, "Refused: mapping_version must be") {
 		t.Fatalf("the dry run with a mapping that is none of the choices: %d %s", status, page)
 	}
 }
