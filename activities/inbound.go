@@ -35,7 +35,7 @@ func (a *Activities) ApplyInbound(ctx context.Context, in domain.InboundInput) (
 	if err != nil {
 		return domain.InboundResult{}, businessError(err)
 	}
-	res, err := a.DB.ApplyInbound(ctx, in.OrgID, in.Source, parsed, a.BaseURL)
+	res, err := a.DB.ApplyInbound(ctx, in.OrgID, in.ReceiptID, in.Source, parsed, a.BaseURL)
 	a.logCause(err, zap.Stringer("org_id", in.OrgID), zap.Stringer("receipt_id", in.ReceiptID), zap.String("action", string(in.Action)))
 	return res, businessError(err)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/commerce-integration/commerce/activities"
@@ -67,5 +68,66 @@ func TestApplyInboundRunsOnlyWhatItsReceiptBearsOut(t *testing.T) {
 	}
 	if res, err := a.ApplyInbound(ctx, honest); err != nil || res.Outcome != domain.OutcomeApplied {
 		t.Fatalf("the honest input: %+v, %v", res, err)
+	}
+}
+
+// A replay of a post that was applied changes nothing and says so
+// (unchanged, no changes, as its dry run does), where it used to repeat the
+// original's result; a retry of the run that applied a post still answers
+// what that run did, and a replay that applies a failed post is the run
+// that applied it.
+func TestAReplayOfAnAppliedPostIsUnchanged(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", OwnerEmail: "owner@acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := d.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: org.ID, AsEmail: "owner@acme.example", Name: "ERP", Action: domain.ActionERPOrderStatus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &activities.Activities{DB: d.DB}
+	store := func(replayOf *uuid.UUID) uuid.UUID {
+		t.Helper()
+		body := `{"order_ref": "SO-1", "status": "cancelled"}`
+		id, err := d.StoreReceipt(ctx, db.NewReceipt{OrgID: org.ID, EndpointID: ep.ID, Action: ep.Action, ReceivedAt: time.Now(),
+			Body: []byte(body), Size: len(body), BodyComplete: true, ReplayOf: replayOf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	apply := func(receipt, source uuid.UUID) domain.InboundResult {
+		t.Helper()
+		res, err := a.ApplyInbound(ctx, domain.InboundInput{OrgID: org.ID, EndpointID: ep.ID, ReceiptID: receipt, Source: source, Action: ep.Action})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	sf, _ := domain.ParseSeed([]byte(`{"orders": [{"number": "SO-1", "status": "confirmed", "lines": [{"description": "x", "qty": 1, "unit_price_minor": 1}]}]}`))
+	if _, err := d.Seed(ctx, org.ID, sf); err != nil {
+		t.Fatal(err)
+	}
+	original := store(nil)
+	if res := apply(original, original); res.Outcome != domain.OutcomeApplied || len(res.Changes) == 0 {
+		t.Fatalf("the original: %+v", res)
+	}
+	if res := apply(original, original); res.Outcome != domain.OutcomeApplied || len(res.Changes) == 0 {
+		t.Fatalf("a retry of the original's run: %+v", res)
+	}
+	replay := store(&original)
+	for range 2 { // the replay's run, and a retry of it
+		if res := apply(replay, original); res.Outcome != domain.OutcomeUnchanged || len(res.Changes) != 0 {
+			t.Fatalf("the replay of an applied post: %+v", res)
+		}
+	}
+	var events int
+	if err := d.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE org_id = $1 AND type LIKE 'order.%'`, org.ID).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if events != 1 {
+		t.Fatalf("%d order events, want the original's one", events)
 	}
 }

@@ -43,8 +43,13 @@ func applied(changes []domain.Change, extras map[string]any) domain.InboundResul
 // returned and nothing is applied again. A post that names a record that
 // does not exist yet is parked (nothing is written). Business rejections are
 // domain errors (409, 422, ...).
-func (d *DB) ApplyInbound(ctx context.Context, orgID, source uuid.UUID, body domain.InboundBody, baseURL string) (domain.InboundResult, error) {
-	return d.applyInbound(ctx, orgID, source, body, baseURL, false)
+//
+// receipt is the receipt being run (source itself, or a replay of it).
+// When another receipt applied the effect, this run changes nothing: it is
+// unchanged, with no changes, as its dry run said; a retry of the run that
+// applied it answers that run's result.
+func (d *DB) ApplyInbound(ctx context.Context, orgID, receipt, source uuid.UUID, body domain.InboundBody, baseURL string) (domain.InboundResult, error) {
+	return d.applyInbound(ctx, orgID, receipt, source, body, baseURL, false)
 }
 
 // errDryRun rolls back the transaction of a dry run.
@@ -55,10 +60,10 @@ var errDryRun = errors.New("dry run: rolled back")
 // effect was recorded already would change nothing: it answers unchanged,
 // with no changes.
 func (d *DB) DryRunInbound(ctx context.Context, orgID, source uuid.UUID, body domain.InboundBody, baseURL string) (domain.InboundResult, error) {
-	return d.applyInbound(ctx, orgID, source, body, baseURL, true)
+	return d.applyInbound(ctx, orgID, uuid.Nil, source, body, baseURL, true)
 }
 
-func (d *DB) applyInbound(ctx context.Context, orgID, source uuid.UUID, body domain.InboundBody, baseURL string, dry bool) (domain.InboundResult, error) {
+func (d *DB) applyInbound(ctx context.Context, orgID, receipt, source uuid.UUID, body domain.InboundBody, baseURL string, dry bool) (domain.InboundResult, error) {
 	var res domain.InboundResult
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
 		// The events the effect emits carry the post it belongs to (the
@@ -68,10 +73,14 @@ func (d *DB) applyInbound(ctx context.Context, orgID, source uuid.UUID, body dom
 			return err
 		}
 		var stored []byte
-		err := tx.QueryRow(ctx, `SELECT result FROM inbound_effects WHERE org_id = $1 AND receipt_id = $2`, orgID, source).Scan(&stored)
-		if err == nil && dry {
+		var appliedBy *uuid.UUID
+		err := tx.QueryRow(ctx, `SELECT result, applied_by FROM inbound_effects WHERE org_id = $1 AND receipt_id = $2`, orgID, source).Scan(&stored, &appliedBy)
+		if err == nil && (dry || (appliedBy != nil && *appliedBy != receipt)) {
 			res = domain.InboundResult{Outcome: domain.OutcomeUnchanged, Status: 200, Changes: []domain.Change{}}
-			return errDryRun
+			if dry {
+				return errDryRun
+			}
+			return nil
 		}
 		if err == nil {
 			return json.Unmarshal(stored, &res)
@@ -86,7 +95,7 @@ func (d *DB) applyInbound(ctx context.Context, orgID, source uuid.UUID, body dom
 		if dry {
 			return errDryRun
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO inbound_effects (org_id, receipt_id, result) VALUES ($1, $2, $3)`, orgID, source, res)
+		_, err = tx.Exec(ctx, `INSERT INTO inbound_effects (org_id, receipt_id, result, applied_by) VALUES ($1, $2, $3, $4)`, orgID, source, res, receipt)
 		return err
 	})
 	if err != nil && !errors.Is(err, errDryRun) {
