@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
@@ -48,6 +49,7 @@ func (s *Server) documentInbound() {
 		examples[string(d.Action)] = &huma.Example{Summary: d.Summary, Value: d.Example}
 	}
 	limitItems(reg, reflect.TypeFor[domain.InboundProductsBody](), "products", domain.MaxInboundProducts)
+	documentProductRows(reg, reflect.TypeFor[domain.InboundProductsBody]())
 	limitItems(reg, reflect.TypeFor[domain.InboundCustomersBody](), "customers", domain.MaxInboundCustomers)
 	// invoiced_qty is read by domain.ParseInvoicedQty: a number or lines.
 	invoice := reg.SchemaFromRef(reg.Schema(reflect.TypeFor[domain.SupplierInvoiceBody](), true, "").Ref)
@@ -64,7 +66,7 @@ func (s *Server) documentInbound() {
 			}},
 		},
 	}
-	answer := enumActions(reg, reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, ""))
+	answer := documentInboundAnswers(reg)
 	errRef := reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
 	receipt := &huma.Header{Description: "The id of the receipt that records the post.",
 		Schema: &huma.Schema{Type: huma.TypeString, Format: "uuid"}}
@@ -168,12 +170,62 @@ func enumActions(reg huma.Registry, ref *huma.Schema) *huma.Schema {
 	return ref
 }
 
-// inboundAnswerDoc documents the answer of an inbound post: these fields,
-// plus the action's own (counts, the request opened, the match result).
+// inboundAnswerDoc documents the fields of every inbound post's 2xx answer;
+// each action adds its own (domain.ActionDef.Answer).
 type inboundAnswerDoc struct {
-	ReceiptID  uuid.UUID       `json:"receipt_id"`
-	Action     domain.Action   `json:"action"`
-	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending"`
-	Changes    []domain.Change `json:"changes"`
+	ReceiptID  uuid.UUID       `json:"receipt_id" doc:"The receipt that records the post (X-Receipt-Id too)."`
+	Action     domain.Action   `json:"action" doc:"The endpoint's action: it decides which fields follow."`
+	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending" doc:"applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202)."`
+	Changes    []domain.Change `json:"changes" doc:"The changes the post made; empty for a parked or pending post."`
 	WaitingFor string          `json:"waiting_for,omitempty" doc:"The record a parked post waits for."`
+}
+
+// inboundAnswerName is the component schema of an inbound post's 2xx
+// answer: one of the actions' answers, chosen by action.
+const inboundAnswerName = "InboundAnswer"
+
+// documentInboundAnswers describes the 2xx answer of each action, from the
+// action table: the common fields (inboundAnswerDoc), action fixed to the
+// action's name, and the fields of the action's Answer type, nothing else.
+// Each is the component schema of that type; InboundAnswer is one of them,
+// chosen by action (its discriminator), and is returned as a reference.
+func documentInboundAnswers(reg huma.Registry) *huma.Schema {
+	common := huma.SchemaFromType(reg, reflect.TypeFor[inboundAnswerDoc]())
+	union := &huma.Schema{
+		Description: "The answer of a post that went through (or is still running), by the endpoint's action: the " +
+			"fields of every answer, and the action's own, which a parked or pending post's answer leaves out.",
+		Discriminator: &huma.Discriminator{PropertyName: "action", Mapping: map[string]string{}},
+	}
+	for _, d := range domain.ActionDefs() {
+		ref := reg.Schema(d.Answer, true, "")
+		schema := reg.SchemaFromRef(ref.Ref)
+		props := make(map[string]*huma.Schema, len(common.Properties)+len(schema.Properties))
+		for name, p := range schema.Properties {
+			if common.Properties[name] != nil {
+				panic("the answer of " + string(d.Action) + " repeats the common field " + name)
+			}
+			props[name] = p
+		}
+		for name, p := range common.Properties {
+			props[name] = p
+		}
+		// The constant's name, for generators that name one after the
+		// value alone (oapi-codegen), which would take the name of a type.
+		varName := d.Answer.Name() + "Action"
+		for _, part := range strings.Split(string(d.Action), "_") {
+			varName += strings.ToUpper(part[:1]) + part[1:]
+		}
+		props["action"] = &huma.Schema{Type: huma.TypeString, Enum: []any{string(d.Action)},
+			Description: common.Properties["action"].Description, Extensions: map[string]any{"x-enum-varnames": []string{varName}}}
+		schema.Properties = props
+		schema.Required = common.Required
+		schema.AdditionalProperties = false
+		schema.Description = "The answer of a " + string(d.Action) + " post. Its own fields (beside receipt_id, action, " +
+			"outcome, changes and waiting_for) come with outcome applied or unchanged."
+		schema.PrecomputeMessages()
+		union.OneOf = append(union.OneOf, ref)
+		union.Discriminator.Mapping[string(d.Action)] = ref.Ref
+	}
+	reg.Map()[inboundAnswerName] = union
+	return &huma.Schema{Ref: "#/components/schemas/" + inboundAnswerName}
 }
