@@ -48,6 +48,9 @@ func (s *Server) documentInbound() {
 		bodies = append(bodies, reg.Schema(d.Doc, true, ""))
 		examples[string(d.Action)] = &huma.Example{Summary: d.Summary, Value: d.Example}
 	}
+	// An endpoint with a mapping takes its sender's own payload.
+	bodies = append(bodies, &huma.Schema{Description: "On an endpoint with a mapping: the sender's own JSON, any value, " +
+		"which the mapping turns into the action's body (docs/mappings.md); a body its mapping fails on answers 422."})
 	limitItems(reg, reflect.TypeFor[domain.InboundProductsBody](), "products", domain.MaxInboundProducts)
 	documentProductRows(reg, reflect.TypeFor[domain.InboundProductsBody]())
 	limitItems(reg, reflect.TypeFor[domain.InboundCustomersBody](), "customers", domain.MaxInboundCustomers)
@@ -118,7 +121,7 @@ func (s *Server) documentInbound() {
 		},
 		RequestBody: &huma.RequestBody{
 			Required:    true,
-			Description: "The body of the endpoint's action. The endpoint, not the body, decides the action: bodies of different actions can look alike (an order_ref and a status are both an erp_order_status and a delivery_status), so the body is any of these shapes and is read as the endpoint's one.",
+			Description: "The body of the endpoint's action. The endpoint, not the body, decides the action: bodies of different actions can look alike (an order_ref and a status are both an erp_order_status and a delivery_status), so the body is any of these shapes and is read as the endpoint's one; an endpoint with a mapping takes its sender's own JSON instead.",
 			Content: map[string]*huma.MediaType{"application/json": {
 				Schema:   &huma.Schema{AnyOf: bodies},
 				Examples: examples,

@@ -3966,6 +3966,9 @@ type PostInboundParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// PostInboundJSONBody8 defines parameters for PostInbound.
+type PostInboundJSONBody8 = interface{}
+
 // ListCustomersParams defines parameters for ListCustomers.
 type ListCustomersParams struct {
 	// Search Matches company and email domain (case-insensitive substring).
@@ -5184,6 +5187,32 @@ func (t *PostInboundJSONBody) FromDeliveryStatusBody(v DeliveryStatusBody) error
 
 // MergeDeliveryStatusBody performs a merge with any union data inside the PostInboundJSONBody, using the provided DeliveryStatusBody
 func (t *PostInboundJSONBody) MergeDeliveryStatusBody(v DeliveryStatusBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPostInboundJSONBody8 returns the union data inside the PostInboundJSONBody as a PostInboundJSONBody8
+func (t PostInboundJSONBody) AsPostInboundJSONBody8() (PostInboundJSONBody8, error) {
+	var body PostInboundJSONBody8
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPostInboundJSONBody8 overwrites any union data inside the PostInboundJSONBody as the provided PostInboundJSONBody8
+func (t *PostInboundJSONBody) FromPostInboundJSONBody8(v PostInboundJSONBody8) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePostInboundJSONBody8 performs a merge with any union data inside the PostInboundJSONBody, using the provided PostInboundJSONBody8
+func (t *PostInboundJSONBody) MergePostInboundJSONBody8(v PostInboundJSONBody8) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
