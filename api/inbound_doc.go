@@ -79,6 +79,12 @@ func (s *Server) documentInbound() {
 		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}},
 			Headers: map[string]*huma.Header{"X-Receipt-Id": receipt, "Idempotent-Replayed": replayed}}
 	}
+	refusal := reg.Schema(reflect.TypeFor[inboundRefusalDoc](), true, "")
+	refusalResp := func(desc string) *huma.Response {
+		r := errResp(desc)
+		r.Content["application/json"].Schema = refusal
+		return r
+	}
 	okResp := func(desc string) *huma.Response {
 		r := errResp(desc)
 		r.Content["application/json"].Schema = answer
@@ -138,7 +144,7 @@ func (s *Server) documentInbound() {
 			"404": {Description: "No endpoint has that token.", Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}},
 			"409": errResp("The endpoint is paused, the record cannot move that way, or the first post with this Idempotency-Key or signature has no answer yet."),
 			"413": errResp("Body over 1 MB, or more than 500 customers or 1000 products."),
-			"422": errResp("Understood but not applicable, or the Idempotency-Key was used with another body."),
+			"422": refusalResp("Understood but not applicable, the endpoint's mapping failed on the body (with the mapping's version), or the Idempotency-Key was used with another body."),
 			"429": {Description: "Too many posts at once: Rate limited.", Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}},
 			"500": errResp("Fault on the service side; retry later."),
 		},
@@ -178,9 +184,16 @@ func enumActions(reg huma.Registry, ref *huma.Schema) *huma.Schema {
 type inboundAnswerDoc struct {
 	ReceiptID  uuid.UUID       `json:"receipt_id" doc:"The receipt that records the post (X-Receipt-Id too)."`
 	Action     domain.Action   `json:"action" doc:"The endpoint's action: it decides which fields follow."`
-	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending" doc:"applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202)."`
-	Changes    []domain.Change `json:"changes" doc:"The changes the post made; empty for a parked or pending post."`
+	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending,ignored" doc:"applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied."`
+	Changes    []domain.Change `json:"changes" doc:"The changes the post made; empty for a parked, pending or ignored post."`
 	WaitingFor string          `json:"waiting_for,omitempty" doc:"The record a parked post waits for."`
+}
+
+// inboundRefusalDoc documents an inbound post's 422: the error, and the
+// version of the endpoint's mapping when it was the mapping that failed.
+type inboundRefusalDoc struct {
+	Error          string `json:"error" doc:"What went wrong."`
+	MappingVersion int    `json:"mapping_version,omitempty" doc:"The version of the endpoint's mapping that failed on the body; absent when no mapping failed."`
 }
 
 // inboundAnswerName is the component schema of an inbound post's 2xx
@@ -196,7 +209,7 @@ func documentInboundAnswers(reg huma.Registry) *huma.Schema {
 	common := huma.SchemaFromType(reg, reflect.TypeFor[inboundAnswerDoc]())
 	union := &huma.Schema{
 		Description: "The answer of a post that went through (or is still running), by the endpoint's action: the " +
-			"fields of every answer, and the action's own, which a parked or pending post's answer leaves out.",
+			"fields of every answer, and the action's own, which a parked, pending or ignored post's answer leaves out.",
 		Discriminator: &huma.Discriminator{PropertyName: "action", Mapping: map[string]string{}},
 	}
 	for _, d := range domain.ActionDefs() {

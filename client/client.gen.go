@@ -88,6 +88,7 @@ func (e CreateRequestAnswerAction) Valid() bool {
 // Defines values for CreateRequestAnswerOutcome.
 const (
 	CreateRequestAnswerOutcomeApplied   CreateRequestAnswerOutcome = "applied"
+	CreateRequestAnswerOutcomeIgnored   CreateRequestAnswerOutcome = "ignored"
 	CreateRequestAnswerOutcomeParked    CreateRequestAnswerOutcome = "parked"
 	CreateRequestAnswerOutcomePending   CreateRequestAnswerOutcome = "pending"
 	CreateRequestAnswerOutcomeUnchanged CreateRequestAnswerOutcome = "unchanged"
@@ -97,6 +98,8 @@ const (
 func (e CreateRequestAnswerOutcome) Valid() bool {
 	switch e {
 	case CreateRequestAnswerOutcomeApplied:
+		return true
+	case CreateRequestAnswerOutcomeIgnored:
 		return true
 	case CreateRequestAnswerOutcomeParked:
 		return true
@@ -262,6 +265,7 @@ func (e DeliveryStatusAnswerAction) Valid() bool {
 // Defines values for DeliveryStatusAnswerOutcome.
 const (
 	DeliveryStatusAnswerOutcomeApplied   DeliveryStatusAnswerOutcome = "applied"
+	DeliveryStatusAnswerOutcomeIgnored   DeliveryStatusAnswerOutcome = "ignored"
 	DeliveryStatusAnswerOutcomeParked    DeliveryStatusAnswerOutcome = "parked"
 	DeliveryStatusAnswerOutcomePending   DeliveryStatusAnswerOutcome = "pending"
 	DeliveryStatusAnswerOutcomeUnchanged DeliveryStatusAnswerOutcome = "unchanged"
@@ -271,6 +275,8 @@ const (
 func (e DeliveryStatusAnswerOutcome) Valid() bool {
 	switch e {
 	case DeliveryStatusAnswerOutcomeApplied:
+		return true
+	case DeliveryStatusAnswerOutcomeIgnored:
 		return true
 	case DeliveryStatusAnswerOutcomeParked:
 		return true
@@ -301,6 +307,7 @@ func (e ERPOrderStatusAnswerAction) Valid() bool {
 // Defines values for ERPOrderStatusAnswerOutcome.
 const (
 	ERPOrderStatusAnswerOutcomeApplied   ERPOrderStatusAnswerOutcome = "applied"
+	ERPOrderStatusAnswerOutcomeIgnored   ERPOrderStatusAnswerOutcome = "ignored"
 	ERPOrderStatusAnswerOutcomeParked    ERPOrderStatusAnswerOutcome = "parked"
 	ERPOrderStatusAnswerOutcomePending   ERPOrderStatusAnswerOutcome = "pending"
 	ERPOrderStatusAnswerOutcomeUnchanged ERPOrderStatusAnswerOutcome = "unchanged"
@@ -310,6 +317,8 @@ const (
 func (e ERPOrderStatusAnswerOutcome) Valid() bool {
 	switch e {
 	case ERPOrderStatusAnswerOutcomeApplied:
+		return true
+	case ERPOrderStatusAnswerOutcomeIgnored:
 		return true
 	case ERPOrderStatusAnswerOutcomeParked:
 		return true
@@ -643,6 +652,7 @@ func (e OrderInvoiceAnswerInvoiceStatus) Valid() bool {
 // Defines values for OrderInvoiceAnswerOutcome.
 const (
 	OrderInvoiceAnswerOutcomeApplied   OrderInvoiceAnswerOutcome = "applied"
+	OrderInvoiceAnswerOutcomeIgnored   OrderInvoiceAnswerOutcome = "ignored"
 	OrderInvoiceAnswerOutcomeParked    OrderInvoiceAnswerOutcome = "parked"
 	OrderInvoiceAnswerOutcomePending   OrderInvoiceAnswerOutcome = "pending"
 	OrderInvoiceAnswerOutcomeUnchanged OrderInvoiceAnswerOutcome = "unchanged"
@@ -652,6 +662,8 @@ const (
 func (e OrderInvoiceAnswerOutcome) Valid() bool {
 	switch e {
 	case OrderInvoiceAnswerOutcomeApplied:
+		return true
+	case OrderInvoiceAnswerOutcomeIgnored:
 		return true
 	case OrderInvoiceAnswerOutcomeParked:
 		return true
@@ -805,6 +817,7 @@ func (e PurchaseOrderAckAnswerAction) Valid() bool {
 // Defines values for PurchaseOrderAckAnswerOutcome.
 const (
 	PurchaseOrderAckAnswerOutcomeApplied   PurchaseOrderAckAnswerOutcome = "applied"
+	PurchaseOrderAckAnswerOutcomeIgnored   PurchaseOrderAckAnswerOutcome = "ignored"
 	PurchaseOrderAckAnswerOutcomeParked    PurchaseOrderAckAnswerOutcome = "parked"
 	PurchaseOrderAckAnswerOutcomePending   PurchaseOrderAckAnswerOutcome = "pending"
 	PurchaseOrderAckAnswerOutcomeUnchanged PurchaseOrderAckAnswerOutcome = "unchanged"
@@ -814,6 +827,8 @@ const (
 func (e PurchaseOrderAckAnswerOutcome) Valid() bool {
 	switch e {
 	case PurchaseOrderAckAnswerOutcomeApplied:
+		return true
+	case PurchaseOrderAckAnswerOutcomeIgnored:
 		return true
 	case PurchaseOrderAckAnswerOutcomeParked:
 		return true
@@ -1366,6 +1381,7 @@ func (e SupplierInvoiceAnswerAction) Valid() bool {
 // Defines values for SupplierInvoiceAnswerOutcome.
 const (
 	SupplierInvoiceAnswerOutcomeApplied   SupplierInvoiceAnswerOutcome = "applied"
+	SupplierInvoiceAnswerOutcomeIgnored   SupplierInvoiceAnswerOutcome = "ignored"
 	SupplierInvoiceAnswerOutcomeParked    SupplierInvoiceAnswerOutcome = "parked"
 	SupplierInvoiceAnswerOutcomePending   SupplierInvoiceAnswerOutcome = "pending"
 	SupplierInvoiceAnswerOutcomeUnchanged SupplierInvoiceAnswerOutcome = "unchanged"
@@ -1375,6 +1391,8 @@ const (
 func (e SupplierInvoiceAnswerOutcome) Valid() bool {
 	switch e {
 	case SupplierInvoiceAnswerOutcomeApplied:
+		return true
+	case SupplierInvoiceAnswerOutcomeIgnored:
 		return true
 	case SupplierInvoiceAnswerOutcomeParked:
 		return true
@@ -1468,6 +1486,7 @@ func (e UpsertCustomersAnswerAction) Valid() bool {
 // Defines values for UpsertCustomersAnswerOutcome.
 const (
 	UpsertCustomersAnswerOutcomeApplied   UpsertCustomersAnswerOutcome = "applied"
+	UpsertCustomersAnswerOutcomeIgnored   UpsertCustomersAnswerOutcome = "ignored"
 	UpsertCustomersAnswerOutcomeParked    UpsertCustomersAnswerOutcome = "parked"
 	UpsertCustomersAnswerOutcomePending   UpsertCustomersAnswerOutcome = "pending"
 	UpsertCustomersAnswerOutcomeUnchanged UpsertCustomersAnswerOutcome = "unchanged"
@@ -1477,6 +1496,8 @@ const (
 func (e UpsertCustomersAnswerOutcome) Valid() bool {
 	switch e {
 	case UpsertCustomersAnswerOutcomeApplied:
+		return true
+	case UpsertCustomersAnswerOutcomeIgnored:
 		return true
 	case UpsertCustomersAnswerOutcomeParked:
 		return true
@@ -1507,6 +1528,7 @@ func (e UpsertProductsAnswerAction) Valid() bool {
 // Defines values for UpsertProductsAnswerOutcome.
 const (
 	UpsertProductsAnswerOutcomeApplied   UpsertProductsAnswerOutcome = "applied"
+	UpsertProductsAnswerOutcomeIgnored   UpsertProductsAnswerOutcome = "ignored"
 	UpsertProductsAnswerOutcomeParked    UpsertProductsAnswerOutcome = "parked"
 	UpsertProductsAnswerOutcomePending   UpsertProductsAnswerOutcome = "pending"
 	UpsertProductsAnswerOutcomeUnchanged UpsertProductsAnswerOutcome = "unchanged"
@@ -1516,6 +1538,8 @@ const (
 func (e UpsertProductsAnswerOutcome) Valid() bool {
 	switch e {
 	case UpsertProductsAnswerOutcomeApplied:
+		return true
+	case UpsertProductsAnswerOutcomeIgnored:
 		return true
 	case UpsertProductsAnswerOutcomeParked:
 		return true
@@ -1868,10 +1892,10 @@ type CreateRequestAnswer struct {
 	// Action The endpoint's action: it decides which fields follow.
 	Action CreateRequestAnswerAction `json:"action"`
 
-	// Changes The changes the post made; empty for a parked or pending post.
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
 	Changes []Change `json:"changes"`
 
-	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 	Outcome CreateRequestAnswerOutcome `json:"outcome"`
 
 	// ReceiptId The receipt that records the post (X-Receipt-Id too).
@@ -1887,7 +1911,7 @@ type CreateRequestAnswer struct {
 // CreateRequestAnswerAction The endpoint's action: it decides which fields follow.
 type CreateRequestAnswerAction string
 
-// CreateRequestAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+// CreateRequestAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 type CreateRequestAnswerOutcome string
 
 // CreateRequestBody defines model for CreateRequestBody.
@@ -2105,13 +2129,13 @@ type DeliveryStatusAnswer struct {
 	// Action The endpoint's action: it decides which fields follow.
 	Action DeliveryStatusAnswerAction `json:"action"`
 
-	// Changes The changes the post made; empty for a parked or pending post.
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
 	Changes []Change `json:"changes"`
 
 	// Delivery The delivery, with its status now.
 	Delivery *DeliveryMoved `json:"delivery,omitempty"`
 
-	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 	Outcome DeliveryStatusAnswerOutcome `json:"outcome"`
 
 	// ReceiptId The receipt that records the post (X-Receipt-Id too).
@@ -2124,7 +2148,7 @@ type DeliveryStatusAnswer struct {
 // DeliveryStatusAnswerAction The endpoint's action: it decides which fields follow.
 type DeliveryStatusAnswerAction string
 
-// DeliveryStatusAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+// DeliveryStatusAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 type DeliveryStatusAnswerOutcome string
 
 // DeliveryStatusBody defines model for DeliveryStatusBody.
@@ -2141,13 +2165,13 @@ type ERPOrderStatusAnswer struct {
 	// Action The endpoint's action: it decides which fields follow.
 	Action ERPOrderStatusAnswerAction `json:"action"`
 
-	// Changes The changes the post made; empty for a parked or pending post.
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
 	Changes []Change `json:"changes"`
 
 	// Order The order, with its status now.
 	Order *OrderMoved `json:"order,omitempty"`
 
-	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 	Outcome ERPOrderStatusAnswerOutcome `json:"outcome"`
 
 	// ReceiptId The receipt that records the post (X-Receipt-Id too).
@@ -2160,7 +2184,7 @@ type ERPOrderStatusAnswer struct {
 // ERPOrderStatusAnswerAction The endpoint's action: it decides which fields follow.
 type ERPOrderStatusAnswerAction string
 
-// ERPOrderStatusAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+// ERPOrderStatusAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 type ERPOrderStatusAnswerOutcome string
 
 // ERPOrderStatusBody defines model for ERPOrderStatusBody.
@@ -2286,7 +2310,7 @@ type HMACSchemeAlgorithm string
 // Example: hex
 type HMACSchemeEncoding string
 
-// InboundAnswer The answer of a post that went through (or is still running), by the endpoint's action: the fields of every answer, and the action's own, which a parked or pending post's answer leaves out.
+// InboundAnswer The answer of a post that went through (or is still running), by the endpoint's action: the fields of every answer, and the action's own, which a parked, pending or ignored post's answer leaves out.
 type InboundAnswer struct {
 	union json.RawMessage
 }
@@ -2312,6 +2336,15 @@ type InboundProductsBodyProducts1 = interface{}
 // InboundProductsBody_Products_Item A product (ProductInput) to upsert. Any other value is taken too and refused alone: a row that is not an object, has a field of the wrong type, an unknown or repeated field, or breaks a rule (sku, title and the other limits of ProductInput) is not written and is named in the answer's errors by its index, with the reason; the other rows are still written.
 type InboundProductsBody_Products_Item struct {
 	union json.RawMessage
+}
+
+// InboundRefusalDoc defines model for InboundRefusalDoc.
+type InboundRefusalDoc struct {
+	// Error What went wrong.
+	Error string `json:"error"`
+
+	// MappingVersion The version of the endpoint's mapping that failed on the body; absent when no mapping failed.
+	MappingVersion *int64 `json:"mapping_version,omitempty"`
 }
 
 // InvoicedPurchaseOrder defines model for InvoicedPurchaseOrder.
@@ -2663,7 +2696,7 @@ type OrderInvoiceAnswer struct {
 	// Action The endpoint's action: it decides which fields follow.
 	Action OrderInvoiceAnswerAction `json:"action"`
 
-	// Changes The changes the post made; empty for a parked or pending post.
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
 	Changes []Change `json:"changes"`
 
 	// InvoiceRef The invoice recorded.
@@ -2672,7 +2705,7 @@ type OrderInvoiceAnswer struct {
 	// InvoiceStatus Its status now.
 	InvoiceStatus *OrderInvoiceAnswerInvoiceStatus `json:"invoice_status,omitempty"`
 
-	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 	Outcome OrderInvoiceAnswerOutcome `json:"outcome"`
 
 	// ReceiptId The receipt that records the post (X-Receipt-Id too).
@@ -2688,7 +2721,7 @@ type OrderInvoiceAnswerAction string
 // OrderInvoiceAnswerInvoiceStatus Its status now.
 type OrderInvoiceAnswerInvoiceStatus string
 
-// OrderInvoiceAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+// OrderInvoiceAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 type OrderInvoiceAnswerOutcome string
 
 // OrderInvoiceBody defines model for OrderInvoiceBody.
@@ -2864,10 +2897,10 @@ type PurchaseOrderAckAnswer struct {
 	// Action The endpoint's action: it decides which fields follow.
 	Action PurchaseOrderAckAnswerAction `json:"action"`
 
-	// Changes The changes the post made; empty for a parked or pending post.
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
 	Changes []Change `json:"changes"`
 
-	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 	Outcome PurchaseOrderAckAnswerOutcome `json:"outcome"`
 
 	// PurchaseOrder The purchase order, with its status now.
@@ -2883,7 +2916,7 @@ type PurchaseOrderAckAnswer struct {
 // PurchaseOrderAckAnswerAction The endpoint's action: it decides which fields follow.
 type PurchaseOrderAckAnswerAction string
 
-// PurchaseOrderAckAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+// PurchaseOrderAckAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 type PurchaseOrderAckAnswerOutcome string
 
 // PurchaseOrderDetail defines model for PurchaseOrderDetail.
@@ -3576,7 +3609,7 @@ type SupplierInvoiceAnswer struct {
 	// Action The endpoint's action: it decides which fields follow.
 	Action SupplierInvoiceAnswerAction `json:"action"`
 
-	// Changes The changes the post made; empty for a parked or pending post.
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
 	Changes []Change `json:"changes"`
 
 	// InvoiceRef The supplier invoice recorded, or found recorded already.
@@ -3585,7 +3618,7 @@ type SupplierInvoiceAnswer struct {
 	// Match The three-way match, when it ran before the answer.
 	Match *MatchResult `json:"match,omitempty"`
 
-	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 	Outcome SupplierInvoiceAnswerOutcome `json:"outcome"`
 
 	// PurchaseOrder The purchase order, when the post recorded the invoice (absent on a repeat of one recorded already).
@@ -3601,7 +3634,7 @@ type SupplierInvoiceAnswer struct {
 // SupplierInvoiceAnswerAction The endpoint's action: it decides which fields follow.
 type SupplierInvoiceAnswerAction string
 
-// SupplierInvoiceAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+// SupplierInvoiceAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 type SupplierInvoiceAnswerOutcome string
 
 // SupplierInvoiceBody defines model for SupplierInvoiceBody.
@@ -3801,13 +3834,13 @@ type UpsertCustomersAnswer struct {
 	// Action The endpoint's action: it decides which fields follow.
 	Action UpsertCustomersAnswerAction `json:"action"`
 
-	// Changes The changes the post made; empty for a parked or pending post.
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
 	Changes []Change `json:"changes"`
 
 	// Created Customers created.
 	Created *int64 `json:"created,omitempty"`
 
-	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 	Outcome UpsertCustomersAnswerOutcome `json:"outcome"`
 
 	// ReceiptId The receipt that records the post (X-Receipt-Id too).
@@ -3823,7 +3856,7 @@ type UpsertCustomersAnswer struct {
 // UpsertCustomersAnswerAction The endpoint's action: it decides which fields follow.
 type UpsertCustomersAnswerAction string
 
-// UpsertCustomersAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+// UpsertCustomersAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 type UpsertCustomersAnswerOutcome string
 
 // UpsertProductsAnswer The answer of a upsert_products post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
@@ -3831,7 +3864,7 @@ type UpsertProductsAnswer struct {
 	// Action The endpoint's action: it decides which fields follow.
 	Action UpsertProductsAnswerAction `json:"action"`
 
-	// Changes The changes the post made; empty for a parked or pending post.
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
 	Changes []Change `json:"changes"`
 
 	// Created New SKUs.
@@ -3840,7 +3873,7 @@ type UpsertProductsAnswer struct {
 	// Errors Rows not written, in row order.
 	Errors *[]RowError `json:"errors,omitempty"`
 
-	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 	Outcome UpsertProductsAnswerOutcome `json:"outcome"`
 
 	// ReceiptId The receipt that records the post (X-Receipt-Id too).
@@ -3862,7 +3895,7 @@ type UpsertProductsAnswer struct {
 // UpsertProductsAnswerAction The endpoint's action: it decides which fields follow.
 type UpsertProductsAnswerAction string
 
-// UpsertProductsAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202).
+// UpsertProductsAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
 type UpsertProductsAnswerOutcome string
 
 // Variance defines model for Variance.
@@ -11839,7 +11872,7 @@ type PostInboundResponse struct {
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
-	JSON422 *ErrorBody
+	JSON422 *InboundRefusalDoc
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -11907,7 +11940,7 @@ func (r PostInboundResponse) GetJSON413() *ErrorBody {
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
-func (r PostInboundResponse) GetJSON422() *ErrorBody {
+func (r PostInboundResponse) GetJSON422() *InboundRefusalDoc {
 	return r.JSON422
 }
 
@@ -20323,7 +20356,7 @@ func ParsePostInboundResponse(rsp *http.Response) (*PostInboundResponse, error) 
 		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest ErrorBody
+		var dest InboundRefusalDoc
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
