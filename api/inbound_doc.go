@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
@@ -47,7 +48,11 @@ func (s *Server) documentInbound() {
 		bodies = append(bodies, reg.Schema(d.Doc, true, ""))
 		examples[string(d.Action)] = &huma.Example{Summary: d.Summary, Value: d.Example}
 	}
+	// An endpoint with a mapping takes its sender's own payload.
+	bodies = append(bodies, &huma.Schema{Description: "On an endpoint with a mapping: the sender's own JSON, any value, " +
+		"which the mapping turns into the action's body (docs/mappings.md); a body its mapping fails on answers 422."})
 	limitItems(reg, reflect.TypeFor[domain.InboundProductsBody](), "products", domain.MaxInboundProducts)
+	documentProductRows(reg, reflect.TypeFor[domain.InboundProductsBody]())
 	limitItems(reg, reflect.TypeFor[domain.InboundCustomersBody](), "customers", domain.MaxInboundCustomers)
 	// invoiced_qty is read by domain.ParseInvoicedQty: a number or lines.
 	invoice := reg.SchemaFromRef(reg.Schema(reflect.TypeFor[domain.SupplierInvoiceBody](), true, "").Ref)
@@ -64,7 +69,7 @@ func (s *Server) documentInbound() {
 			}},
 		},
 	}
-	answer := enumActions(reg, reg.Schema(reflect.TypeFor[inboundAnswerDoc](), true, ""))
+	answer := documentInboundAnswers(reg)
 	errRef := reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
 	receipt := &huma.Header{Description: "The id of the receipt that records the post.",
 		Schema: &huma.Schema{Type: huma.TypeString, Format: "uuid"}}
@@ -73,6 +78,12 @@ func (s *Server) documentInbound() {
 	errResp := func(desc string) *huma.Response {
 		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}},
 			Headers: map[string]*huma.Header{"X-Receipt-Id": receipt, "Idempotent-Replayed": replayed}}
+	}
+	refusal := reg.Schema(reflect.TypeFor[inboundRefusalDoc](), true, "")
+	refusalResp := func(desc string) *huma.Response {
+		r := errResp(desc)
+		r.Content["application/json"].Schema = refusal
+		return r
 	}
 	okResp := func(desc string) *huma.Response {
 		r := errResp(desc)
@@ -116,7 +127,7 @@ func (s *Server) documentInbound() {
 		},
 		RequestBody: &huma.RequestBody{
 			Required:    true,
-			Description: "The body of the endpoint's action. The endpoint, not the body, decides the action: bodies of different actions can look alike (an order_ref and a status are both an erp_order_status and a delivery_status), so the body is any of these shapes and is read as the endpoint's one.",
+			Description: "The body of the endpoint's action. The endpoint, not the body, decides the action: bodies of different actions can look alike (an order_ref and a status are both an erp_order_status and a delivery_status), so the body is any of these shapes and is read as the endpoint's one; an endpoint with a mapping takes its sender's own JSON instead.",
 			Content: map[string]*huma.MediaType{"application/json": {
 				Schema:   &huma.Schema{AnyOf: bodies},
 				Examples: examples,
@@ -133,7 +144,7 @@ func (s *Server) documentInbound() {
 			"404": {Description: "No endpoint has that token.", Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}},
 			"409": errResp("The endpoint is paused, the record cannot move that way, or the first post with this Idempotency-Key or signature has no answer yet."),
 			"413": errResp("Body over 1 MB, or more than 500 customers or 1000 products."),
-			"422": errResp("Understood but not applicable, or the Idempotency-Key was used with another body."),
+			"422": refusalResp("Understood but not applicable, the endpoint's mapping failed on the body (with the mapping's version), or the Idempotency-Key was used with another body."),
 			"429": {Description: "Too many posts at once: Rate limited.", Content: map[string]*huma.MediaType{"application/json": {Schema: errRef}}},
 			"500": errResp("Fault on the service side; retry later."),
 		},
@@ -168,12 +179,69 @@ func enumActions(reg huma.Registry, ref *huma.Schema) *huma.Schema {
 	return ref
 }
 
-// inboundAnswerDoc documents the answer of an inbound post: these fields,
-// plus the action's own (counts, the request opened, the match result).
+// inboundAnswerDoc documents the fields of every inbound post's 2xx answer;
+// each action adds its own (domain.ActionDef.Answer).
 type inboundAnswerDoc struct {
-	ReceiptID  uuid.UUID       `json:"receipt_id"`
-	Action     domain.Action   `json:"action"`
-	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending"`
-	Changes    []domain.Change `json:"changes"`
+	ReceiptID  uuid.UUID       `json:"receipt_id" doc:"The receipt that records the post (X-Receipt-Id too)."`
+	Action     domain.Action   `json:"action" doc:"The endpoint's action: it decides which fields follow."`
+	Outcome    domain.Outcome  `json:"outcome" enum:"applied,unchanged,parked,pending,ignored" doc:"applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied."`
+	Changes    []domain.Change `json:"changes" doc:"The changes the post made; empty for a parked, pending or ignored post."`
 	WaitingFor string          `json:"waiting_for,omitempty" doc:"The record a parked post waits for."`
+}
+
+// inboundRefusalDoc documents an inbound post's 422: the error, and the
+// version of the endpoint's mapping when it was the mapping that failed.
+type inboundRefusalDoc struct {
+	Error          string `json:"error" doc:"What went wrong."`
+	MappingVersion int    `json:"mapping_version,omitempty" doc:"The version of the endpoint's mapping that failed on the body; absent when no mapping failed."`
+}
+
+// inboundAnswerName is the component schema of an inbound post's 2xx
+// answer: one of the actions' answers, chosen by action.
+const inboundAnswerName = "InboundAnswer"
+
+// documentInboundAnswers describes the 2xx answer of each action, from the
+// action table: the common fields (inboundAnswerDoc), action fixed to the
+// action's name, and the fields of the action's Answer type, nothing else.
+// Each is the component schema of that type; InboundAnswer is one of them,
+// chosen by action (its discriminator), and is returned as a reference.
+func documentInboundAnswers(reg huma.Registry) *huma.Schema {
+	common := huma.SchemaFromType(reg, reflect.TypeFor[inboundAnswerDoc]())
+	union := &huma.Schema{
+		Description: "The answer of a post that went through (or is still running), by the endpoint's action: the " +
+			"fields of every answer, and the action's own, which a parked, pending or ignored post's answer leaves out.",
+		Discriminator: &huma.Discriminator{PropertyName: "action", Mapping: map[string]string{}},
+	}
+	for _, d := range domain.ActionDefs() {
+		ref := reg.Schema(d.Answer, true, "")
+		schema := reg.SchemaFromRef(ref.Ref)
+		props := make(map[string]*huma.Schema, len(common.Properties)+len(schema.Properties))
+		for name, p := range schema.Properties {
+			if common.Properties[name] != nil {
+				panic("the answer of " + string(d.Action) + " repeats the common field " + name)
+			}
+			props[name] = p
+		}
+		for name, p := range common.Properties {
+			props[name] = p
+		}
+		// The constant's name, for generators that name one after the
+		// value alone (oapi-codegen), which would take the name of a type.
+		varName := d.Answer.Name() + "Action"
+		for _, part := range strings.Split(string(d.Action), "_") {
+			varName += strings.ToUpper(part[:1]) + part[1:]
+		}
+		props["action"] = &huma.Schema{Type: huma.TypeString, Enum: []any{string(d.Action)},
+			Description: common.Properties["action"].Description, Extensions: map[string]any{"x-enum-varnames": []string{varName}}}
+		schema.Properties = props
+		schema.Required = common.Required
+		schema.AdditionalProperties = false
+		schema.Description = "The answer of a " + string(d.Action) + " post. Its own fields (beside receipt_id, action, " +
+			"outcome, changes and waiting_for) come with outcome applied or unchanged."
+		schema.PrecomputeMessages()
+		union.OneOf = append(union.OneOf, ref)
+		union.Discriminator.Mapping[string(d.Action)] = ref.Ref
+	}
+	reg.Map()[inboundAnswerName] = union
+	return &huma.Schema{Ref: "#/components/schemas/" + inboundAnswerName}
 }

@@ -29,10 +29,13 @@ var apiTags = []*huma.Tag{
 }
 
 // License and contact of the OpenAPI document. No licence is granted with
-// the API description; the contact is whoever runs the deployment that
-// serves it.
+// the API description: its SPDX identifier is a LicenseRef of its own
+// (SPDX's form for a licence not on SPDX's list); the 3.0 rendering, where
+// a licence has a URL instead, points to the API reference, whose
+// description says so (OpenAPI30). The contact is whoever
+// runs the deployment that serves it.
 var (
-	docLicense = &huma.License{Name: "Proprietary"}
+	docLicense = &huma.License{Name: "Proprietary", Identifier: "LicenseRef-Proprietary"}
 	docContact = &huma.Contact{Name: "The operators of this deployment of the Commerce integration API"}
 )
 
@@ -87,7 +90,10 @@ func (a specAdapter) Handle(op *huma.Operation, handler func(huma.Context)) {
 //     name no scopes (3.0 allows scopes only there); each operation's scope
 //     stays in its description and its x-required-scope extension;
 //   - the top-level webhooks, which 3.0 does not have, are left out (the
-//     3.1 document carries them);
+//     3.1 document carries them), and so is the licence's identifier,
+//     for which the licence's URL is the API reference;
+//   - anyOf a schema and {"type": "null"} (a record or null), which 3.0
+//     cannot write, becomes allOf of the schema with nullable: true;
 //   - a $ref with other keywords beside it (a property's description),
 //     which 3.0 readers ignore, becomes allOf of the reference, the other
 //     keywords kept.
@@ -102,6 +108,14 @@ func (s *Server) OpenAPI30() ([]byte, error) {
 	}
 	delete(doc, "webhooks")
 	delete(doc, "jsonSchemaDialect")
+	if info, ok := doc["info"].(map[string]any); ok {
+		if license, ok := info["license"].(map[string]any); ok {
+			delete(license, "identifier")
+			// 3.0 names a licence by URL: the API reference, whose
+			// description says that none is granted.
+			license["url"] = s.baseURL + "/api/v1/docs"
+		}
+	}
 	scoped := map[string]bool{}
 	if comps, ok := doc["components"].(map[string]any); ok {
 		schemes, _ := comps["securitySchemes"].(map[string]any)
@@ -133,8 +147,50 @@ func (s *Server) OpenAPI30() ([]byte, error) {
 		}
 	}
 	pruneSchemas(doc)
+	nullableAnyOf(doc)
 	wrapRefSiblings(doc)
 	return json.Marshal(doc)
+}
+
+// nullableAnyOf rewrites every {"anyOf": [s, {"type": "null"}], ...others}
+// in v as {"allOf": [s], "nullable": true, ...others}, with "type":
+// "object" when s is a $ref (a record).
+func nullableAnyOf(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if alts, ok := t["anyOf"].([]any); ok {
+			var rest []any
+			null := false
+			for _, a := range alts {
+				if m, ok := a.(map[string]any); ok && len(m) == 1 && m["type"] == "null" {
+					null = true
+					continue
+				}
+				rest = append(rest, a)
+			}
+			if null {
+				t["nullable"] = true
+				if len(rest) == 1 {
+					delete(t, "anyOf")
+					t["allOf"] = rest
+					// 3.0's nullable is read beside a type; the records
+					// made nullable this way are objects.
+					if _, ref := rest[0].(map[string]any)["$ref"]; ref {
+						t["type"] = "object"
+					}
+				} else {
+					t["anyOf"] = rest
+				}
+			}
+		}
+		for _, child := range t {
+			nullableAnyOf(child)
+		}
+	case []any:
+		for _, child := range t {
+			nullableAnyOf(child)
+		}
+	}
 }
 
 // wrapRefSiblings rewrites every {"$ref": r, ...others} in v as

@@ -84,6 +84,26 @@ func (s *Server) registerProducts() {
 		MaxBodyBytes: maxBulkBody,
 	}, domain.ScopeProductsWrite, "", http.StatusBadRequest, http.StatusPaymentRequired, http.StatusRequestEntityTooLarge),
 		reflect.TypeFor[BulkProductsBody](), s.bulkProducts)
+	documentProductRows(s.api.OpenAPI().Components.Schemas, reflect.TypeFor[BulkProductsBody]())
+}
+
+// productRowDoc describes a row of a products array that is not a product.
+const productRowDoc = "Any other value is taken too and refused alone: a row that is not an object, has a field of the " +
+	"wrong type, an unknown or repeated field, or breaks a rule (sku, title and the other limits of ProductInput) is " +
+	"not written and is named in the answer's errors by its index, with the reason; the other rows are still written."
+
+// documentProductRows documents the products of a registered body type as
+// the rows the service reads (domain.ReadProductsBody): each row is a
+// ProductInput or any other value, which is that row's error, not the
+// whole body's. A client that validates its requests sends what the service
+// would partly accept.
+func documentProductRows(reg huma.Registry, body reflect.Type) {
+	schema := reg.SchemaFromRef(reg.Schema(body, true, "").Ref)
+	products := schema.Properties["products"]
+	products.Items = &huma.Schema{
+		Description: "A product (ProductInput) to upsert. " + productRowDoc,
+		AnyOf:       []*huma.Schema{reg.Schema(reflect.TypeFor[domain.ProductInput](), true, ""), {Description: "A row that is not a product."}},
+	}
 }
 
 func (s *Server) listProducts(ctx context.Context, in *ListProductsInput) (*ListProductsOutput, error) {

@@ -153,7 +153,7 @@ func (s *Server) humaConfig() huma.Config {
 	cfg.Info.Description = "Organisation-scoped REST API for catalogue products, quotes, orders, stock, " +
 		"deliveries, suppliers, purchase orders, customers and request threads, and the tokenised inbound " +
 		"endpoints. Money is integer minor units with an ISO 4217 currency code; timestamps are RFC 3339 UTC " +
-		"with milliseconds. Every error answer is {\"error\": \"...\"}."
+		"with milliseconds. Every error answer is {\"error\": \"...\"}. No licence is granted with this description."
 	cfg.Info.License, cfg.Info.Contact = docLicense, docContact
 	cfg.Servers = []*huma.Server{{URL: s.baseURL}}
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
@@ -190,7 +190,9 @@ func (uuidSchema) Schema(huma.Registry) *huma.Schema {
 
 // markPointersNullable marks every property backed by a pointer field as
 // nullable: the service writes null for an absent value, and Huma's type
-// aliases (used for timestamps, dates and ids) lose the pointer.
+// aliases (used for timestamps, dates and ids) lose the pointer. A pointer
+// to a record (a $ref) that is not omitempty becomes any of the record and
+// null.
 func markPointersNullable(reg huma.Registry) {
 	for name, schema := range reg.Map() {
 		t := reg.TypeFromRef("#/components/schemas/" + name)
@@ -201,9 +203,17 @@ func markPointersNullable(reg huma.Registry) {
 			if f.Type.Kind() != reflect.Pointer || !f.IsExported() {
 				continue
 			}
-			jsonName, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if p, ok := schema.Properties[jsonName]; ok && p.Ref == "" {
+			jsonName, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			p, ok := schema.Properties[jsonName]
+			switch {
+			case !ok:
+			case p.Ref == "":
 				p.Nullable = true
+			case !strings.Contains(opts, "omitempty"):
+				// A record written as null (a dry run's receipt): the
+				// reference or null. An omitempty one is absent instead.
+				schema.Properties[jsonName] = &huma.Schema{Description: p.Description,
+					AnyOf: []*huma.Schema{{Ref: p.Ref}, {Type: "null"}}}
 			}
 		}
 	}

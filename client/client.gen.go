@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,39 @@ import (
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
+
+// Defines values for AckedPurchaseOrderStatus.
+const (
+	AckedPurchaseOrderStatusAcknowledged      AckedPurchaseOrderStatus = "acknowledged"
+	AckedPurchaseOrderStatusCancelled         AckedPurchaseOrderStatus = "cancelled"
+	AckedPurchaseOrderStatusClosed            AckedPurchaseOrderStatus = "closed"
+	AckedPurchaseOrderStatusDraft             AckedPurchaseOrderStatus = "draft"
+	AckedPurchaseOrderStatusPartiallyReceived AckedPurchaseOrderStatus = "partially_received"
+	AckedPurchaseOrderStatusReceived          AckedPurchaseOrderStatus = "received"
+	AckedPurchaseOrderStatusSent              AckedPurchaseOrderStatus = "sent"
+)
+
+// Valid indicates whether the value is a known member of the AckedPurchaseOrderStatus enum.
+func (e AckedPurchaseOrderStatus) Valid() bool {
+	switch e {
+	case AckedPurchaseOrderStatusAcknowledged:
+		return true
+	case AckedPurchaseOrderStatusCancelled:
+		return true
+	case AckedPurchaseOrderStatusClosed:
+		return true
+	case AckedPurchaseOrderStatusDraft:
+		return true
+	case AckedPurchaseOrderStatusPartiallyReceived:
+		return true
+	case AckedPurchaseOrderStatusReceived:
+		return true
+	case AckedPurchaseOrderStatusSent:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for BulkReplayInputBodyMappingVersion1.
 const (
@@ -30,6 +64,48 @@ func (e BulkReplayInputBodyMappingVersion1) Valid() bool {
 	case BulkReplayInputBodyMappingVersion1Current:
 		return true
 	case BulkReplayInputBodyMappingVersion1Original:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateRequestAnswerAction.
+const (
+	CreateRequestAnswerActionCreateRequest CreateRequestAnswerAction = "create_request"
+)
+
+// Valid indicates whether the value is a known member of the CreateRequestAnswerAction enum.
+func (e CreateRequestAnswerAction) Valid() bool {
+	switch e {
+	case CreateRequestAnswerActionCreateRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateRequestAnswerOutcome.
+const (
+	CreateRequestAnswerOutcomeApplied   CreateRequestAnswerOutcome = "applied"
+	CreateRequestAnswerOutcomeIgnored   CreateRequestAnswerOutcome = "ignored"
+	CreateRequestAnswerOutcomeParked    CreateRequestAnswerOutcome = "parked"
+	CreateRequestAnswerOutcomePending   CreateRequestAnswerOutcome = "pending"
+	CreateRequestAnswerOutcomeUnchanged CreateRequestAnswerOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the CreateRequestAnswerOutcome enum.
+func (e CreateRequestAnswerOutcome) Valid() bool {
+	switch e {
+	case CreateRequestAnswerOutcomeApplied:
+		return true
+	case CreateRequestAnswerOutcomeIgnored:
+		return true
+	case CreateRequestAnswerOutcomeParked:
+		return true
+	case CreateRequestAnswerOutcomePending:
+		return true
+	case CreateRequestAnswerOutcomeUnchanged:
 		return true
 	default:
 		return false
@@ -126,6 +202,129 @@ func (e DeliveryDetailStatus) Valid() bool {
 	case DeliveryDetailStatusReady:
 		return true
 	case DeliveryDetailStatusReturned:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryMovedStatus.
+const (
+	DeliveryMovedStatusCancelled      DeliveryMovedStatus = "cancelled"
+	DeliveryMovedStatusDelivered      DeliveryMovedStatus = "delivered"
+	DeliveryMovedStatusDispatched     DeliveryMovedStatus = "dispatched"
+	DeliveryMovedStatusFailed         DeliveryMovedStatus = "failed"
+	DeliveryMovedStatusInTransit      DeliveryMovedStatus = "in_transit"
+	DeliveryMovedStatusOutForDelivery DeliveryMovedStatus = "out_for_delivery"
+	DeliveryMovedStatusPending        DeliveryMovedStatus = "pending"
+	DeliveryMovedStatusReady          DeliveryMovedStatus = "ready"
+	DeliveryMovedStatusReturned       DeliveryMovedStatus = "returned"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryMovedStatus enum.
+func (e DeliveryMovedStatus) Valid() bool {
+	switch e {
+	case DeliveryMovedStatusCancelled:
+		return true
+	case DeliveryMovedStatusDelivered:
+		return true
+	case DeliveryMovedStatusDispatched:
+		return true
+	case DeliveryMovedStatusFailed:
+		return true
+	case DeliveryMovedStatusInTransit:
+		return true
+	case DeliveryMovedStatusOutForDelivery:
+		return true
+	case DeliveryMovedStatusPending:
+		return true
+	case DeliveryMovedStatusReady:
+		return true
+	case DeliveryMovedStatusReturned:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryStatusAnswerAction.
+const (
+	DeliveryStatusAnswerActionDeliveryStatus DeliveryStatusAnswerAction = "delivery_status"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryStatusAnswerAction enum.
+func (e DeliveryStatusAnswerAction) Valid() bool {
+	switch e {
+	case DeliveryStatusAnswerActionDeliveryStatus:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryStatusAnswerOutcome.
+const (
+	DeliveryStatusAnswerOutcomeApplied   DeliveryStatusAnswerOutcome = "applied"
+	DeliveryStatusAnswerOutcomeIgnored   DeliveryStatusAnswerOutcome = "ignored"
+	DeliveryStatusAnswerOutcomeParked    DeliveryStatusAnswerOutcome = "parked"
+	DeliveryStatusAnswerOutcomePending   DeliveryStatusAnswerOutcome = "pending"
+	DeliveryStatusAnswerOutcomeUnchanged DeliveryStatusAnswerOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryStatusAnswerOutcome enum.
+func (e DeliveryStatusAnswerOutcome) Valid() bool {
+	switch e {
+	case DeliveryStatusAnswerOutcomeApplied:
+		return true
+	case DeliveryStatusAnswerOutcomeIgnored:
+		return true
+	case DeliveryStatusAnswerOutcomeParked:
+		return true
+	case DeliveryStatusAnswerOutcomePending:
+		return true
+	case DeliveryStatusAnswerOutcomeUnchanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ERPOrderStatusAnswerAction.
+const (
+	ERPOrderStatusAnswerActionErpOrderStatus ERPOrderStatusAnswerAction = "erp_order_status"
+)
+
+// Valid indicates whether the value is a known member of the ERPOrderStatusAnswerAction enum.
+func (e ERPOrderStatusAnswerAction) Valid() bool {
+	switch e {
+	case ERPOrderStatusAnswerActionErpOrderStatus:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ERPOrderStatusAnswerOutcome.
+const (
+	ERPOrderStatusAnswerOutcomeApplied   ERPOrderStatusAnswerOutcome = "applied"
+	ERPOrderStatusAnswerOutcomeIgnored   ERPOrderStatusAnswerOutcome = "ignored"
+	ERPOrderStatusAnswerOutcomeParked    ERPOrderStatusAnswerOutcome = "parked"
+	ERPOrderStatusAnswerOutcomePending   ERPOrderStatusAnswerOutcome = "pending"
+	ERPOrderStatusAnswerOutcomeUnchanged ERPOrderStatusAnswerOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the ERPOrderStatusAnswerOutcome enum.
+func (e ERPOrderStatusAnswerOutcome) Valid() bool {
+	switch e {
+	case ERPOrderStatusAnswerOutcomeApplied:
+		return true
+	case ERPOrderStatusAnswerOutcomeIgnored:
+		return true
+	case ERPOrderStatusAnswerOutcomeParked:
+		return true
+	case ERPOrderStatusAnswerOutcomePending:
+		return true
+	case ERPOrderStatusAnswerOutcomeUnchanged:
 		return true
 	default:
 		return false
@@ -261,66 +460,6 @@ func (e HMACSchemeEncoding) Valid() bool {
 	}
 }
 
-// Defines values for InboundAnswerDocAction.
-const (
-	InboundAnswerDocActionCreateRequest    InboundAnswerDocAction = "create_request"
-	InboundAnswerDocActionDeliveryStatus   InboundAnswerDocAction = "delivery_status"
-	InboundAnswerDocActionErpOrderStatus   InboundAnswerDocAction = "erp_order_status"
-	InboundAnswerDocActionOrderInvoice     InboundAnswerDocAction = "order_invoice"
-	InboundAnswerDocActionPurchaseOrderAck InboundAnswerDocAction = "purchase_order_ack"
-	InboundAnswerDocActionSupplierInvoice  InboundAnswerDocAction = "supplier_invoice"
-	InboundAnswerDocActionUpsertCustomers  InboundAnswerDocAction = "upsert_customers"
-	InboundAnswerDocActionUpsertProducts   InboundAnswerDocAction = "upsert_products"
-)
-
-// Valid indicates whether the value is a known member of the InboundAnswerDocAction enum.
-func (e InboundAnswerDocAction) Valid() bool {
-	switch e {
-	case InboundAnswerDocActionCreateRequest:
-		return true
-	case InboundAnswerDocActionDeliveryStatus:
-		return true
-	case InboundAnswerDocActionErpOrderStatus:
-		return true
-	case InboundAnswerDocActionOrderInvoice:
-		return true
-	case InboundAnswerDocActionPurchaseOrderAck:
-		return true
-	case InboundAnswerDocActionSupplierInvoice:
-		return true
-	case InboundAnswerDocActionUpsertCustomers:
-		return true
-	case InboundAnswerDocActionUpsertProducts:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InboundAnswerDocOutcome.
-const (
-	InboundAnswerDocOutcomeApplied   InboundAnswerDocOutcome = "applied"
-	InboundAnswerDocOutcomeParked    InboundAnswerDocOutcome = "parked"
-	InboundAnswerDocOutcomePending   InboundAnswerDocOutcome = "pending"
-	InboundAnswerDocOutcomeUnchanged InboundAnswerDocOutcome = "unchanged"
-)
-
-// Valid indicates whether the value is a known member of the InboundAnswerDocOutcome enum.
-func (e InboundAnswerDocOutcome) Valid() bool {
-	switch e {
-	case InboundAnswerDocOutcomeApplied:
-		return true
-	case InboundAnswerDocOutcomeParked:
-		return true
-	case InboundAnswerDocOutcomePending:
-		return true
-	case InboundAnswerDocOutcomeUnchanged:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for MappingTestResultOutcome.
 const (
 	MappingTestResultOutcomeApplied   MappingTestResultOutcome = "applied"
@@ -443,25 +582,94 @@ func (e OrderDetailStatus) Valid() bool {
 
 // Defines values for OrderInvoiceInvoiceStatus.
 const (
-	Issued        OrderInvoiceInvoiceStatus = "issued"
-	Overdue       OrderInvoiceInvoiceStatus = "overdue"
-	Paid          OrderInvoiceInvoiceStatus = "paid"
-	PartiallyPaid OrderInvoiceInvoiceStatus = "partially_paid"
-	Void          OrderInvoiceInvoiceStatus = "void"
+	OrderInvoiceInvoiceStatusIssued        OrderInvoiceInvoiceStatus = "issued"
+	OrderInvoiceInvoiceStatusOverdue       OrderInvoiceInvoiceStatus = "overdue"
+	OrderInvoiceInvoiceStatusPaid          OrderInvoiceInvoiceStatus = "paid"
+	OrderInvoiceInvoiceStatusPartiallyPaid OrderInvoiceInvoiceStatus = "partially_paid"
+	OrderInvoiceInvoiceStatusVoid          OrderInvoiceInvoiceStatus = "void"
 )
 
 // Valid indicates whether the value is a known member of the OrderInvoiceInvoiceStatus enum.
 func (e OrderInvoiceInvoiceStatus) Valid() bool {
 	switch e {
-	case Issued:
+	case OrderInvoiceInvoiceStatusIssued:
 		return true
-	case Overdue:
+	case OrderInvoiceInvoiceStatusOverdue:
 		return true
-	case Paid:
+	case OrderInvoiceInvoiceStatusPaid:
 		return true
-	case PartiallyPaid:
+	case OrderInvoiceInvoiceStatusPartiallyPaid:
 		return true
-	case Void:
+	case OrderInvoiceInvoiceStatusVoid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrderInvoiceAnswerAction.
+const (
+	OrderInvoiceAnswerActionOrderInvoice OrderInvoiceAnswerAction = "order_invoice"
+)
+
+// Valid indicates whether the value is a known member of the OrderInvoiceAnswerAction enum.
+func (e OrderInvoiceAnswerAction) Valid() bool {
+	switch e {
+	case OrderInvoiceAnswerActionOrderInvoice:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrderInvoiceAnswerInvoiceStatus.
+const (
+	OrderInvoiceAnswerInvoiceStatusIssued        OrderInvoiceAnswerInvoiceStatus = "issued"
+	OrderInvoiceAnswerInvoiceStatusOverdue       OrderInvoiceAnswerInvoiceStatus = "overdue"
+	OrderInvoiceAnswerInvoiceStatusPaid          OrderInvoiceAnswerInvoiceStatus = "paid"
+	OrderInvoiceAnswerInvoiceStatusPartiallyPaid OrderInvoiceAnswerInvoiceStatus = "partially_paid"
+	OrderInvoiceAnswerInvoiceStatusVoid          OrderInvoiceAnswerInvoiceStatus = "void"
+)
+
+// Valid indicates whether the value is a known member of the OrderInvoiceAnswerInvoiceStatus enum.
+func (e OrderInvoiceAnswerInvoiceStatus) Valid() bool {
+	switch e {
+	case OrderInvoiceAnswerInvoiceStatusIssued:
+		return true
+	case OrderInvoiceAnswerInvoiceStatusOverdue:
+		return true
+	case OrderInvoiceAnswerInvoiceStatusPaid:
+		return true
+	case OrderInvoiceAnswerInvoiceStatusPartiallyPaid:
+		return true
+	case OrderInvoiceAnswerInvoiceStatusVoid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrderInvoiceAnswerOutcome.
+const (
+	OrderInvoiceAnswerOutcomeApplied   OrderInvoiceAnswerOutcome = "applied"
+	OrderInvoiceAnswerOutcomeIgnored   OrderInvoiceAnswerOutcome = "ignored"
+	OrderInvoiceAnswerOutcomeParked    OrderInvoiceAnswerOutcome = "parked"
+	OrderInvoiceAnswerOutcomePending   OrderInvoiceAnswerOutcome = "pending"
+	OrderInvoiceAnswerOutcomeUnchanged OrderInvoiceAnswerOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the OrderInvoiceAnswerOutcome enum.
+func (e OrderInvoiceAnswerOutcome) Valid() bool {
+	switch e {
+	case OrderInvoiceAnswerOutcomeApplied:
+		return true
+	case OrderInvoiceAnswerOutcomeIgnored:
+		return true
+	case OrderInvoiceAnswerOutcomeParked:
+		return true
+	case OrderInvoiceAnswerOutcomePending:
+		return true
+	case OrderInvoiceAnswerOutcomeUnchanged:
 		return true
 	default:
 		return false
@@ -486,6 +694,30 @@ func (e OrderLineLineType) Valid() bool {
 	case OrderLineLineTypeProduct:
 		return true
 	case OrderLineLineTypeService:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrderMovedStatus.
+const (
+	OrderMovedStatusCancelled  OrderMovedStatus = "cancelled"
+	OrderMovedStatusConfirmed  OrderMovedStatus = "confirmed"
+	OrderMovedStatusFulfilled  OrderMovedStatus = "fulfilled"
+	OrderMovedStatusInProgress OrderMovedStatus = "in_progress"
+)
+
+// Valid indicates whether the value is a known member of the OrderMovedStatus enum.
+func (e OrderMovedStatus) Valid() bool {
+	switch e {
+	case OrderMovedStatusCancelled:
+		return true
+	case OrderMovedStatusConfirmed:
+		return true
+	case OrderMovedStatusFulfilled:
+		return true
+	case OrderMovedStatusInProgress:
 		return true
 	default:
 		return false
@@ -561,6 +793,48 @@ func (e PurchaseOrderStatus) Valid() bool {
 	case PurchaseOrderStatusReceived:
 		return true
 	case PurchaseOrderStatusSent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PurchaseOrderAckAnswerAction.
+const (
+	PurchaseOrderAckAnswerActionPurchaseOrderAck PurchaseOrderAckAnswerAction = "purchase_order_ack"
+)
+
+// Valid indicates whether the value is a known member of the PurchaseOrderAckAnswerAction enum.
+func (e PurchaseOrderAckAnswerAction) Valid() bool {
+	switch e {
+	case PurchaseOrderAckAnswerActionPurchaseOrderAck:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PurchaseOrderAckAnswerOutcome.
+const (
+	PurchaseOrderAckAnswerOutcomeApplied   PurchaseOrderAckAnswerOutcome = "applied"
+	PurchaseOrderAckAnswerOutcomeIgnored   PurchaseOrderAckAnswerOutcome = "ignored"
+	PurchaseOrderAckAnswerOutcomeParked    PurchaseOrderAckAnswerOutcome = "parked"
+	PurchaseOrderAckAnswerOutcomePending   PurchaseOrderAckAnswerOutcome = "pending"
+	PurchaseOrderAckAnswerOutcomeUnchanged PurchaseOrderAckAnswerOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the PurchaseOrderAckAnswerOutcome enum.
+func (e PurchaseOrderAckAnswerOutcome) Valid() bool {
+	switch e {
+	case PurchaseOrderAckAnswerOutcomeApplied:
+		return true
+	case PurchaseOrderAckAnswerOutcomeIgnored:
+		return true
+	case PurchaseOrderAckAnswerOutcomeParked:
+		return true
+	case PurchaseOrderAckAnswerOutcomePending:
+		return true
+	case PurchaseOrderAckAnswerOutcomeUnchanged:
 		return true
 	default:
 		return false
@@ -1089,6 +1363,48 @@ func (e SupplierInvoiceMatchStatus) Valid() bool {
 	}
 }
 
+// Defines values for SupplierInvoiceAnswerAction.
+const (
+	SupplierInvoiceAnswerActionSupplierInvoice SupplierInvoiceAnswerAction = "supplier_invoice"
+)
+
+// Valid indicates whether the value is a known member of the SupplierInvoiceAnswerAction enum.
+func (e SupplierInvoiceAnswerAction) Valid() bool {
+	switch e {
+	case SupplierInvoiceAnswerActionSupplierInvoice:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SupplierInvoiceAnswerOutcome.
+const (
+	SupplierInvoiceAnswerOutcomeApplied   SupplierInvoiceAnswerOutcome = "applied"
+	SupplierInvoiceAnswerOutcomeIgnored   SupplierInvoiceAnswerOutcome = "ignored"
+	SupplierInvoiceAnswerOutcomeParked    SupplierInvoiceAnswerOutcome = "parked"
+	SupplierInvoiceAnswerOutcomePending   SupplierInvoiceAnswerOutcome = "pending"
+	SupplierInvoiceAnswerOutcomeUnchanged SupplierInvoiceAnswerOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the SupplierInvoiceAnswerOutcome enum.
+func (e SupplierInvoiceAnswerOutcome) Valid() bool {
+	switch e {
+	case SupplierInvoiceAnswerOutcomeApplied:
+		return true
+	case SupplierInvoiceAnswerOutcomeIgnored:
+		return true
+	case SupplierInvoiceAnswerOutcomeParked:
+		return true
+	case SupplierInvoiceAnswerOutcomePending:
+		return true
+	case SupplierInvoiceAnswerOutcomeUnchanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TraceDeliveryStatus.
 const (
 	TraceDeliveryStatusExhausted TraceDeliveryStatus = "exhausted"
@@ -1146,6 +1462,90 @@ func (e UpdateSubscriptionInputBodyOrdering) Valid() bool {
 	case UpdateSubscriptionInputBodyOrderingNone:
 		return true
 	case UpdateSubscriptionInputBodyOrderingPerEntity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpsertCustomersAnswerAction.
+const (
+	UpsertCustomersAnswerActionUpsertCustomers UpsertCustomersAnswerAction = "upsert_customers"
+)
+
+// Valid indicates whether the value is a known member of the UpsertCustomersAnswerAction enum.
+func (e UpsertCustomersAnswerAction) Valid() bool {
+	switch e {
+	case UpsertCustomersAnswerActionUpsertCustomers:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpsertCustomersAnswerOutcome.
+const (
+	UpsertCustomersAnswerOutcomeApplied   UpsertCustomersAnswerOutcome = "applied"
+	UpsertCustomersAnswerOutcomeIgnored   UpsertCustomersAnswerOutcome = "ignored"
+	UpsertCustomersAnswerOutcomeParked    UpsertCustomersAnswerOutcome = "parked"
+	UpsertCustomersAnswerOutcomePending   UpsertCustomersAnswerOutcome = "pending"
+	UpsertCustomersAnswerOutcomeUnchanged UpsertCustomersAnswerOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the UpsertCustomersAnswerOutcome enum.
+func (e UpsertCustomersAnswerOutcome) Valid() bool {
+	switch e {
+	case UpsertCustomersAnswerOutcomeApplied:
+		return true
+	case UpsertCustomersAnswerOutcomeIgnored:
+		return true
+	case UpsertCustomersAnswerOutcomeParked:
+		return true
+	case UpsertCustomersAnswerOutcomePending:
+		return true
+	case UpsertCustomersAnswerOutcomeUnchanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpsertProductsAnswerAction.
+const (
+	UpsertProductsAnswerActionUpsertProducts UpsertProductsAnswerAction = "upsert_products"
+)
+
+// Valid indicates whether the value is a known member of the UpsertProductsAnswerAction enum.
+func (e UpsertProductsAnswerAction) Valid() bool {
+	switch e {
+	case UpsertProductsAnswerActionUpsertProducts:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpsertProductsAnswerOutcome.
+const (
+	UpsertProductsAnswerOutcomeApplied   UpsertProductsAnswerOutcome = "applied"
+	UpsertProductsAnswerOutcomeIgnored   UpsertProductsAnswerOutcome = "ignored"
+	UpsertProductsAnswerOutcomeParked    UpsertProductsAnswerOutcome = "parked"
+	UpsertProductsAnswerOutcomePending   UpsertProductsAnswerOutcome = "pending"
+	UpsertProductsAnswerOutcomeUnchanged UpsertProductsAnswerOutcome = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the UpsertProductsAnswerOutcome enum.
+func (e UpsertProductsAnswerOutcome) Valid() bool {
+	switch e {
+	case UpsertProductsAnswerOutcomeApplied:
+		return true
+	case UpsertProductsAnswerOutcomeIgnored:
+		return true
+	case UpsertProductsAnswerOutcomeParked:
+		return true
+	case UpsertProductsAnswerOutcomePending:
+		return true
+	case UpsertProductsAnswerOutcomeUnchanged:
 		return true
 	default:
 		return false
@@ -1377,13 +1777,33 @@ func (e ListWebhookDeliveriesParamsStatus) Valid() bool {
 	}
 }
 
+// AckedPurchaseOrder defines model for AckedPurchaseOrder.
+type AckedPurchaseOrder struct {
+	Id     openapi_types.UUID `json:"id"`
+	Number string             `json:"number"`
+
+	// Status The purchase order's status now.
+	Status AckedPurchaseOrderStatus `json:"status"`
+}
+
+// AckedPurchaseOrderStatus The purchase order's status now.
+type AckedPurchaseOrderStatus string
+
 // BulkProductsBody defines model for BulkProductsBody.
 type BulkProductsBody struct {
 	// Products At most 10000 products, upserted by SKU. Rows that break a rule are reported by index and the others are still written; when a SKU repeats, its last row is kept and the earlier ones are reported.
-	Products []ProductInput `json:"products"`
+	Products []BulkProductsBody_Products_Item `json:"products"`
 
 	// SchemaId A catalogue schema of the organisation: each product's attrs are coerced to its declared types ("12" to 12, "yes" to true, enum values checked).
 	SchemaId *openapi_types.UUID `json:"schema_id,omitempty"`
+}
+
+// BulkProductsBodyProducts1 A row that is not a product.
+type BulkProductsBodyProducts1 = interface{}
+
+// BulkProductsBody_Products_Item A product (ProductInput) to upsert. Any other value is taken too and refused alone: a row that is not an object, has a field of the wrong type, an unknown or repeated field, or breaks a rule (sku, title and the other limits of ProductInput) is not written and is named in the answer's errors by its index, with the reason; the other rows are still written.
+type BulkProductsBody_Products_Item struct {
+	union json.RawMessage
 }
 
 // BulkProductsOutputBody defines model for BulkProductsOutputBody.
@@ -1466,6 +1886,33 @@ type Contact struct {
 	Name      string             `json:"name"`
 	Phone     *string            `json:"phone"`
 }
+
+// CreateRequestAnswer The answer of a create_request post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
+type CreateRequestAnswer struct {
+	// Action The endpoint's action: it decides which fields follow.
+	Action CreateRequestAnswerAction `json:"action"`
+
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
+	Changes []Change `json:"changes"`
+
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+	Outcome CreateRequestAnswerOutcome `json:"outcome"`
+
+	// ReceiptId The receipt that records the post (X-Receipt-Id too).
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// Request The request opened, or the one its external_ref opened before.
+	Request *RequestOpened `json:"request,omitempty"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// CreateRequestAnswerAction The endpoint's action: it decides which fields follow.
+type CreateRequestAnswerAction string
+
+// CreateRequestAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+type CreateRequestAnswerOutcome string
 
 // CreateRequestBody defines model for CreateRequestBody.
 type CreateRequestBody struct {
@@ -1665,6 +2112,45 @@ type DeliveryLine struct {
 	Qty               float64 `json:"qty"`
 }
 
+// DeliveryMoved defines model for DeliveryMoved.
+type DeliveryMoved struct {
+	Id     openapi_types.UUID `json:"id"`
+	Number string             `json:"number"`
+
+	// Status The delivery's status now.
+	Status DeliveryMovedStatus `json:"status"`
+}
+
+// DeliveryMovedStatus The delivery's status now.
+type DeliveryMovedStatus string
+
+// DeliveryStatusAnswer The answer of a delivery_status post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
+type DeliveryStatusAnswer struct {
+	// Action The endpoint's action: it decides which fields follow.
+	Action DeliveryStatusAnswerAction `json:"action"`
+
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
+	Changes []Change `json:"changes"`
+
+	// Delivery The delivery, with its status now.
+	Delivery *DeliveryMoved `json:"delivery,omitempty"`
+
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+	Outcome DeliveryStatusAnswerOutcome `json:"outcome"`
+
+	// ReceiptId The receipt that records the post (X-Receipt-Id too).
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// DeliveryStatusAnswerAction The endpoint's action: it decides which fields follow.
+type DeliveryStatusAnswerAction string
+
+// DeliveryStatusAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+type DeliveryStatusAnswerOutcome string
+
 // DeliveryStatusBody defines model for DeliveryStatusBody.
 type DeliveryStatusBody struct {
 	ConsignmentRef *string `json:"consignment_ref,omitempty"`
@@ -1673,6 +2159,33 @@ type DeliveryStatusBody struct {
 	Status         string  `json:"status"`
 	TrackingUrl    *string `json:"tracking_url,omitempty"`
 }
+
+// ERPOrderStatusAnswer The answer of a erp_order_status post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
+type ERPOrderStatusAnswer struct {
+	// Action The endpoint's action: it decides which fields follow.
+	Action ERPOrderStatusAnswerAction `json:"action"`
+
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
+	Changes []Change `json:"changes"`
+
+	// Order The order, with its status now.
+	Order *OrderMoved `json:"order,omitempty"`
+
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+	Outcome ERPOrderStatusAnswerOutcome `json:"outcome"`
+
+	// ReceiptId The receipt that records the post (X-Receipt-Id too).
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// ERPOrderStatusAnswerAction The endpoint's action: it decides which fields follow.
+type ERPOrderStatusAnswerAction string
+
+// ERPOrderStatusAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+type ERPOrderStatusAnswerOutcome string
 
 // ERPOrderStatusBody defines model for ERPOrderStatusBody.
 type ERPOrderStatusBody struct {
@@ -1753,7 +2266,7 @@ type Event struct {
 	Data      map[string]interface{} `json:"data"`
 
 	// Entity What the event is about: the record whose events a subscription with per_entity ordering receives in order. Not in the delivered envelope.
-	Entity Entity             `json:"entity"`
+	Entity *Entity            `json:"entity"`
 	Id     openapi_types.UUID `json:"id"`
 	Type   string             `json:"type"`
 }
@@ -1797,22 +2310,10 @@ type HMACSchemeAlgorithm string
 // Example: hex
 type HMACSchemeEncoding string
 
-// InboundAnswerDoc defines model for InboundAnswerDoc.
-type InboundAnswerDoc struct {
-	Action    InboundAnswerDocAction  `json:"action"`
-	Changes   []Change                `json:"changes"`
-	Outcome   InboundAnswerDocOutcome `json:"outcome"`
-	ReceiptId openapi_types.UUID      `json:"receipt_id"`
-
-	// WaitingFor The record a parked post waits for.
-	WaitingFor *string `json:"waiting_for,omitempty"`
+// InboundAnswer The answer of a post that went through (or is still running), by the endpoint's action: the fields of every answer, and the action's own, which a parked, pending or ignored post's answer leaves out.
+type InboundAnswer struct {
+	union json.RawMessage
 }
-
-// InboundAnswerDocAction defines model for InboundAnswerDoc.Action.
-type InboundAnswerDocAction string
-
-// InboundAnswerDocOutcome defines model for InboundAnswerDoc.Outcome.
-type InboundAnswerDocOutcome string
 
 // InboundCustomersBody defines model for InboundCustomersBody.
 type InboundCustomersBody struct {
@@ -1823,10 +2324,33 @@ type InboundCustomersBody struct {
 // InboundProductsBody defines model for InboundProductsBody.
 type InboundProductsBody struct {
 	// Products At most 1000 products (413 above), upserted by SKU with the rules of POST /api/v1/products/bulk.
-	Products []ProductInput `json:"products"`
+	Products []InboundProductsBody_Products_Item `json:"products"`
 
 	// SchemaId A catalogue schema of the organisation: each product's attrs are coerced to its declared types.
 	SchemaId *openapi_types.UUID `json:"schema_id,omitempty"`
+}
+
+// InboundProductsBodyProducts1 A row that is not a product.
+type InboundProductsBodyProducts1 = interface{}
+
+// InboundProductsBody_Products_Item A product (ProductInput) to upsert. Any other value is taken too and refused alone: a row that is not an object, has a field of the wrong type, an unknown or repeated field, or breaks a rule (sku, title and the other limits of ProductInput) is not written and is named in the answer's errors by its index, with the reason; the other rows are still written.
+type InboundProductsBody_Products_Item struct {
+	union json.RawMessage
+}
+
+// InboundRefusalDoc defines model for InboundRefusalDoc.
+type InboundRefusalDoc struct {
+	// Error What went wrong.
+	Error string `json:"error"`
+
+	// MappingVersion The version of the endpoint's mapping that failed on the body; absent when no mapping failed.
+	MappingVersion *int64 `json:"mapping_version,omitempty"`
+}
+
+// InvoicedPurchaseOrder defines model for InvoicedPurchaseOrder.
+type InvoicedPurchaseOrder struct {
+	Id     openapi_types.UUID `json:"id"`
+	Number string             `json:"number"`
 }
 
 // ListCustomersOutputBody defines model for ListCustomersOutputBody.
@@ -2055,6 +2579,14 @@ type MappingVersionsOutputBody struct {
 	Versions []MappingVersion `json:"versions"`
 }
 
+// MatchResult defines model for MatchResult.
+type MatchResult struct {
+	InvoiceId   openapi_types.UUID `json:"invoice_id"`
+	InvoiceRef  string             `json:"invoice_ref"`
+	MatchStatus string             `json:"match_status"`
+	Variances   []Variance         `json:"variances"`
+}
+
 // MovementInput defines model for MovementInput.
 type MovementInput struct {
 	// IdempotencyKey A repeated key returns the first result (200) instead of moving stock again; with another body it answers 409.
@@ -2159,6 +2691,39 @@ type OrderInvoice struct {
 // OrderInvoiceInvoiceStatus defines model for OrderInvoice.InvoiceStatus.
 type OrderInvoiceInvoiceStatus string
 
+// OrderInvoiceAnswer The answer of a order_invoice post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
+type OrderInvoiceAnswer struct {
+	// Action The endpoint's action: it decides which fields follow.
+	Action OrderInvoiceAnswerAction `json:"action"`
+
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
+	Changes []Change `json:"changes"`
+
+	// InvoiceRef The invoice recorded.
+	InvoiceRef *string `json:"invoice_ref,omitempty"`
+
+	// InvoiceStatus Its status now.
+	InvoiceStatus *OrderInvoiceAnswerInvoiceStatus `json:"invoice_status,omitempty"`
+
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+	Outcome OrderInvoiceAnswerOutcome `json:"outcome"`
+
+	// ReceiptId The receipt that records the post (X-Receipt-Id too).
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// OrderInvoiceAnswerAction The endpoint's action: it decides which fields follow.
+type OrderInvoiceAnswerAction string
+
+// OrderInvoiceAnswerInvoiceStatus Its status now.
+type OrderInvoiceAnswerInvoiceStatus string
+
+// OrderInvoiceAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+type OrderInvoiceAnswerOutcome string
+
 // OrderInvoiceBody defines model for OrderInvoiceBody.
 type OrderInvoiceBody struct {
 	AmountMinor   *int64  `json:"amount_minor,omitempty"`
@@ -2183,6 +2748,18 @@ type OrderLine struct {
 
 // OrderLineLineType defines model for OrderLine.LineType.
 type OrderLineLineType string
+
+// OrderMoved defines model for OrderMoved.
+type OrderMoved struct {
+	Id     openapi_types.UUID `json:"id"`
+	Number string             `json:"number"`
+
+	// Status The order's status now.
+	Status OrderMovedStatus `json:"status"`
+}
+
+// OrderMovedStatus The order's status now.
+type OrderMovedStatus string
 
 // POAckBody defines model for POAckBody.
 type POAckBody struct {
@@ -2314,6 +2891,33 @@ type PurchaseOrder struct {
 
 // PurchaseOrderStatus defines model for PurchaseOrder.Status.
 type PurchaseOrderStatus string
+
+// PurchaseOrderAckAnswer The answer of a purchase_order_ack post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
+type PurchaseOrderAckAnswer struct {
+	// Action The endpoint's action: it decides which fields follow.
+	Action PurchaseOrderAckAnswerAction `json:"action"`
+
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
+	Changes []Change `json:"changes"`
+
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+	Outcome PurchaseOrderAckAnswerOutcome `json:"outcome"`
+
+	// PurchaseOrder The purchase order, with its status now.
+	PurchaseOrder *AckedPurchaseOrder `json:"purchase_order,omitempty"`
+
+	// ReceiptId The receipt that records the post (X-Receipt-Id too).
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// PurchaseOrderAckAnswerAction The endpoint's action: it decides which fields follow.
+type PurchaseOrderAckAnswerAction string
+
+// PurchaseOrderAckAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+type PurchaseOrderAckAnswerOutcome string
 
 // PurchaseOrderDetail defines model for PurchaseOrderDetail.
 type PurchaseOrderDetail struct {
@@ -2647,7 +3251,7 @@ type ReplayResult struct {
 	Outcome        ReplayResultOutcome `json:"outcome"`
 
 	// Receipt The replay's new receipt, with its outcome and trace; null for a dry run.
-	Receipt ReceiptDetail `json:"receipt"`
+	Receipt *ReceiptDetail `json:"receipt"`
 }
 
 // ReplayResultOutcome defines model for ReplayResult.Outcome.
@@ -2679,6 +3283,15 @@ type RequestMessage struct {
 
 // RequestMessageRole defines model for RequestMessage.Role.
 type RequestMessageRole string
+
+// RequestOpened defines model for RequestOpened.
+type RequestOpened struct {
+	Id    openapi_types.UUID `json:"id"`
+	Title string             `json:"title"`
+
+	// Url The request's thread in the application.
+	Url string `json:"url"`
+}
 
 // RequestThread defines model for RequestThread.
 type RequestThread struct {
@@ -2991,6 +3604,39 @@ type SupplierInvoice struct {
 // SupplierInvoiceMatchStatus Where the three-way match stands.
 type SupplierInvoiceMatchStatus string
 
+// SupplierInvoiceAnswer The answer of a supplier_invoice post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
+type SupplierInvoiceAnswer struct {
+	// Action The endpoint's action: it decides which fields follow.
+	Action SupplierInvoiceAnswerAction `json:"action"`
+
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
+	Changes []Change `json:"changes"`
+
+	// InvoiceRef The supplier invoice recorded, or found recorded already.
+	InvoiceRef *string `json:"invoice_ref,omitempty"`
+
+	// Match The three-way match, when it ran before the answer.
+	Match *MatchResult `json:"match,omitempty"`
+
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+	Outcome SupplierInvoiceAnswerOutcome `json:"outcome"`
+
+	// PurchaseOrder The purchase order, when the post recorded the invoice (absent on a repeat of one recorded already).
+	PurchaseOrder *InvoicedPurchaseOrder `json:"purchase_order,omitempty"`
+
+	// ReceiptId The receipt that records the post (X-Receipt-Id too).
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// SupplierInvoiceAnswerAction The endpoint's action: it decides which fields follow.
+type SupplierInvoiceAnswerAction string
+
+// SupplierInvoiceAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+type SupplierInvoiceAnswerOutcome string
+
 // SupplierInvoiceBody defines model for SupplierInvoiceBody.
 type SupplierInvoiceBody struct {
 	AmountMinor *int64  `json:"amount_minor,omitempty"`
@@ -3183,6 +3829,75 @@ type UpdateSubscriptionInputBody struct {
 // UpdateSubscriptionInputBodyOrdering A new ordering.
 type UpdateSubscriptionInputBodyOrdering string
 
+// UpsertCustomersAnswer The answer of a upsert_customers post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
+type UpsertCustomersAnswer struct {
+	// Action The endpoint's action: it decides which fields follow.
+	Action UpsertCustomersAnswerAction `json:"action"`
+
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
+	Changes []Change `json:"changes"`
+
+	// Created Customers created.
+	Created *int64 `json:"created,omitempty"`
+
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+	Outcome UpsertCustomersAnswerOutcome `json:"outcome"`
+
+	// ReceiptId The receipt that records the post (X-Receipt-Id too).
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// Updated Customers matched and updated.
+	Updated *int64 `json:"updated,omitempty"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// UpsertCustomersAnswerAction The endpoint's action: it decides which fields follow.
+type UpsertCustomersAnswerAction string
+
+// UpsertCustomersAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+type UpsertCustomersAnswerOutcome string
+
+// UpsertProductsAnswer The answer of a upsert_products post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
+type UpsertProductsAnswer struct {
+	// Action The endpoint's action: it decides which fields follow.
+	Action UpsertProductsAnswerAction `json:"action"`
+
+	// Changes The changes the post made; empty for a parked, pending or ignored post.
+	Changes []Change `json:"changes"`
+
+	// Created New SKUs.
+	Created *int64 `json:"created,omitempty"`
+
+	// Errors Rows not written, in row order.
+	Errors *[]RowError `json:"errors,omitempty"`
+
+	// Outcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+	Outcome UpsertProductsAnswerOutcome `json:"outcome"`
+
+	// ReceiptId The receipt that records the post (X-Receipt-Id too).
+	ReceiptId openapi_types.UUID `json:"receipt_id"`
+
+	// Unchanged Existing SKUs already as sent (not rewritten).
+	Unchanged *int64 `json:"unchanged,omitempty"`
+
+	// Updated Existing SKUs whose values changed.
+	Updated *int64 `json:"updated,omitempty"`
+
+	// Upserted Products written (created, updated, or already as sent).
+	Upserted *int64 `json:"upserted,omitempty"`
+
+	// WaitingFor The record a parked post waits for.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+}
+
+// UpsertProductsAnswerAction The endpoint's action: it decides which fields follow.
+type UpsertProductsAnswerAction string
+
+// UpsertProductsAnswerOutcome applied: the post changed something; unchanged: it changed nothing; parked: it waits for the record it names (202); pending: it is still running (202); ignored: the endpoint's mapping returned null, and nothing was applied.
+type UpsertProductsAnswerOutcome string
+
 // Variance defines model for Variance.
 type Variance struct {
 	Actual   *float64     `json:"actual"`
@@ -3283,6 +3998,9 @@ type PostInboundParams struct {
 	// IdempotencyKey Names the post for the sender's retries: a post with the same key on the same endpoint within 24 hours is answered with the first post's answer and applies nothing again. 1 to 255 printable ASCII characters (400 otherwise).
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
+
+// PostInboundJSONBody8 defines parameters for PostInbound.
+type PostInboundJSONBody8 = interface{}
 
 // ListCustomersParams defines parameters for ListCustomers.
 type ListCustomersParams struct {
@@ -3677,6 +4395,68 @@ type SetWebhookTransformationJSONRequestBody = SetTransformationInputBody
 // TestWebhookTransformationJSONRequestBody defines body for TestWebhookTransformation for application/json ContentType.
 type TestWebhookTransformationJSONRequestBody = TestTransformationInputBody
 
+// AsProductInput returns the union data inside the BulkProductsBody_Products_Item as a ProductInput
+func (t BulkProductsBody_Products_Item) AsProductInput() (ProductInput, error) {
+	var body ProductInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProductInput overwrites any union data inside the BulkProductsBody_Products_Item as the provided ProductInput
+func (t *BulkProductsBody_Products_Item) FromProductInput(v ProductInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProductInput performs a merge with any union data inside the BulkProductsBody_Products_Item, using the provided ProductInput
+func (t *BulkProductsBody_Products_Item) MergeProductInput(v ProductInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkProductsBodyProducts1 returns the union data inside the BulkProductsBody_Products_Item as a BulkProductsBodyProducts1
+func (t BulkProductsBody_Products_Item) AsBulkProductsBodyProducts1() (BulkProductsBodyProducts1, error) {
+	var body BulkProductsBodyProducts1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkProductsBodyProducts1 overwrites any union data inside the BulkProductsBody_Products_Item as the provided BulkProductsBodyProducts1
+func (t *BulkProductsBody_Products_Item) FromBulkProductsBodyProducts1(v BulkProductsBodyProducts1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkProductsBodyProducts1 performs a merge with any union data inside the BulkProductsBody_Products_Item, using the provided BulkProductsBodyProducts1
+func (t *BulkProductsBody_Products_Item) MergeBulkProductsBodyProducts1(v BulkProductsBodyProducts1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t BulkProductsBody_Products_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *BulkProductsBody_Products_Item) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsBulkReplayInputBodyMappingVersion0 returns the union data inside the BulkReplayInputBody_MappingVersion as a BulkReplayInputBodyMappingVersion0
 func (t BulkReplayInputBody_MappingVersion) AsBulkReplayInputBodyMappingVersion0() (BulkReplayInputBodyMappingVersion0, error) {
 	var body BulkReplayInputBodyMappingVersion0
@@ -3735,6 +4515,385 @@ func (t BulkReplayInputBody_MappingVersion) MarshalJSON() ([]byte, error) {
 }
 
 func (t *BulkReplayInputBody_MappingVersion) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsCreateRequestAnswer returns the union data inside the InboundAnswer as a CreateRequestAnswer
+func (t InboundAnswer) AsCreateRequestAnswer() (CreateRequestAnswer, error) {
+	var body CreateRequestAnswer
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCreateRequestAnswer overwrites any union data inside the InboundAnswer as the provided CreateRequestAnswer
+func (t *InboundAnswer) FromCreateRequestAnswer(v CreateRequestAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"create_request"}`))
+	t.union = b
+	return err
+}
+
+// MergeCreateRequestAnswer performs a merge with any union data inside the InboundAnswer, using the provided CreateRequestAnswer
+func (t *InboundAnswer) MergeCreateRequestAnswer(v CreateRequestAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"create_request"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpsertCustomersAnswer returns the union data inside the InboundAnswer as a UpsertCustomersAnswer
+func (t InboundAnswer) AsUpsertCustomersAnswer() (UpsertCustomersAnswer, error) {
+	var body UpsertCustomersAnswer
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpsertCustomersAnswer overwrites any union data inside the InboundAnswer as the provided UpsertCustomersAnswer
+func (t *InboundAnswer) FromUpsertCustomersAnswer(v UpsertCustomersAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"upsert_customers"}`))
+	t.union = b
+	return err
+}
+
+// MergeUpsertCustomersAnswer performs a merge with any union data inside the InboundAnswer, using the provided UpsertCustomersAnswer
+func (t *InboundAnswer) MergeUpsertCustomersAnswer(v UpsertCustomersAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"upsert_customers"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpsertProductsAnswer returns the union data inside the InboundAnswer as a UpsertProductsAnswer
+func (t InboundAnswer) AsUpsertProductsAnswer() (UpsertProductsAnswer, error) {
+	var body UpsertProductsAnswer
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpsertProductsAnswer overwrites any union data inside the InboundAnswer as the provided UpsertProductsAnswer
+func (t *InboundAnswer) FromUpsertProductsAnswer(v UpsertProductsAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"upsert_products"}`))
+	t.union = b
+	return err
+}
+
+// MergeUpsertProductsAnswer performs a merge with any union data inside the InboundAnswer, using the provided UpsertProductsAnswer
+func (t *InboundAnswer) MergeUpsertProductsAnswer(v UpsertProductsAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"upsert_products"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsERPOrderStatusAnswer returns the union data inside the InboundAnswer as a ERPOrderStatusAnswer
+func (t InboundAnswer) AsERPOrderStatusAnswer() (ERPOrderStatusAnswer, error) {
+	var body ERPOrderStatusAnswer
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromERPOrderStatusAnswer overwrites any union data inside the InboundAnswer as the provided ERPOrderStatusAnswer
+func (t *InboundAnswer) FromERPOrderStatusAnswer(v ERPOrderStatusAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"erp_order_status"}`))
+	t.union = b
+	return err
+}
+
+// MergeERPOrderStatusAnswer performs a merge with any union data inside the InboundAnswer, using the provided ERPOrderStatusAnswer
+func (t *InboundAnswer) MergeERPOrderStatusAnswer(v ERPOrderStatusAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"erp_order_status"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOrderInvoiceAnswer returns the union data inside the InboundAnswer as a OrderInvoiceAnswer
+func (t InboundAnswer) AsOrderInvoiceAnswer() (OrderInvoiceAnswer, error) {
+	var body OrderInvoiceAnswer
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOrderInvoiceAnswer overwrites any union data inside the InboundAnswer as the provided OrderInvoiceAnswer
+func (t *InboundAnswer) FromOrderInvoiceAnswer(v OrderInvoiceAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"order_invoice"}`))
+	t.union = b
+	return err
+}
+
+// MergeOrderInvoiceAnswer performs a merge with any union data inside the InboundAnswer, using the provided OrderInvoiceAnswer
+func (t *InboundAnswer) MergeOrderInvoiceAnswer(v OrderInvoiceAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"order_invoice"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPurchaseOrderAckAnswer returns the union data inside the InboundAnswer as a PurchaseOrderAckAnswer
+func (t InboundAnswer) AsPurchaseOrderAckAnswer() (PurchaseOrderAckAnswer, error) {
+	var body PurchaseOrderAckAnswer
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPurchaseOrderAckAnswer overwrites any union data inside the InboundAnswer as the provided PurchaseOrderAckAnswer
+func (t *InboundAnswer) FromPurchaseOrderAckAnswer(v PurchaseOrderAckAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"purchase_order_ack"}`))
+	t.union = b
+	return err
+}
+
+// MergePurchaseOrderAckAnswer performs a merge with any union data inside the InboundAnswer, using the provided PurchaseOrderAckAnswer
+func (t *InboundAnswer) MergePurchaseOrderAckAnswer(v PurchaseOrderAckAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"purchase_order_ack"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSupplierInvoiceAnswer returns the union data inside the InboundAnswer as a SupplierInvoiceAnswer
+func (t InboundAnswer) AsSupplierInvoiceAnswer() (SupplierInvoiceAnswer, error) {
+	var body SupplierInvoiceAnswer
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSupplierInvoiceAnswer overwrites any union data inside the InboundAnswer as the provided SupplierInvoiceAnswer
+func (t *InboundAnswer) FromSupplierInvoiceAnswer(v SupplierInvoiceAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"supplier_invoice"}`))
+	t.union = b
+	return err
+}
+
+// MergeSupplierInvoiceAnswer performs a merge with any union data inside the InboundAnswer, using the provided SupplierInvoiceAnswer
+func (t *InboundAnswer) MergeSupplierInvoiceAnswer(v SupplierInvoiceAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"supplier_invoice"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsDeliveryStatusAnswer returns the union data inside the InboundAnswer as a DeliveryStatusAnswer
+func (t InboundAnswer) AsDeliveryStatusAnswer() (DeliveryStatusAnswer, error) {
+	var body DeliveryStatusAnswer
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDeliveryStatusAnswer overwrites any union data inside the InboundAnswer as the provided DeliveryStatusAnswer
+func (t *InboundAnswer) FromDeliveryStatusAnswer(v DeliveryStatusAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"delivery_status"}`))
+	t.union = b
+	return err
+}
+
+// MergeDeliveryStatusAnswer performs a merge with any union data inside the InboundAnswer, using the provided DeliveryStatusAnswer
+func (t *InboundAnswer) MergeDeliveryStatusAnswer(v DeliveryStatusAnswer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"action":"delivery_status"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t InboundAnswer) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"action"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t InboundAnswer) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "create_request":
+		return t.AsCreateRequestAnswer()
+	case "delivery_status":
+		return t.AsDeliveryStatusAnswer()
+	case "erp_order_status":
+		return t.AsERPOrderStatusAnswer()
+	case "order_invoice":
+		return t.AsOrderInvoiceAnswer()
+	case "purchase_order_ack":
+		return t.AsPurchaseOrderAckAnswer()
+	case "supplier_invoice":
+		return t.AsSupplierInvoiceAnswer()
+	case "upsert_customers":
+		return t.AsUpsertCustomersAnswer()
+	case "upsert_products":
+		return t.AsUpsertProductsAnswer()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t InboundAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *InboundAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsProductInput returns the union data inside the InboundProductsBody_Products_Item as a ProductInput
+func (t InboundProductsBody_Products_Item) AsProductInput() (ProductInput, error) {
+	var body ProductInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProductInput overwrites any union data inside the InboundProductsBody_Products_Item as the provided ProductInput
+func (t *InboundProductsBody_Products_Item) FromProductInput(v ProductInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProductInput performs a merge with any union data inside the InboundProductsBody_Products_Item, using the provided ProductInput
+func (t *InboundProductsBody_Products_Item) MergeProductInput(v ProductInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInboundProductsBodyProducts1 returns the union data inside the InboundProductsBody_Products_Item as a InboundProductsBodyProducts1
+func (t InboundProductsBody_Products_Item) AsInboundProductsBodyProducts1() (InboundProductsBodyProducts1, error) {
+	var body InboundProductsBodyProducts1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInboundProductsBodyProducts1 overwrites any union data inside the InboundProductsBody_Products_Item as the provided InboundProductsBodyProducts1
+func (t *InboundProductsBody_Products_Item) FromInboundProductsBodyProducts1(v InboundProductsBodyProducts1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeInboundProductsBodyProducts1 performs a merge with any union data inside the InboundProductsBody_Products_Item, using the provided InboundProductsBodyProducts1
+func (t *InboundProductsBody_Products_Item) MergeInboundProductsBodyProducts1(v InboundProductsBodyProducts1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t InboundProductsBody_Products_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *InboundProductsBody_Products_Item) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -4061,6 +5220,32 @@ func (t *PostInboundJSONBody) FromDeliveryStatusBody(v DeliveryStatusBody) error
 
 // MergeDeliveryStatusBody performs a merge with any union data inside the PostInboundJSONBody, using the provided DeliveryStatusBody
 func (t *PostInboundJSONBody) MergeDeliveryStatusBody(v DeliveryStatusBody) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPostInboundJSONBody8 returns the union data inside the PostInboundJSONBody as a PostInboundJSONBody8
+func (t PostInboundJSONBody) AsPostInboundJSONBody8() (PostInboundJSONBody8, error) {
+	var body PostInboundJSONBody8
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPostInboundJSONBody8 overwrites any union data inside the PostInboundJSONBody as the provided PostInboundJSONBody8
+func (t *PostInboundJSONBody) FromPostInboundJSONBody8(v PostInboundJSONBody8) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePostInboundJSONBody8 performs a merge with any union data inside the PostInboundJSONBody, using the provided PostInboundJSONBody8
+func (t *PostInboundJSONBody) MergePostInboundJSONBody8(v PostInboundJSONBody8) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -10671,9 +11856,9 @@ type PostInboundResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *InboundAnswerDoc
+	JSON200 *InboundAnswer
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *InboundAnswerDoc
+	JSON202 *InboundAnswer
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorBody
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -10687,7 +11872,7 @@ type PostInboundResponse struct {
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
-	JSON422 *ErrorBody
+	JSON422 *InboundRefusalDoc
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorBody
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -10715,12 +11900,12 @@ type PostInboundResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostInboundResponse) GetJSON200() *InboundAnswerDoc {
+func (r PostInboundResponse) GetJSON200() *InboundAnswer {
 	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r PostInboundResponse) GetJSON202() *InboundAnswerDoc {
+func (r PostInboundResponse) GetJSON202() *InboundAnswer {
 	return r.JSON202
 }
 
@@ -10755,7 +11940,7 @@ func (r PostInboundResponse) GetJSON413() *ErrorBody {
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
-func (r PostInboundResponse) GetJSON422() *ErrorBody {
+func (r PostInboundResponse) GetJSON422() *InboundRefusalDoc {
 	return r.JSON422
 }
 
@@ -19115,14 +20300,14 @@ func ParsePostInboundResponse(rsp *http.Response) (*PostInboundResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest InboundAnswerDoc
+		var dest InboundAnswer
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest InboundAnswerDoc
+		var dest InboundAnswer
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19171,7 +20356,7 @@ func ParsePostInboundResponse(rsp *http.Response) (*PostInboundResponse, error) 
 		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest ErrorBody
+		var dest InboundRefusalDoc
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

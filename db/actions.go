@@ -25,8 +25,10 @@ func waitKey(kind string, ref *string) []string {
 	return []string{domain.WaitKey(kind, *ref)}
 }
 
-func applied(changes []domain.Change, extras map[string]any) domain.InboundResult {
-	out := domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200, Changes: changes, Extras: extras}
+// applied is the result of a post that went through: outcome applied, or
+// unchanged without changes, with the action's own answer fields.
+func applied(changes []domain.Change, answer domain.ActionAnswer) domain.InboundResult {
+	out := domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200, Changes: changes, Extras: domain.AnswerFields(answer)}
 	if len(changes) == 0 {
 		out.Outcome = domain.OutcomeUnchanged
 	}
@@ -117,3 +119,12 @@ type actor struct {
 }
 
 var _ domain.ActionApplier = (*actor)(nil)
+
+// nonNil is s, or an empty slice for nil: a list in an answer is [], not
+// null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -242,7 +242,7 @@ func (a *actor) UpsertCustomers(b domain.UpsertCustomersBody) (domain.InboundRes
 	if err != nil {
 		return domain.InboundResult{}, err
 	}
-	res := applied(nil, map[string]any{"created": r.Created, "updated": r.Updated})
+	res := applied(nil, domain.UpsertCustomersAnswer{Created: r.Created, Updated: r.Updated})
 	if r.Created+r.Updated > 0 {
 		res.Outcome = domain.OutcomeApplied
 	}

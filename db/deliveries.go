@@ -166,7 +166,7 @@ func (a *actor) DeliveryStatus(b domain.DeliveryStatusBody) (domain.InboundResul
 		}
 		changes = append(changes, c...)
 	}
-	return applied(changes, map[string]any{"delivery": map[string]any{"id": d.id, "number": d.number, "status": to}}), nil
+	return applied(changes, domain.DeliveryStatusAnswer{Delivery: domain.DeliveryMoved{ID: d.id, Number: d.number, Status: to}}), nil
 }
 
 // orderFollowsDeliveries moves an order after one of its deliveries moved,

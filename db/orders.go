@@ -140,7 +140,7 @@ func (a *actor) ERPOrderStatus(b domain.ERPOrderStatusBody) (domain.InboundResul
 		}
 		changes = append(changes, domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "tracking_url", From: o.trackingURL, To: *b.TrackingURL})
 	}
-	return applied(changes, map[string]any{"order": map[string]any{"id": o.id, "number": o.number, "status": o.status}}), nil
+	return applied(changes, domain.ERPOrderStatusAnswer{Order: domain.OrderMoved{ID: o.id, Number: o.number, Status: o.status}}), nil
 }
 
 // OrderInvoice carries out a order_invoice post (domain.ActionApplier).
@@ -166,7 +166,7 @@ func (a *actor) OrderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, e
 		return domain.InboundResult{}, err
 	}
 	if prev != nil && *prev == status {
-		return applied(nil, map[string]any{"invoice_ref": b.InvoiceRef, "invoice_status": status}), nil
+		return applied(nil, domain.OrderInvoiceAnswer{InvoiceRef: b.InvoiceRef, InvoiceStatus: status}), nil
 	}
 	if _, err := a.tx.Exec(a.ctx, `
 		INSERT INTO order_invoices (id, org_id, order_id, invoice_ref, invoice_status, amount_minor, currency)
@@ -185,5 +185,5 @@ func (a *actor) OrderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, e
 		return domain.InboundResult{}, err
 	}
 	c := domain.Change{Entity: "order", ID: o.id.String(), Ref: o.number, Field: "invoice:" + b.InvoiceRef, From: prev, To: status}
-	return applied([]domain.Change{c}, map[string]any{"invoice_ref": b.InvoiceRef, "invoice_status": status}), nil
+	return applied([]domain.Change{c}, domain.OrderInvoiceAnswer{InvoiceRef: b.InvoiceRef, InvoiceStatus: status}), nil
 }

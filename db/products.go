@@ -211,8 +211,8 @@ func (a *actor) UpsertProducts(b domain.ProductsBody) (domain.InboundResult, err
 			return domain.InboundResult{}, err
 		}
 	}
-	res := applied(nil, map[string]any{"upserted": len(batch.Products), "created": r.Created, "updated": r.Updated,
-		"unchanged": r.Unchanged, "errors": batch.Errors})
+	res := applied(nil, domain.UpsertProductsAnswer{Upserted: len(batch.Products), Created: r.Created, Updated: r.Updated,
+		Unchanged: r.Unchanged, Errors: nonNil(batch.Errors)})
 	if r.Created+r.Updated > 0 {
 		res.Outcome = domain.OutcomeApplied
 	}

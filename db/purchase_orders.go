@@ -205,7 +205,7 @@ func (a *actor) PurchaseOrderAck(b domain.POAckBody) (domain.InboundResult, erro
 		}
 	}
 	if len(changes) == 0 {
-		return applied(nil, map[string]any{"purchase_order": map[string]any{"id": po.id, "number": po.number, "status": po.status}}), nil
+		return applied(nil, domain.PurchaseOrderAckAnswer{PurchaseOrder: domain.AckedPurchaseOrder{ID: po.id, Number: po.number, Status: po.status}}), nil
 	}
 	if _, err := a.tx.Exec(a.ctx, `
 		UPDATE purchase_orders SET status = 'acknowledged', supplier_ref = coalesce($3, supplier_ref),
@@ -219,7 +219,7 @@ func (a *actor) PurchaseOrderAck(b domain.POAckBody) (domain.InboundResult, erro
 	})); err != nil {
 		return domain.InboundResult{}, err
 	}
-	return applied(changes, map[string]any{"purchase_order": map[string]any{"id": po.id, "number": po.number, "status": domain.POAcknowledged}}), nil
+	return applied(changes, domain.PurchaseOrderAckAnswer{PurchaseOrder: domain.AckedPurchaseOrder{ID: po.id, Number: po.number, Status: domain.POAcknowledged}}), nil
 }
 
 // SupplierInvoice carries out a supplier_invoice post (domain.ActionApplier).
@@ -240,7 +240,7 @@ func (a *actor) SupplierInvoice(b domain.SupplierInvoiceBody) (domain.InboundRes
 		if err := b.SameAmountAs(amount); err != nil {
 			return domain.InboundResult{}, err
 		}
-		res := applied(nil, map[string]any{"invoice_ref": b.InvoiceRef})
+		res := applied(nil, domain.SupplierInvoiceAnswer{InvoiceRef: b.InvoiceRef})
 		res.InvoiceID, res.POID, res.InvoiceRef = &id, &po.id, b.InvoiceRef
 		return res, nil
 	case !errors.Is(err, pgx.ErrNoRows):
@@ -258,7 +258,7 @@ func (a *actor) SupplierInvoice(b domain.SupplierInvoiceBody) (domain.InboundRes
 		return domain.InboundResult{}, err
 	}
 	c := domain.Change{Entity: "supplier_invoice", ID: id.String(), Ref: b.InvoiceRef, Field: "match_status", To: domain.MatchAwaitingReceipt}
-	res := applied([]domain.Change{c}, map[string]any{"invoice_ref": b.InvoiceRef, "purchase_order": map[string]any{"id": po.id, "number": po.number}})
+	res := applied([]domain.Change{c}, domain.SupplierInvoiceAnswer{InvoiceRef: b.InvoiceRef, PurchaseOrder: &domain.InvoicedPurchaseOrder{ID: po.id, Number: po.number}})
 	res.InvoiceID, res.POID, res.InvoiceRef = &id, &po.id, b.InvoiceRef
 	return res, nil
 }

@@ -102,7 +102,7 @@ func (a *actor) CreateRequest(b domain.CreateRequestBody) (domain.InboundResult,
 		err := a.tx.QueryRow(a.ctx, `SELECT id, title FROM request_threads WHERE org_id = $1 AND external_ref = $2`,
 			a.org, *b.ExternalRef).Scan(&id, &title)
 		if err == nil {
-			res := applied(nil, map[string]any{"request": a.requestRef(id, title)})
+			res := applied(nil, domain.CreateRequestAnswer{Request: a.requestRef(id, title)})
 			res.Status = 202
 			return res, nil
 		}
@@ -155,11 +155,11 @@ func (a *actor) CreateRequest(b domain.CreateRequestBody) (domain.InboundResult,
 		return domain.InboundResult{}, err
 	}
 	changes = append(changes, domain.Change{Entity: "request", ID: created.ID.String(), Ref: created.Title, Field: "status", To: domain.RequestActive})
-	res := applied(changes, map[string]any{"request": a.requestRef(created.ID, created.Title)})
+	res := applied(changes, domain.CreateRequestAnswer{Request: a.requestRef(created.ID, created.Title)})
 	res.Status = 202
 	return res, nil
 }
 
-func (a *actor) requestRef(id uuid.UUID, title string) map[string]any {
-	return map[string]any{"id": id, "title": title, "url": a.baseURL + "/ai/requests/" + id.String()}
+func (a *actor) requestRef(id uuid.UUID, title string) domain.RequestOpened {
+	return domain.RequestOpened{ID: id, Title: title, URL: a.baseURL + "/ai/requests/" + id.String()}
 }

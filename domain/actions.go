@@ -90,6 +90,10 @@ type ActionDef struct {
 	Parse func(body []byte) (InboundBody, error)
 	// Doc is the type the OpenAPI document describes the body with.
 	Doc reflect.Type
+	// Answer is the type of the fields the action adds to its 2xx answer
+	// (an ActionAnswer of this action), which the OpenAPI document
+	// describes its answer with.
+	Answer reflect.Type
 	// Summary and Example are the documented example post.
 	Summary string
 	Example map[string]any
@@ -108,30 +112,30 @@ func parser[B InboundBody](parse func([]byte) (B, error)) func([]byte) (InboundB
 
 // actionTable holds the inbound actions, in the order they are listed.
 var actionTable = []ActionDef{
-	{ActionCreateRequest, parser(parseCreateRequest), reflect.TypeFor[CreateRequestBody](),
+	{ActionCreateRequest, parser(parseCreateRequest), reflect.TypeFor[CreateRequestBody](), reflect.TypeFor[CreateRequestAnswer](),
 		"create_request: open a request", map[string]any{
 			"text": "Please quote 500 M8 washers delivered to Leeds by March.", "title": "M8 washers",
 			"customer": map[string]any{"company": "Buyer Ltd", "email": "ann@buyer.example"}, "external_ref": "CRM-4411"}},
-	{ActionUpsertCustomers, parser(parseUpsertCustomers), reflect.TypeFor[InboundCustomersBody](),
+	{ActionUpsertCustomers, parser(parseUpsertCustomers), reflect.TypeFor[InboundCustomersBody](), reflect.TypeFor[UpsertCustomersAnswer](),
 		"upsert_customers: create or update customers", map[string]any{
 			"customers": []any{map[string]any{"company": "Buyer Ltd", "email": "ann@buyer.example", "external_id": "C-100"}}}},
-	{ActionUpsertProducts, parser(parseUpsertProducts), reflect.TypeFor[InboundProductsBody](),
+	{ActionUpsertProducts, parser(parseUpsertProducts), reflect.TypeFor[InboundProductsBody](), reflect.TypeFor[UpsertProductsAnswer](),
 		"upsert_products: create or update products by SKU", map[string]any{
 			"products": []any{map[string]any{"sku": "A-1", "title": "Washer M8", "price_minor": 12, "uom": "each"}}}},
-	{ActionERPOrderStatus, parser(parseERPOrderStatus), reflect.TypeFor[ERPOrderStatusBody](),
+	{ActionERPOrderStatus, parser(parseERPOrderStatus), reflect.TypeFor[ERPOrderStatusBody](), reflect.TypeFor[ERPOrderStatusAnswer](),
 		"erp_order_status: an ERP moves an order", map[string]any{
 			"order_ref": "SO-1001", "status": "shipped"}},
-	{ActionOrderInvoice, parser(parseOrderInvoice), reflect.TypeFor[OrderInvoiceBody](),
+	{ActionOrderInvoice, parser(parseOrderInvoice), reflect.TypeFor[OrderInvoiceBody](), reflect.TypeFor[OrderInvoiceAnswer](),
 		"order_invoice: an ERP records its invoice on an order", map[string]any{
 			"order_ref": "SO-1001", "invoice_ref": "INV-2001", "invoice_status": "issued", "amount_minor": 125000, "currency": "GBP"}},
-	{ActionPurchaseOrderAck, parser(parsePOAck), reflect.TypeFor[POAckBody](),
+	{ActionPurchaseOrderAck, parser(parsePOAck), reflect.TypeFor[POAckBody](), reflect.TypeFor[PurchaseOrderAckAnswer](),
 		"purchase_order_ack: a supplier acknowledges a purchase order", map[string]any{
 			"po_number": "PO-3001", "supplier_ref": "SUP-77", "lines": []any{map[string]any{"position": 1, "expected_date": "2026-12-15"}}}},
-	{ActionSupplierInvoice, parser(parseSupplierInvoice), reflect.TypeFor[SupplierInvoiceBody](),
+	{ActionSupplierInvoice, parser(parseSupplierInvoice), reflect.TypeFor[SupplierInvoiceBody](), reflect.TypeFor[SupplierInvoiceAnswer](),
 		"supplier_invoice: a supplier invoices a purchase order", map[string]any{
 			"po_number": "PO-3001", "invoice_ref": "SI-501", "amount_minor": 48000, "currency": "GBP",
 			"invoiced_qty": []any{map[string]any{"position": 1, "qty": 40}}}},
-	{ActionDeliveryStatus, parser(parseDeliveryStatus), reflect.TypeFor[DeliveryStatusBody](),
+	{ActionDeliveryStatus, parser(parseDeliveryStatus), reflect.TypeFor[DeliveryStatusBody](), reflect.TypeFor[DeliveryStatusAnswer](),
 		"delivery_status: a carrier moves a delivery", map[string]any{
 			"delivery_ref": "DL-1001", "status": "dispatched", "tracking_url": "https://track.example/DL-1001"}},
 }

@@ -268,7 +268,8 @@ func (p *Posts) mapBody(ctx context.Context, in *post) (*Answer, error) {
 	switch {
 	case run.result == MappingIgnored:
 		in.receipt = db.NewID()
-		body, _ := json.Marshal(map[string]any{"receipt_id": in.receipt, "outcome": domain.OutcomeIgnored})
+		// An inbound answer (domain.InboundAnswer) that applied nothing.
+		body, _ := json.Marshal(domain.InboundAnswer{ReceiptID: in.receipt, Action: in.endpoint.Action, Outcome: domain.OutcomeIgnored})
 		return &Answer{Status: http.StatusOK, Body: body, outcome: domain.OutcomeIgnored}, nil
 	case run.result == MappingFailed && strings.HasPrefix(run.err, "mapped body:"):
 		return refuse(http.StatusBadRequest, run.err), nil

@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -196,7 +197,11 @@ func (e *Env) API(answerWait time.Duration) *httptest.Server {
 	s := api.New(api.Deps{DB: e.DB.DB, Service: service, Temporal: e.Temporal, Logger: e.Log, Cursors: cursor.New(ServiceKey),
 		BaseURL: BaseURL, Tracing: e.tracing})
 	s.Mount(console.Prefix, console.New(console.Deps{DB: e.DB.DB, Service: service, Log: e.Log, BaseURL: BaseURL}))
-	srv := httptest.NewServer(s.Handler())
+	var h http.Handler = s.Handler()
+	if wrapAPI != nil {
+		h = wrapAPI(e.T, h)
+	}
+	srv := httptest.NewServer(h)
 	e.T.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -210,6 +215,10 @@ func (e *Env) API(answerWait time.Duration) *httptest.Server {
 	})
 	return srv
 }
+
+// wrapAPI, when set, wraps the handler of each server API starts, for the
+// test that started it (the suite's OpenAPI conformance check).
+var wrapAPI func(t testing.TB, h http.Handler) http.Handler
 
 // StartWorker starts another worker on the task queue (a test may stop one
 // mid-flight and start a new one, as a crashed process would be replaced).
