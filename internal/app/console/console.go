@@ -316,7 +316,7 @@ func (c *console) signedIn(next http.Handler) http.Handler {
 		ck, err := r.Cookie(sessionCookie)
 		if err != nil || ck.Value == "" {
 			if r.ContentLength != 0 {
-				w.Header().Set("Connection", "close") // the form is not read
+				closeUnread(w) // the form is not read
 			}
 			c.render(w, r, http.StatusUnauthorized, "signin", nil)
 			return

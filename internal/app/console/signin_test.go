@@ -1,11 +1,14 @@
 package console_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +137,32 @@ func toString(v any) string {
 		return err.Error()
 	}
 	return fmt.Sprint(v)
+}
+
+// A form refused before it is read (no session) closes its connection at
+// once, however much of a body of up to 256 KB is still to come.
+func TestAFormRefusedUnreadClosesTheConnectionAtOnce(t *testing.T) {
+	f := newFixture(t)
+	u, _ := url.Parse(f.srv.URL)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	_ = conn.SetDeadline(start.Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "POST /console/logout HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
+		"Content-Length: 100000\r\n\r\ncsrf="); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if _, err := r.ReadByte(); err == nil || time.Since(start) > time.Second || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("%s, then %v after %s; want 401 and the connection closed at once", resp.Status, err, time.Since(start))
+	}
 }
