@@ -402,3 +402,25 @@ func TestEarlyRefusalsCloseTheConnectionAtOnceWhateverTheDeclaredSize(t *testing
 		}
 	}
 }
+
+// An organisation's subscriptions are capped (100 unless an operator sets
+// another): one more is answered 422, naming the cap, so that one key
+// cannot make an event fan out to any number of deliveries.
+func TestSubscriptionsPastTheOrganisationsCapAre422(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.db.SetSubscriptionCap(context.Background(), f.org.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		status, _, b := f.do(http.MethodPost, "/api/v1/webhooks/subscriptions", f.key, strings.NewReader(`{"url": "https://8.8.8.8/hooks?apikey=k"}`))
+		switch {
+		case i < 2 && status != http.StatusCreated:
+			t.Fatalf("subscription %d: %d %s", i+1, status, b)
+		case i == 2 && (status != http.StatusUnprocessableEntity || !strings.Contains(string(b), "its cap of 2")):
+			t.Fatalf("a subscription past the cap: %d %s; want 422 naming the cap", status, b)
+		}
+	}
+	if c, err := f.db.GetSubscriptionCap(context.Background(), f.org.ID); err != nil || c.Held != 2 {
+		t.Fatalf("%+v %v", c, err)
+	}
+}

@@ -4751,7 +4751,7 @@ type ClientInterface interface {
 
 	// CreateWebhookSubscriptionWithBody Subscribe to events
 	//
-	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 	//
 	// Requires scope `webhooks:write`.
 	//
@@ -4766,7 +4766,7 @@ type ClientInterface interface {
 
 	// CreateWebhookSubscription Subscribe to events
 	//
-	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 	//
 	// Requires scope `webhooks:write`.
 	//
@@ -6090,7 +6090,7 @@ func (c *Client) ListWebhookSubscriptions(ctx context.Context, params *ListWebho
 
 // CreateWebhookSubscriptionWithBody Subscribe to events
 //
-// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 //
 // Requires scope `webhooks:write`.
 //
@@ -6115,7 +6115,7 @@ func (c *Client) CreateWebhookSubscriptionWithBody(ctx context.Context, params *
 
 // CreateWebhookSubscription Subscribe to events
 //
-// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 //
 // Requires scope `webhooks:write`.
 //
@@ -10412,7 +10412,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookSubscriptionWithBodyWithResponse Subscribe to events
 	//
-	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 	//
 	// Requires scope `webhooks:write`.
 	//
@@ -10427,7 +10427,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookSubscriptionWithResponse Subscribe to events
 	//
-	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 	//
 	// Requires scope `webhooks:write`.
 	//
@@ -18810,7 +18810,7 @@ func (c *ClientWithResponses) ListWebhookSubscriptionsWithResponse(ctx context.C
 
 // CreateWebhookSubscriptionWithBodyWithResponse Subscribe to events
 //
-// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 //
 // Requires scope `webhooks:write`.
 //
@@ -18831,7 +18831,7 @@ func (c *ClientWithResponses) CreateWebhookSubscriptionWithBodyWithResponse(ctx 
 
 // CreateWebhookSubscriptionWithResponse Subscribe to events
 //
-// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 //
 // Requires scope `webhooks:write`.
 //
