@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -359,5 +360,67 @@ func TestAnExhaustedPoolAnswers503WithRetryAfter(t *testing.T) {
 	held.Release()
 	if status, _, body := get(); status != http.StatusOK {
 		t.Errorf("with a connection free again: %d %v", status, body)
+	}
+}
+
+// An early refusal closes its connection at once whatever the body it
+// declares: a body of at most 256 KB is not read after the answer (Go's
+// server reads one to reuse the connection, as long as the read deadline
+// allows) any more than a larger one is.
+func TestEarlyRefusalsCloseTheConnectionAtOnceWhateverTheDeclaredSize(t *testing.T) {
+	f := newFixture(t)
+	u, _ := url.Parse(f.srv.URL)
+	for _, size := range []int{10, 100_000, 256 << 10, 99_000_000} {
+		for _, c := range []struct{ name, head string }{
+			{"unknown inbound token", "POST /api/in/in_unknown HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"},
+			{"bad key", "POST /api/v1/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_bad\r\nContent-Type: application/json\r\n"},
+			{"no such route", "POST /api/v1/nothing HTTP/1.1\r\nHost: x\r\n"},
+		} {
+			conn, err := net.Dial("tcp", u.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_ = conn.SetDeadline(start.Add(5 * time.Second))
+			if _, err := fmt.Fprintf(conn, "%sContent-Length: %d\r\n\r\n{", c.head, size); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatalf("%s, %d bytes declared: %v", c.name, size, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			// Then the connection ends: EOF, not a wait for the body.
+			_, err = r.ReadByte()
+			if elapsed := time.Since(start); err == nil || elapsed > time.Second {
+				t.Errorf("%s, %d bytes declared: %s, then %v after %s; want the connection closed at once", c.name, size, resp.Status, err,
+					elapsed.Round(time.Millisecond))
+			}
+			conn.Close()
+		}
+	}
+}
+
+// An organisation's subscriptions are capped (100 unless an operator sets
+// another): one more is answered 422, naming the cap, so that one key
+// cannot make an event fan out to any number of deliveries.
+func TestSubscriptionsPastTheOrganisationsCapAre422(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.db.SetSubscriptionCap(context.Background(), f.org.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		status, _, b := f.do(http.MethodPost, "/api/v1/webhooks/subscriptions", f.key, strings.NewReader(`{"url": "https://8.8.8.8/hooks?apikey=k"}`))
+		switch {
+		case i < 2 && status != http.StatusCreated:
+			t.Fatalf("subscription %d: %d %s", i+1, status, b)
+		case i == 2 && (status != http.StatusUnprocessableEntity || !strings.Contains(string(b), "its cap of 2")):
+			t.Fatalf("a subscription past the cap: %d %s; want 422 naming the cap", status, b)
+		}
+	}
+	if c, err := f.db.GetSubscriptionCap(context.Background(), f.org.ID); err != nil || c.Held != 2 {
+		t.Fatalf("%+v %v", c, err)
 	}
 }

@@ -192,7 +192,7 @@ func readBody(ctx huma.Context, op *huma.Operation) ([]byte, error) {
 	if err != nil {
 		// What is left of the body is not waited for: the connection closes
 		// after the answer.
-		ctx.SetHeader("Connection", "close")
+		refuseEarly(ctx)
 	}
 	return buf.Bytes(), err
 }

@@ -243,17 +243,22 @@ func (s *Server) refuseOverLimit(ctx huma.Context, next func(huma.Context)) {
 }
 
 // refuseEarly marks an answer given before the request's body was read
-// (401, 403, 404, 413, 429) to close the connection after it: otherwise the
-// server would read and drop what the client still sends, up to 256 KB and
-// as slowly as the client likes, before answering.
+// (401, 403, 404, 413, 429) to close the connection after it, at once:
+// otherwise the server would read and drop what the client still sends
+// before answering, and, for a body of up to 256 KB, read the rest of it
+// after the answer before closing (Go's server does, to reuse the
+// connection), waiting as long as the request's read deadline allows. The
+// read deadline set now ends that wait; the answer is written all the same.
 func refuseEarly(ctx huma.Context) {
 	ctx.SetHeader("Connection", "close")
+	_ = ctx.SetReadDeadline(time.Now())
 }
 
 // closeUnread is refuseEarly outside Huma, for a request that has a body.
 func closeUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -152,8 +153,10 @@ func (s *Server) registerWebhookManagement() {
 	huma.Register(s.api, answersSecret(access(huma.Operation{OperationID: "create-webhook-subscription", Method: http.MethodPost,
 		Path: "/api/v1/webhooks/subscriptions", Tags: []string{tagWebhooks}, Summary: "Subscribe to events", DefaultStatus: http.StatusCreated,
 		Description: "Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: " +
-			"every delivery is signed with it (X-Service-Signature, see docs/webhooks.md)."},
-		domain.ScopeWebhooksWrite, "", http.StatusBadRequest)), s.createSubscription)
+			"every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most " +
+			strconv.Itoa(db.DefaultSubscriptionCap) + " subscriptions unless an operator sets another cap (`commerce org " +
+			"subscription-cap`): one more is answered 422, the message naming the cap."},
+		domain.ScopeWebhooksWrite, "", http.StatusBadRequest, http.StatusUnprocessableEntity)), s.createSubscription)
 	huma.Register(s.api, access(managementOp("get-webhook-subscription", http.MethodGet, "/api/v1/webhooks/subscriptions/{id}", tagWebhooks,
 		"Read a webhook subscription", "One subscription; never its secret."), domain.ScopeWebhooksRead, "", http.StatusNotFound), s.getSubscription)
 	huma.Register(s.api, access(managementOp("update-webhook-subscription", http.MethodPatch, "/api/v1/webhooks/subscriptions/{id}", tagWebhooks,

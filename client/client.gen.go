@@ -5936,7 +5936,7 @@ type ClientInterface interface {
 
 	// CreateWebhookSubscriptionWithBody Subscribe to events
 	//
-	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 	//
 	// Requires scope `webhooks:write`.
 	//
@@ -5951,7 +5951,7 @@ type ClientInterface interface {
 
 	// CreateWebhookSubscription Subscribe to events
 	//
-	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 	//
 	// Requires scope `webhooks:write`.
 	//
@@ -7275,7 +7275,7 @@ func (c *Client) ListWebhookSubscriptions(ctx context.Context, params *ListWebho
 
 // CreateWebhookSubscriptionWithBody Subscribe to events
 //
-// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 //
 // Requires scope `webhooks:write`.
 //
@@ -7300,7 +7300,7 @@ func (c *Client) CreateWebhookSubscriptionWithBody(ctx context.Context, params *
 
 // CreateWebhookSubscription Subscribe to events
 //
-// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 //
 // Requires scope `webhooks:write`.
 //
@@ -11597,7 +11597,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookSubscriptionWithBodyWithResponse Subscribe to events
 	//
-	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 	//
 	// Requires scope `webhooks:write`.
 	//
@@ -11612,7 +11612,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookSubscriptionWithResponse Subscribe to events
 	//
-	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+	// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 	//
 	// Requires scope `webhooks:write`.
 	//
@@ -19995,7 +19995,7 @@ func (c *ClientWithResponses) ListWebhookSubscriptionsWithResponse(ctx context.C
 
 // CreateWebhookSubscriptionWithBodyWithResponse Subscribe to events
 //
-// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 //
 // Requires scope `webhooks:write`.
 //
@@ -20016,7 +20016,7 @@ func (c *ClientWithResponses) CreateWebhookSubscriptionWithBodyWithResponse(ctx 
 
 // CreateWebhookSubscriptionWithResponse Subscribe to events
 //
-// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md).
+// Subscribes a URL to the organisation's events. The answer carries the signing secret, shown this once: every delivery is signed with it (X-Service-Signature, see docs/webhooks.md). An organisation holds at most 100 subscriptions unless an operator sets another cap (`commerce org subscription-cap`): one more is answered 422, the message naming the cap.
 //
 // Requires scope `webhooks:write`.
 //

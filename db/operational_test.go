@@ -25,7 +25,7 @@ type opsFixture struct {
 func (f *opsFixture) subscribe(events ...string) uuid.UUID {
 	f.t.Helper()
 	sealer, _ := secrets.NewSealer(make([]byte, 32))
-	s, err := f.d.CreateSubscription(context.Background(), sealer, db.NewSubscription{OrgID: f.org, URL: "https://erp.example.com/" + uuid.NewString(),
+	s, err := f.d.CreateSubscription(context.Background(), sealer, db.NewSubscription{OrgID: f.org, URL: "https://erp.example.com/hooks/" + uuid.NewString() + "?apikey=secret",
 		EventTypes: events})
 	if err != nil {
 		f.t.Fatal(err)
@@ -154,6 +154,11 @@ func TestSubscriptionFailingRecoveredAndExhaustedEvents(t *testing.T) {
 		failing[0]["last_status"] != float64(503) || failing[0]["last_error"] != why || failing[0]["since"] == nil {
 		t.Fatalf("failing events %v; want one, at the fifth failure", failing)
 	}
+	// The events name the subscription by its origin, never its path or
+	// query string (which carry the receiver's credentials here).
+	if failing[0]["url"] != "https://erp.example.com" {
+		t.Fatalf("the failing event's url %v; want the origin only", failing[0]["url"])
+	}
 	s, err := f.d.GetSubscription(ctx, f.org, down)
 	if err != nil || s.FailingSince == nil || s.ConsecutiveFailures != 6 || s.LastFailureStatus == nil || *s.LastFailureStatus != 503 {
 		t.Fatalf("subscription %+v, %v; want failing after 6 failures", s, err)
@@ -166,6 +171,9 @@ func TestSubscriptionFailingRecoveredAndExhaustedEvents(t *testing.T) {
 	recovered := f.events(domain.EventSubscriptionRecovered)
 	if len(recovered) != 1 || recovered[0]["held_deliveries"] != float64(5) || recovered[0]["failing_since"] != failing[0]["since"] {
 		t.Fatalf("recovered events %v", recovered)
+	}
+	if recovered[0]["url"] != "https://erp.example.com" {
+		t.Fatalf("the recovered event's url %v; want the origin only", recovered[0]["url"])
 	}
 	if s, _ := f.d.GetSubscription(ctx, f.org, down); s.FailingSince != nil || s.ConsecutiveFailures != 0 {
 		t.Fatalf("subscription after a success %+v", s)

@@ -163,18 +163,68 @@ func (d *DB) CreateSubscription(ctx context.Context, sealer *secrets.Sealer, in 
 	if err := (SubscriptionChange{RateLimitSet: true, RateLimit: in.RateLimit, MaxInFlight: in.MaxInFlight, Ordering: in.Ordering}).check(); err != nil {
 		return CreatedSubscription{}, err
 	}
-	if _, err := d.Organisation(ctx, in.OrgID); err != nil {
-		return CreatedSubscription{}, err
-	}
 	if in.EventTypes == nil {
 		in.EventTypes = []string{}
 	}
 	secret, id := secrets.NewSigningSecret(), NewID()
-	s, err := scanSubscription(d.pool.QueryRow(ctx, `
-		INSERT INTO webhook_subscriptions (id, org_id, url, event_types, secret_sealed, rate_limit_per_second, max_in_flight, ordering)
-		VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, 10), coalesce($8, 'none')) RETURNING `+subscriptionColumns,
-		id, in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret, sealedAt(subscriptionSecrets, id)), in.RateLimit, in.MaxInFlight, in.Ordering))
+	var s Subscription
+	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		// The organisation's row is locked (FOR NO KEY UPDATE: rows that
+		// refer to it are still written) so that subscriptions made at
+		// once are counted one after another against the cap; they are
+		// counted by a statement of their own, whose snapshot, taken once
+		// the lock is held, sees those made before.
+		var held, limit int
+		err := tx.QueryRow(ctx, `SELECT subscription_cap FROM organisations WHERE id = $1 FOR NO KEY UPDATE`, in.OrgID).Scan(&limit)
+		if err != nil {
+			return notFound(err, "organisation")
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_subscriptions WHERE org_id = $1`, in.OrgID).Scan(&held); err != nil {
+			return err
+		}
+		if held >= limit {
+			return domain.Errorf(domain.EUNPROCESSABLE, "the organisation has %d webhook subscriptions, its cap of %d: "+
+				"delete one first, or ask an operator to raise the cap", held, limit)
+		}
+		s, err = scanSubscription(tx.QueryRow(ctx, `
+			INSERT INTO webhook_subscriptions (id, org_id, url, event_types, secret_sealed, rate_limit_per_second, max_in_flight, ordering)
+			VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, 10), coalesce($8, 'none')) RETURNING `+subscriptionColumns,
+			id, in.OrgID, in.URL, in.EventTypes, sealer.Seal(secret, sealedAt(subscriptionSecrets, id)), in.RateLimit, in.MaxInFlight, in.Ordering))
+		return err
+	})
 	return CreatedSubscription{Subscription: s, Secret: secret}, err
+}
+
+// DefaultSubscriptionCap is how many webhook subscriptions an organisation
+// may hold unless an operator sets another (SetSubscriptionCap).
+const DefaultSubscriptionCap = 100
+
+// SubscriptionCap is an organisation's cap on webhook subscriptions and how
+// many it holds.
+type SubscriptionCap struct {
+	Cap  int `json:"subscription_cap"`
+	Held int `json:"subscriptions"`
+}
+
+// GetSubscriptionCap reads the organisation's subscription cap and count.
+func (d *DB) GetSubscriptionCap(ctx context.Context, orgID uuid.UUID) (SubscriptionCap, error) {
+	var c SubscriptionCap
+	err := d.pool.QueryRow(ctx, `SELECT subscription_cap, (SELECT count(*) FROM webhook_subscriptions WHERE org_id = $1)
+		FROM organisations WHERE id = $1`, orgID).Scan(&c.Cap, &c.Held)
+	return c, notFound(err, "organisation")
+}
+
+// SetSubscriptionCap sets how many webhook subscriptions the organisation
+// may hold (0 to 100,000). Lowering it below what the organisation holds
+// removes none: it makes no more until it is under the cap.
+func (d *DB) SetSubscriptionCap(ctx context.Context, orgID uuid.UUID, limit int) (SubscriptionCap, error) {
+	if limit < 0 || limit > 100_000 {
+		return SubscriptionCap{}, domain.Errorf(domain.EINVALID, "the subscription cap must be 0 to 100000")
+	}
+	var c SubscriptionCap
+	err := d.pool.QueryRow(ctx, `UPDATE organisations SET subscription_cap = $2 WHERE id = $1
+		RETURNING subscription_cap, (SELECT count(*) FROM webhook_subscriptions WHERE org_id = $1)`, orgID, limit).Scan(&c.Cap, &c.Held)
+	return c, notFound(err, "organisation")
 }
 
 // SetSubscriptionActive disables or enables one of the organisation's

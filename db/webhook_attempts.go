@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/commerce-integration/commerce/domain"
+	"github.com/commerce-integration/commerce/internal/outbound"
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
@@ -217,7 +218,10 @@ func subscriptionHealth(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID, loc
 }
 
 // recordHealth writes a subscription's health after an attempt a, was
-// before it, and emits the event of a failing spell begun or ended. It
+// before it, and emits the event of a failing spell begun or ended. The
+// event names the subscription's URL by its origin only, as the audit log
+// does: its path and query can hold the receiver's credentials, and events
+// are read with events:read and delivered to every subscribed receiver. It
 // reports whether the subscription is failing.
 func recordHealth(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscriptionID uuid.UUID, url string, was, h domain.HealthState) (bool, error) {
 	var interval *int
@@ -233,7 +237,7 @@ func recordHealth(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscr
 	switch {
 	case !was.Failing() && h.Failing():
 		return true, emit(ctx, tx, a.OrgID, domain.SubscriptionFailing.New(domain.SubscriptionFailingData{SubscriptionID: subscriptionID,
-			URL: url, ConsecutiveFailures: h.ConsecutiveFailures, LastStatus: a.StatusCode, LastError: a.Error,
+			URL: outbound.Origin(url), ConsecutiveFailures: h.ConsecutiveFailures, LastStatus: a.StatusCode, LastError: a.Error,
 			Since: domain.NewTimestamp(*h.FailingSince)}))
 	case was.Failing() && !h.Failing():
 		// The statuses are written into the statement rather than passed:
@@ -245,7 +249,7 @@ func recordHealth(ctx context.Context, tx pgx.Tx, a WebhookAttemptRecord, subscr
 			return false, err
 		}
 		return false, emit(ctx, tx, a.OrgID, domain.SubscriptionRecovered.New(domain.SubscriptionRecoveredData{SubscriptionID: subscriptionID,
-			URL: url, FailingSince: domain.NewTimestamp(*was.FailingSince), HeldDeliveries: held}))
+			URL: outbound.Origin(url), FailingSince: domain.NewTimestamp(*was.FailingSince), HeldDeliveries: held}))
 	}
 	return h.Failing(), nil
 }

@@ -205,7 +205,7 @@ type (
 	// SubscriptionFailingData is the data of webhook.subscription.failing.
 	SubscriptionFailingData struct {
 		SubscriptionID      uuid.UUID `json:"subscription_id"`
-		URL                 string    `json:"url"`
+		URL                 string    `json:"url" doc:"The subscription's origin (scheme://host[:port]); never its path or query, which can hold the receiver's credentials."`
 		ConsecutiveFailures int       `json:"consecutive_failures" doc:"Failed attempts in a row, across the subscription's deliveries."`
 		LastStatus          *int      `json:"last_status" doc:"The HTTP status of the last failed attempt; null when no answer came."`
 		LastError           *string   `json:"last_error" doc:"What went wrong with the last attempt."`
@@ -214,7 +214,7 @@ type (
 	// SubscriptionRecoveredData is the data of webhook.subscription.recovered.
 	SubscriptionRecoveredData struct {
 		SubscriptionID uuid.UUID `json:"subscription_id"`
-		URL            string    `json:"url"`
+		URL            string    `json:"url" doc:"The subscription's origin (scheme://host[:port]); never its path or query, which can hold the receiver's credentials."`
 		FailingSince   Timestamp `json:"failing_since"`
 		HeldDeliveries int       `json:"held_deliveries" doc:"The subscription's deliveries still waiting: held while it was failing, or failed and waiting for a retry. They go now, at its rate."`
 	}

@@ -198,7 +198,13 @@ func (s *suite) targets(ctx context.Context) {
 	c := s.check("webhook targets: loopback only under dev, no form of a private address")
 	for _, target := range []string{"http://10.0.0.5/h", "http://192.168.1.1/h", "http://169.254.169.254/latest/meta-data",
 		"http://2130706433/h", "http://0x7f000001/h", "http://127.1/h", "http://0177.0.0.1/h",
-		"http://10.0.0.5./h", "http://[::127.0.0.1]/h", "http://[fc00::1]/h", "http://metadata.google.internal/h", "http://vm/h"} {
+		"http://10.0.0.5./h", "http://[::127.0.0.1]/h", "http://[fc00::1]/h", "http://metadata.google.internal/h", "http://vm/h",
+		// Spellings that IDNA's mapping, which the HTTP client applies
+		// before resolving, makes private addresses and reserved names:
+		// full-width digits and letters, ideographic and full-width full
+		// stops.
+		"http://１０.0.0.5/h", "http://10。0.0.5/h", "http://１６９．２５４．１６９．２５４/latest", "http://０ｘａ００００５/h",
+		"http://metadata.google。internal/h", "http://ｖｍ/h"} {
 		a, out := s.subscribe(ctx, c, target, "", 400)
 		if a == nil {
 			continue

@@ -97,7 +97,7 @@ var Vars = []Var{
 		Usage: "address of the /metrics listener, apart from the public one (empty: no metrics listener)", flag: "metrics-listen",
 		field: func(c *Config) *string { return &c.MetricsListen }},
 	{Name: "COMMERCE_MAX_CONNECTIONS", Default: "1024",
-		Usage: "most HTTP connections the process holds at once; more wait to be accepted", flag: "max-connections",
+		Usage: "most HTTP connections the process holds at once; at the cap the connection idle the longest is closed for a new one, and with none idle more wait to be accepted", flag: "max-connections",
 		field: func(c *Config) *string { return &c.MaxConnections }},
 	{Name: "COMMERCE_CONSOLE", Default: "true",
 		Usage: "serve the support console at /console (serve and dev): true or false", flag: "console",

@@ -17,6 +17,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // Timeout is how long one request may take, answer included.
@@ -115,13 +118,45 @@ func Client(targets Targets) *http.Client {
 		TLSHandshakeTimeout:   Timeout,
 		ResponseHeaderTimeout: Timeout,
 	}
-	return &http.Client{
+	c := &http.Client{
 		Timeout:   Timeout,
 		Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
+	if targets != AnyTarget {
+		c.Transport = checkedHosts{targets: targets, next: transport}
+	}
+	return c
+}
+
+// checkedHosts checks a request's host before it is sent, as CheckURL
+// checks it at creation but without asking DNS (the dialler checks the
+// address a name resolves to): normalised (IDNA), an address in any form,
+// a reserved name or a name of one label is refused. A URL stored before
+// creation normalised hosts is refused here as it would be made today; the
+// request goes to the normalised host, the one the HTTP client would dial.
+type checkedHosts struct {
+	targets Targets
+	next    http.RoundTripper
+}
+
+func (c checkedHosts) RoundTrip(r *http.Request) (*http.Response, error) {
+	host, err := checkHost(r.Context(), r.URL.Hostname(), c.targets, false)
+	if err != nil {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, err
+	}
+	if host != r.URL.Hostname() {
+		sent := r.Clone(r.Context())
+		sent.URL.Host = withPort(host, r.URL.Port())
+		sent.Host = ""
+		r = sent
+	}
+	return c.next.RoundTrip(r)
 }
 
 // nonPublic is what a refusal says of the address: never the address or
@@ -134,7 +169,12 @@ var reservedNames = []string{"localhost", "local", "internal", "home.arpa", "loc
 
 // CheckURL checks a URL a user gives as a target, refusing what a request to
 // it would be refused: http or https, a host, no user name or fragment,
-// and, unless targets allows more, a host that is public. An IP address
+// and, unless targets allows more, a host that is public. The host is
+// normalised first as the HTTP client reads it before resolving (IDNA's
+// mapping for lookup: full-width digits and letters are ASCII ones, an
+// ideographic or full-width full stop a dot, capitals small), so that
+// http://１２７.0.0.1/ and http://127。0.0.1/ are judged as the 127.0.0.1
+// they reach; the URL returned carries the normalised host. An IP address
 // must be written in its usual form (a host of digits, hex, or short or
 // octal IPv4 forms is refused: resolvers read them as addresses); a name
 // must have a dot, must not be a reserved name (localhost, .internal,
@@ -151,32 +191,79 @@ func CheckURL(ctx context.Context, raw string, targets Targets) (*url.URL, error
 	if u.Fragment != "" {
 		return nil, fmt.Errorf("the URL may not carry a #fragment")
 	}
-	if targets == AnyTarget {
-		return u, nil
+	host, err := checkHost(ctx, u.Hostname(), targets, true)
+	if err != nil {
+		return nil, err
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if addr, err := netip.ParseAddr(host); err == nil {
-		if err := targets.allows(addr); err != nil {
-			return nil, err
+	if host != u.Hostname() {
+		u.Host = withPort(host, u.Port())
+	}
+	return u, nil
+}
+
+// withPort is host with port, an IPv6 address in brackets.
+func withPort(host, port string) string {
+	if port != "" {
+		return net.JoinHostPort(host, port)
+	}
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
+}
+
+// NormalHost is host as the HTTP client dials it: a name that is not all
+// ASCII is mapped and encoded by IDNA's lookup profile (UTS #46, as
+// net/http applies it before resolving); an ASCII one is as it is. An
+// error when IDNA refuses the name.
+func NormalHost(host string) (string, error) {
+	for i := range len(host) {
+		if host[i] >= utf8.RuneSelf {
+			ascii, err := idna.Lookup.ToASCII(host)
+			if err != nil {
+				return "", fmt.Errorf("the URL's host is not a valid host name")
+			}
+			return ascii, nil
 		}
-		return u, nil
+	}
+	return host, nil
+}
+
+// checkHost normalises host (NormalHost) and refuses it, unless targets
+// allows more, when it is not a public address or a name that may be
+// one; with resolve, a name is also refused when it resolves to a refused
+// address. It returns the normalised host.
+func checkHost(ctx context.Context, host string, targets Targets, resolve bool) (string, error) {
+	normal, err := NormalHost(host)
+	if err != nil {
+		return "", err
+	}
+	if targets == AnyTarget {
+		return normal, nil
+	}
+	host = strings.TrimSuffix(strings.ToLower(normal), ".")
+	if addr, err := netip.ParseAddr(host); err == nil {
+		return normal, targets.allows(addr)
 	}
 	if looksNumeric(host) {
-		return nil, refusal("%s is an address in a form resolvers read as one", host)
+		return "", refusal("%s is an address in a form resolvers read as one", host)
 	}
 	if targets == LoopbackTargets && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
-		return u, nil
+		return normal, nil
 	}
 	for _, name := range reservedNames {
 		if host == name || strings.HasSuffix(host, "."+name) {
 			if name == "localhost" {
-				return nil, refusal("%s is a loopback name", host)
+				return "", refusal("%s is a loopback name", host)
 			}
-			return nil, refusal("%s is a reserved name (%s)", host, name)
+			return "", refusal("%s is a reserved name (%s)", host, name)
 		}
 	}
 	if !strings.Contains(host, ".") {
-		return nil, refusal("%s is a name of one label, which only a local resolver answers", host)
+		return "", refusal("%s is a name of one label, which only a local resolver answers", host)
+	}
+	if !resolve {
+		return normal, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -184,14 +271,14 @@ func CheckURL(ctx context.Context, raw string, targets Targets) (*url.URL, error
 	if err != nil {
 		// An unknown name is not refused: it may resolve later. Each request
 		// is checked when it is made.
-		return u, nil
+		return normal, nil
 	}
 	for _, a := range addrs {
 		if err := targets.allows(a); err != nil {
-			return nil, refusal("%s resolves to %s: %s", host, a, reasonOf(err))
+			return "", refusal("%s resolves to %s: %s", host, a, reasonOf(err))
 		}
 	}
-	return u, nil
+	return normal, nil
 }
 
 // looksNumeric reports whether a host that is not a usual IP address is

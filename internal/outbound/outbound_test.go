@@ -253,3 +253,60 @@ func TestDescribeNamesNoResolverOrAddress(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// A host is normalised as the HTTP client reads it (IDNA's lookup mapping)
+// before it is judged, at creation and at connection: full-width digits
+// and letters, ideographic and full-width full stops are the ASCII address
+// or name they reach, and are refused as it is; the URL kept carries the
+// normalised host.
+func TestHostsAreNormalisedBeforeTheyAreJudged(t *testing.T) {
+	ctx := context.Background()
+	spellings := []string{
+		"http://１２７.0.0.1/", "http://127。0.0.1/", "http://127．0．0．1/", "http://127｡0｡0｡1/", "http://１２７。０。０。１:8080/h",
+		"http://０ｘ７ｆ０００００１/", "http://ｌｏｃａｌｈｏｓｔ/", "http://ＬＯＣＡＬＨＯＳＴ/", "http://metadata.google。internal/",
+		"http://１０.0.0.1/", "http://169.254.169.254。/",
+	}
+	for _, raw := range spellings {
+		_, err := CheckURL(ctx, raw, PublicTargets)
+		var refused *RefusedError
+		if !errors.As(err, &refused) || !strings.Contains(err.Error(), "non-public address") {
+			t.Errorf("%s: %v, want refused as a non-public address", raw, err)
+		}
+	}
+	for raw, want := range map[string]string{
+		"http://１２７.0.0.1:9000/h?x=1": "http://127.0.0.1:9000/h?x=1",
+		"http://127。0.0.1/":           "http://127.0.0.1/",
+		"https://bücher.example/h":    "https://xn--bcher-kva.example/h",
+		"https://ERP.example.com/h":   "https://ERP.example.com/h",
+		"http://[::1]:9000/h":         "http://[::1]:9000/h",
+	} {
+		u, err := CheckURL(ctx, raw, AnyTarget)
+		if err != nil || u.String() != want {
+			t.Errorf("%s: kept as %v (%v), want %s", raw, u, err, want)
+		}
+	}
+	if _, err := CheckURL(ctx, "http://a\u00adb\u200d.example/", PublicTargets); err == nil {
+		// IDNA maps a soft hyphen away; a zero-width joiner out of context is refused.
+		t.Error("a host IDNA refuses was accepted")
+	}
+
+	// At connection: the request is judged by its normalised host before
+	// it is sent, and goes to it.
+	var hosts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hosts = append(hosts, r.Host) }))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	for _, host := range []string{"１２７.0.0.1", "127。0.0.1"} {
+		if _, err := Client(PublicTargets).Get("http://" + host + ":" + port + "/h"); !errors.Is(err, ErrRefusedTarget) {
+			t.Errorf("%s with public targets: %v, want refused", host, err)
+		}
+		resp, err := Client(LoopbackTargets).Get("http://" + host + ":" + port + "/h")
+		if err != nil {
+			t.Fatalf("%s with loopback targets: %v", host, err)
+		}
+		resp.Body.Close()
+	}
+	if len(hosts) != 2 || hosts[0] != "127.0.0.1:"+port || hosts[1] != hosts[0] {
+		t.Fatalf("the receiver was sent hosts %q", hosts)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -92,13 +93,47 @@ func FromEnv(ctx context.Context, service string) (*Tracing, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err), exp.Shutdown(ctx))
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(Limits()))
 	t, err := New(tp)
 	if err != nil {
 		return nil, errors.Join(err, tp.Shutdown(ctx))
 	}
 	t.shutdown = tp.Shutdown
 	return t, nil
+}
+
+// The most a span may hold. A request's headers are the client's to make
+// long (a User-Agent of 900 KB), and every span of a request is held until
+// it is exported, so what a span keeps of them is bounded: an attribute's
+// value to maxAttributeValue bytes (a SQL statement's text fits), and a
+// span to maxAttributes attributes, maxEvents events and maxLinks links.
+const (
+	maxAttributeValue = 4096
+	maxAttributes     = 64
+	maxEvents         = 128
+	maxLinks          = 16
+)
+
+// Limits are the span limits of the process's tracer provider: the
+// standard OTEL_SPAN_*_LIMIT and OTEL_ATTRIBUTE_*_LIMIT environment may
+// lower them, never raise them or lift them.
+func Limits() sdktrace.SpanLimits {
+	l := sdktrace.NewSpanLimits()
+	l.AttributeValueLengthLimit = atMost(l.AttributeValueLengthLimit, maxAttributeValue)
+	l.AttributeCountLimit = atMost(l.AttributeCountLimit, maxAttributes)
+	l.EventCountLimit = atMost(l.EventCountLimit, maxEvents)
+	l.LinkCountLimit = atMost(l.LinkCountLimit, maxLinks)
+	l.AttributePerEventCountLimit = atMost(l.AttributePerEventCountLimit, maxAttributes)
+	l.AttributePerLinkCountLimit = atMost(l.AttributePerLinkCountLimit, maxAttributes)
+	return l
+}
+
+// atMost is v, or limit when v is unlimited (negative) or over it.
+func atMost(v, limit int) int {
+	if v < 0 || v > limit {
+		return limit
+	}
+	return v
 }
 
 // New is tracing on with the given provider (tests and benchmarks give one
@@ -128,16 +163,37 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 // API is public, so a caller's traceparent becomes a link of the request's
 // span, not its parent: a caller cannot choose the trace the service's
 // work is recorded in, nor whether it is sampled. The span is named after
-// the method until the router names its route (NameRoute).
+// the method until the router names its route (NameRoute), and never
+// records the request's path or query: a path can be a credential (an
+// inbound token, /api/in/in_...; an unused console sign-in link,
+// /console/login/cs_...), so the span carries the route (http.route) only.
 func (t *Tracing) Handler(h http.Handler) http.Handler {
 	if t == nil {
 		return h
 	}
-	return otelhttp.NewHandler(h, "http.server",
+	traced := otelhttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// r is otelhttp's copy of the request it was shown: the handler
+		// gets the path and query back.
+		if u, ok := r.Context().Value(requestURL{}).(*url.URL); ok {
+			r.URL = u
+		}
+		h.ServeHTTP(w, r)
+	}), "http.server",
 		otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(propagator),
 		otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// otelhttp records the path it is shown (url.path) unless it is
+		// empty: it is shown none.
+		shown := r.WithContext(context.WithValue(r.Context(), requestURL{}, r.URL))
+		shown.URL = &url.URL{Scheme: r.URL.Scheme, Host: r.URL.Host}
+		traced.ServeHTTP(w, shown)
+	})
 }
+
+// requestURL carries a request's URL past the span's start (Handler) and a
+// delivery's past the client span's (Client).
+type requestURL struct{}
 
 // NameRoute names the request's span after its route ("POST
 // /api/in/{token}"), once the router has matched one. It costs nothing
@@ -152,7 +208,10 @@ func NameRoute(ctx context.Context, method, route string) {
 }
 
 // Client returns c, its requests made client spans that send the span's
-// traceparent (deliveries carry it to their receivers).
+// traceparent (deliveries carry it to their receivers). A span names the
+// receiver by its origin (url.full is scheme://host[:port]): a receiver's
+// path and query can hold its credentials (?apikey=...), as the attempt
+// log's origin-only error texts say (outbound.Origin).
 func (t *Tracing) Client(c *http.Client) *http.Client {
 	if t == nil {
 		return c
@@ -162,8 +221,31 @@ func (t *Tracing) Client(c *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	traced.Transport = otelhttp.NewTransport(base, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(propagator))
+	spans := otelhttp.NewTransport(restoreURL{base}, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(propagator))
+	traced.Transport = originOnly{spans}
 	return &traced
+}
+
+// originOnly shows the client span's transport a request whose URL is the
+// receiver's origin; restoreURL, under it, sends the request as it was.
+type (
+	originOnly struct{ next http.RoundTripper }
+	restoreURL struct{ next http.RoundTripper }
+)
+
+func (o originOnly) RoundTrip(r *http.Request) (*http.Response, error) {
+	shown := r.WithContext(context.WithValue(r.Context(), requestURL{}, r.URL))
+	shown.URL = &url.URL{Scheme: r.URL.Scheme, Host: r.URL.Host}
+	return o.next.RoundTrip(shown)
+}
+
+func (u restoreURL) RoundTrip(r *http.Request) (*http.Response, error) {
+	if full, ok := r.Context().Value(requestURL{}).(*url.URL); ok {
+		sent := r.WithContext(r.Context())
+		sent.URL = full
+		return u.next.RoundTrip(sent)
+	}
+	return u.next.RoundTrip(r)
 }
 
 // Temporal returns the client interceptors that carry the context in

@@ -2,10 +2,17 @@ package tracing
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -102,5 +109,121 @@ func TestParentRoundTripsThroughWithParent(t *testing.T) {
 	bad := "not-a-traceparent"
 	if w3c.Parent(w3c.WithParent(context.Background(), &bad)) != nil {
 		t.Fatal("a malformed traceparent made a trace")
+	}
+}
+
+// A span records no credential a request's path or a delivery's URL
+// holds: a server span carries the route, never the path (an inbound
+// token, an unused console sign-in link) or the query; a client span names
+// the receiver by its origin, never its path or query string.
+func TestSpansCarryRoutesAndOriginsNotPathsOrQueries(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tr, err := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.RequestURI())
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/api/in/"):
+			NameRoute(r.Context(), r.Method, "/api/in/{token}")
+		case strings.HasPrefix(r.URL.Path, "/console/login/"):
+			NameRoute(r.Context(), r.Method, "/console/login/{token}")
+		}
+	}))
+	for _, target := range []string{"/api/in/in_SECRETinboundtoken", "/console/login/cs_SECRETsignin?next=SECRETquery",
+		"/api/in/in_SECRETunmatched/more"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", target, nil))
+	}
+	if !slices.Equal(got, []string{"/api/in/in_SECRETinboundtoken", "/console/login/cs_SECRETsignin?next=SECRETquery",
+		"/api/in/in_SECRETunmatched/more"}) {
+		t.Fatalf("the handler was given %q", got)
+	}
+
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.RequestURI())
+	}))
+	defer receiver.Close()
+	res, err := tr.Client(receiver.Client()).Post(receiver.URL+"/hooks/SECRETpath?apikey=SECRETkey", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if got[len(got)-1] != "/hooks/SECRETpath?apikey=SECRETkey" {
+		t.Fatalf("the receiver was sent %q", got[len(got)-1])
+	}
+
+	ended := spans.Ended()
+	if len(ended) != 4 {
+		t.Fatalf("%d spans", len(ended))
+	}
+	for _, s := range ended {
+		for _, a := range s.Attributes() {
+			if v := a.Value.String(); strings.Contains(v, "SECRET") {
+				t.Errorf("span %q: %s = %q", s.Name(), a.Key, v)
+			}
+			if a.Key == "url.full" && a.Value.AsString() != receiver.URL {
+				t.Errorf("client span: url.full %q, want the origin %q", a.Value.AsString(), receiver.URL)
+			}
+		}
+		if strings.Contains(s.Name(), "SECRET") {
+			t.Errorf("span named %q", s.Name())
+		}
+	}
+	if ended[0].Name() != "POST /api/in/{token}" || ended[1].Name() != "POST /console/login/{token}" {
+		t.Errorf("spans named %q, %q", ended[0].Name(), ended[1].Name())
+	}
+}
+
+// What a span keeps of a request is bounded (Limits), however large the
+// client makes its headers: 20 requests with a 900 KB User-Agent export
+// kilobytes, where each span used to carry the whole header.
+func TestSpanLimitsBoundWhatARequestsHeadersExport(t *testing.T) {
+	var exported atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		exported.Add(n)
+	}))
+	defer collector.Close()
+	for _, k := range []string{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_SDK_DISABLED",
+		"OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER"} {
+		t.Setenv(k, "") // restored after the test
+		_ = os.Unsetenv(k)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	tr, err := FromEnv(context.Background(), "commerce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		NameRoute(r.Context(), r.Method, "/api/v1/products")
+		_, span := tr.Start(r.Context(), "work")
+		for i := range 200 {
+			span.SetAttributes(attribute.Int("n"+strconv.Itoa(i), i))
+		}
+		span.End()
+	}))
+	agent := strings.Repeat("A", 900<<10)
+	for range 20 {
+		req := httptest.NewRequest("GET", "/api/v1/products", nil)
+		req.Header.Set("User-Agent", agent)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := exported.Load(); n == 0 || n > 256<<10 {
+		t.Fatalf("20 requests with a 900 KB User-Agent exported %d bytes", n)
+	}
+	l := Limits()
+	if l.AttributeValueLengthLimit != maxAttributeValue || l.AttributeCountLimit != maxAttributes {
+		t.Fatalf("limits %+v", l)
+	}
+	t.Setenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "-1")
+	t.Setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "10")
+	if l := Limits(); l.AttributeValueLengthLimit != maxAttributeValue || l.AttributeCountLimit != 10 {
+		t.Fatalf("the environment lifted or did not lower the limits: %+v", l)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -25,8 +26,8 @@ func parseID(what, s string) (uuid.UUID, error) {
 }
 
 func orgCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "org", Short: "Create organisations, switch their add-ons, set their match tolerances"}
-	cmd.AddCommand(orgCreateCmd(), orgAddonCmd(), orgTolerancesCmd())
+	cmd := &cobra.Command{Use: "org", Short: "Create organisations, switch their add-ons, set their match tolerances and subscription caps"}
+	cmd.AddCommand(orgCreateCmd(), orgAddonCmd(), orgTolerancesCmd(), orgSubscriptionCapCmd())
 	return cmd
 }
 
@@ -148,6 +149,52 @@ func orgTolerancesCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&t.Qty, "qty", 0, "units an invoiced quantity may differ by")
 	cmd.Flags().Float64Var(&t.AmountPct, "amount-pct", 1, "percent of the expected amount an invoice may differ by")
 	cmd.Flags().Int64Var(&t.AmountMinor, "amount-minor", 100, "minor units an invoice may differ by, at least")
+	_ = cmd.MarkFlagRequired("org")
+	jsonFlag(cmd)
+	dbFlags(cmd, &cfg)
+	return cmd
+}
+
+// subscriptionCapJSON is `org subscription-cap --json`.
+type subscriptionCapJSON struct {
+	OrgID uuid.UUID `json:"org_id"`
+	db.SubscriptionCap
+}
+
+func orgSubscriptionCapCmd() *cobra.Command {
+	cfg := config.Load()
+	var org string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "subscription-cap --org ORG [--set N]",
+		Short: "Show or change how many webhook subscriptions the organisation may hold",
+		Long: "subscription-cap shows the organisation's cap on webhook subscriptions (" + strconv.Itoa(db.DefaultSubscriptionCap) +
+			" unless set) and how many it holds;\n" +
+			"--set N (0 to 100000) changes the cap. A subscription past the cap is refused 422 (the API) or with an error (the CLI\n" +
+			"and the console); lowering the cap removes none, the organisation adds none until it is under it.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			orgID, err := parseID("--org", org)
+			if err != nil {
+				return err
+			}
+			show := func(ctx context.Context, d *db.DB) (subscriptionCapJSON, error) {
+				var c db.SubscriptionCap
+				var err error
+				if cmd.Flags().Changed("set") {
+					c, err = d.SetSubscriptionCap(ctx, orgID, limit)
+				} else {
+					c, err = d.GetSubscriptionCap(ctx, orgID)
+				}
+				return subscriptionCapJSON{OrgID: orgID, SubscriptionCap: c}, err
+			}
+			return printFromDB(cmd, cfg, show, func(w io.Writer, out subscriptionCapJSON) {
+				fmt.Fprintf(w, "organisation\t%s\nsubscription cap\t%d\nsubscriptions\t%d\n", out.OrgID, out.Cap, out.Held)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&org, "org", "", "organisation id (required)")
+	cmd.Flags().IntVar(&limit, "set", db.DefaultSubscriptionCap, "the most webhook subscriptions the organisation may hold")
 	_ = cmd.MarkFlagRequired("org")
 	jsonFlag(cmd)
 	dbFlags(cmd, &cfg)

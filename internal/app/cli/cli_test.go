@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -275,5 +276,42 @@ func TestVersionPrintsTheRelease(t *testing.T) {
 	var got version.Info
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got != version.Get() {
 		t.Fatalf("%s %v", out.String(), err)
+	}
+}
+
+// `org subscription-cap` shows an organisation's cap on webhook
+// subscriptions (100 unless set) and how many it holds, and --set changes
+// it; `webhook add` past the cap is refused, naming it.
+func TestOrgSubscriptionCapThroughTheCLI(t *testing.T) {
+	d := testdb.New(t)
+	t.Setenv("COMMERCE_SECRET_KEY", strings.Repeat("ab", 32))
+	_, out, _ := run(t, d.URL, "org", "create", "--name", "Acme", "--json")
+	var org struct{ ID string }
+	mustJSON(t, out, &org)
+	code, out, errOut := run(t, d.URL, "org", "subscription-cap", "--org", org.ID, "--json")
+	var c struct {
+		Cap  int `json:"subscription_cap"`
+		Held int `json:"subscriptions"`
+	}
+	mustJSON(t, out, &c)
+	if code != 0 || c.Cap != 100 || c.Held != 0 {
+		t.Fatalf("the default cap: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = run(t, d.URL, "org", "subscription-cap", "--org", org.ID, "--set", "1")
+	if code != 0 || !regexp.MustCompile(`subscription cap\s+1\n`).MatchString(out) {
+		t.Fatalf("--set 1: %d %s %s", code, out, errOut)
+	}
+	add := func() (int, string) {
+		code, _, errOut := run(t, d.URL, "webhook", "add", "--org", org.ID, "--url", "https://8.8.8.8/hook", "--allow-private-targets=false")
+		return code, errOut
+	}
+	if code, errOut := add(); code != 0 {
+		t.Fatalf("the first subscription: %d %s", code, errOut)
+	}
+	if code, errOut := add(); code == 0 || !strings.Contains(errOut, "its cap of 1") {
+		t.Fatalf("a subscription past the cap: %d %s", code, errOut)
+	}
+	if code, _, errOut := run(t, d.URL, "org", "subscription-cap", "--org", org.ID, "--set", "-1"); code == 0 || !strings.Contains(errOut, "0 to 100000") {
+		t.Fatalf("--set -1: %d %s", code, errOut)
 	}
 }

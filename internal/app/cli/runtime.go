@@ -176,8 +176,10 @@ func (rt *Runtime) APIHandler() (handler, series http.Handler, err error) {
 }
 
 // Listen listens on addr for the public HTTP server, holding at most the
-// configured number of connections at once (COMMERCE_MAX_CONNECTIONS): one
-// over it waits in the kernel's queue until another closes.
+// configured number of connections at once (COMMERCE_MAX_CONNECTIONS): when
+// every one is taken, the connection idle the longest (kept alive between
+// requests) is closed for the next; with none idle, one over the cap waits
+// in the kernel's queue until another closes.
 func Listen(cfg config.Config, addr string) (net.Listener, error) {
 	max, err := cfg.Connections()
 	if err != nil {
@@ -190,13 +192,18 @@ func Listen(cfg config.Config, addr string) (net.Listener, error) {
 	return limitListener(l, max), nil
 }
 
-// limitListener accepts at most n connections at once; the next Accept
-// waits until one of them closes. Unlike netutil.LimitListener its
-// connections keep CloseWrite, with which the HTTP server half-closes a
-// connection it refuses (a header over the limit), so that the client reads
-// the answer instead of a reset.
+// limitListener accepts at most n connections at once. When all n are
+// taken, Accept closes the connection idle the longest (ServeHTTP tells
+// the listener which are idle, through the server's ConnState) and takes
+// its place, so that connections kept alive and quiet cannot hold every
+// place while a new client waits; with none idle, it waits until one
+// closes or goes idle. Unlike netutil.LimitListener its connections keep
+// CloseWrite, with which the HTTP server half-closes a connection it
+// refuses (a header over the limit), so that the client reads the answer
+// instead of a reset.
 func limitListener(l net.Listener, n int) net.Listener {
-	return &limited{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{})}
+	return &limited{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), idle: map[net.Conn]time.Time{}}
 }
 
 type limited struct {
@@ -204,20 +211,76 @@ type limited struct {
 	slots     chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	// wake is signalled when a connection goes idle, for an Accept waiting
+	// for a place.
+	wake chan struct{}
+	mu   sync.Mutex
+	// idle holds the connections waiting for their next request, with
+	// the time each went idle.
+	idle map[net.Conn]time.Time
 }
 
 func (l *limited) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	for {
+		select {
+		case l.slots <- struct{}{}:
+			return l.accept()
+		case <-l.done:
+			return nil, net.ErrClosed
+		default:
+		}
+		// Every place is taken: the connection idle the longest makes room.
+		l.closeIdlest()
+		select {
+		case l.slots <- struct{}{}:
+			return l.accept()
+		case <-l.done:
+			return nil, net.ErrClosed
+		case <-l.wake:
+		}
 	}
+}
+
+func (l *limited) accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		<-l.slots
 		return nil, err
 	}
 	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+// closeIdlest closes the connection idle the longest, if any is.
+func (l *limited) closeIdlest() {
+	l.mu.Lock()
+	var idlest net.Conn
+	var since time.Time
+	for c, t := range l.idle {
+		if idlest == nil || t.Before(since) {
+			idlest, since = c, t
+		}
+	}
+	delete(l.idle, idlest)
+	l.mu.Unlock()
+	if idlest != nil {
+		_ = idlest.Close()
+	}
+}
+
+// ConnState follows the HTTP server's connections (http.Server.ConnState):
+// which are idle, and since when.
+func (l *limited) ConnState(c net.Conn, state http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if state != http.StateIdle {
+		delete(l.idle, c)
+		return
+	}
+	l.idle[c] = time.Now()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (l *limited) Close() error {
@@ -267,11 +330,18 @@ func ServeMetrics(ctx context.Context, l net.Listener, metrics http.Handler, log
 }
 
 // The HTTP server's read bounds: headers within ReadHeaderTimeout, a
-// request within ReadTimeout unless its route sets a longer body deadline.
+// request within ReadTimeout unless its route sets a longer body deadline;
+// a connection kept alive closes after IdleTimeout without a request.
 const (
 	ReadHeaderTimeout = 5 * time.Second
 	ReadTimeout       = 15 * time.Second
+	IdleTimeout       = 15 * time.Second
 )
+
+// connStates is a listener that follows its connections' states (limited).
+type connStates interface {
+	ConnState(net.Conn, http.ConnState)
+}
 
 // ServeHTTP answers HTTP on l until ctx ends, then drains for up to 10 s.
 func ServeHTTP(ctx context.Context, l net.Listener, h http.Handler, log *zap.Logger) error {
@@ -283,8 +353,15 @@ func ServeHTTP(ctx context.Context, l net.Listener, h http.Handler, log *zap.Log
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		// A connection kept alive holds one of COMMERCE_MAX_CONNECTIONS'
+		// places while it waits for its next request: briefly, and the
+		// limited listener closes it sooner when a new client needs its
+		// place.
+		IdleTimeout: IdleTimeout,
+		ErrorLog:    zap.NewStdLog(log.Named("http")),
+	}
+	if t, ok := l.(connStates); ok {
+		srv.ConnState = t.ConnState
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

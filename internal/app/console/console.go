@@ -248,8 +248,15 @@ func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "signin", map[string]any{"Action": Prefix + "/login/" + url.PathEscape(chi.URLParam(r, "token"))})
 }
 
-// login spends a one-time link and starts a session.
+// login spends a one-time link and starts a session. A sign-in sent from
+// another site is refused before the link is looked at, so it stays
+// unused: otherwise a page elsewhere could post an attacker's own link and
+// sign the victim's browser into the attacker's session (login CSRF).
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
+	if c.crossSite(r) {
+		c.fail(w, r, http.StatusForbidden, "Refused: the sign-in was sent from another site. Open the link again and press Sign in.")
+		return
+	}
 	token, u, err := c.DB.StartConsoleSession(r.Context(), chi.URLParam(r, "token"))
 	if err != nil {
 		if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
@@ -262,6 +269,38 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 	c.setCookie(w, r, sessionCookie, token, int(db.ConsoleSessionTTL.Seconds()))
 	c.flash(w, r, "Signed in as "+u.Email+" ("+string(u.Role)+") of "+u.OrgName+".")
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+}
+
+// crossSite reports whether a browser says r was sent by a page of another
+// origin: Sec-Fetch-Site other than same-origin or none (a link typed or
+// opened from a mail), or an Origin that is neither the console's public
+// origin (COMMERCE_BASE_URL) nor the host the request was sent to ("null",
+// what a sandboxed or privacy-minded page sends, is another origin). A
+// client that sends neither header is no browser acting for a page.
+func (c *console) crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return true
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	own := "http://"
+	if c.secure(r) {
+		own = "https://"
+	}
+	return !strings.EqualFold(origin, own+r.Host) && !strings.EqualFold(origin, originOf(c.BaseURL))
+}
+
+// originOf is a URL's scheme://host[:port], or "" when it has none.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 func (c *console) logout(w http.ResponseWriter, r *http.Request) {
@@ -281,7 +320,7 @@ func (c *console) signedIn(next http.Handler) http.Handler {
 		ck, err := r.Cookie(sessionCookie)
 		if err != nil || ck.Value == "" {
 			if r.ContentLength != 0 {
-				w.Header().Set("Connection", "close") // the form is not read
+				closeUnread(w) // the form is not read
 			}
 			c.render(w, r, http.StatusUnauthorized, "signin", nil)
 			return
@@ -435,13 +474,23 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg s
 // Retry-After: the page may load in a moment.
 func (c *console) internal(w http.ResponseWriter, r *http.Request, err error) {
 	if db.Unavailable(err) {
-		logging.From(r.Context(), c.Log).Warn("console: database unavailable", zap.String("path", r.URL.Path), zap.Error(err))
+		logging.From(r.Context(), c.Log).Warn("console: database unavailable", zap.String("route", route(r)), zap.Error(err))
 		w.Header().Set("Retry-After", strconv.Itoa(domain.UnavailableRetryAfter))
 		c.fail(w, r, http.StatusServiceUnavailable, "The service cannot answer just now; try again in a few seconds.")
 		return
 	}
-	logging.From(r.Context(), c.Log).Error("console", zap.String("path", r.URL.Path), zap.Error(err))
+	logging.From(r.Context(), c.Log).Error("console", zap.String("route", route(r)), zap.Error(err))
 	c.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side; the service log has the details.")
+}
+
+// route is the pattern r matched (/console/login/{token}): what a log line
+// names a request by, never its path, which can be a credential (an unused
+// sign-in link).
+func route(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		return rc.RoutePattern()
+	}
+	return "unmatched"
 }
 
 // failErr answers an error of the application service with the status of

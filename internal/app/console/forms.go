@@ -47,13 +47,22 @@ func badField(key, v string) string {
 	return badText("field", key, v)
 }
 
+// closeUnread closes the connection as soon as the answer is written, the
+// rest of the request's body unread: Go's server would otherwise read up to
+// 256 KB of it first, as slowly as the client sends it, to reuse the
+// connection. The read deadline set now ends that wait.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
 // checkCSRF refuses a form whose CSRF token is not the session's.
 func (c *console) checkCSRF(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(formReadTime))
 		r.Body = http.MaxBytesReader(w, r.Body, formLimit(r))
 		if err := r.ParseForm(); err != nil {
-			w.Header().Set("Connection", "close")
+			closeUnread(w)
 			c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
 			return
 		}
