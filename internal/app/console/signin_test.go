@@ -74,6 +74,12 @@ func TestASignInFromAnotherSiteIsRefusedAndLeavesTheLinkUnused(t *testing.T) {
 	if status, _ := f.browser().signInPost(token, "Origin", f.srv.URL, "Sec-Fetch-Site", "same-origin"); status != http.StatusSeeOther {
 		t.Fatalf("sign-in from the console's own page: %d", status)
 	}
+	// Chromium posts a no-referrer page's own form with Origin: null, and
+	// says same-origin.
+	own, _ := f.d.CreateConsoleLink(context.Background(), f.org.ID, "owner@acme.example")
+	if status, _ := f.browser().signInPost(own, "Origin", "null", "Sec-Fetch-Site", "same-origin"); status != http.StatusSeeOther {
+		t.Fatalf("sign-in from the console's own no-referrer page: %d", status)
+	}
 	other, _ := f.d.CreateConsoleLink(context.Background(), f.org.ID, "owner@acme.example")
 	if status, _ := f.browser().signInPost(other, "Origin", "http://commerce.test"); status != http.StatusSeeOther {
 		t.Fatalf("sign-in from the base URL's origin: %d", status)
