@@ -293,7 +293,15 @@ func TestEightPostsPassingLimitsAtOnceAreAnswered422AndAPostAfterIsMapped(t *tes
 	wg.Wait()
 	grew := rssBytes(t) - before
 	for i, a := range answers {
-		if a.Status != http.StatusUnprocessableEntity || !strings.Contains(string(a.Body), "mapping failed: "+targets[i].limit+" exceeded") {
+		limit := "mapping failed: " + targets[i].limit + " exceeded"
+		// An allocation bomb spends most of its 100 ms of CPU reaching
+		// 32 MB (what QuickJS allocates, it zeroes): with eight at once on
+		// a busy machine, the CPU limit may end it first, which is as clear
+		// an answer. internal/script tests each limit on its own.
+		if targets[i].limit == "memory" && strings.Contains(string(a.Body), "mapping failed: cpu time exceeded") {
+			limit = "mapping failed: cpu time exceeded"
+		}
+		if a.Status != http.StatusUnprocessableEntity || !strings.Contains(string(a.Body), limit) {
 			t.Fatalf("post %d (%s): %d %s", i, targets[i].limit, a.Status, a.Body)
 		}
 	}

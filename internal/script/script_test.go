@@ -124,9 +124,21 @@ func TestLimitsEndTheRunWithTheLimitNamed(t *testing.T) {
 		{"deep recursion", `function map(p) { function f(n) { return f(n + 1) + 1 } return f(0) }`, LimitStack},
 		{"huge output", `function map(p) { let s = ""; while (s.length < 2 << 20) s += "xxxxxxxxxxxxxxxx"; return {s} }`, LimitOutput},
 	}
+	// Each limit is tested on its own: an allocation bomb spends most of
+	// the 100 ms of CPU before it reaches 32 MB (QuickJS zeroes what it
+	// allocates), so on a loaded machine the CPU limit could end it first.
+	// The runs that are not about CPU get a second of it.
 	r := newRunner(t)
+	roomy := DefaultLimits
+	roomy.CPU, roomy.Wall = time.Second, 2*time.Second
+	other := NewRunner(roomy, 2)
+	t.Cleanup(other.Close)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			r := r
+			if c.limit != LimitCPU {
+				r = other
+			}
 			_, err := run(t, r, c.src, `{}`)
 			if limitOf(err) != c.limit || err.Error() != c.limit+" exceeded" {
 				t.Fatalf("want %s exceeded, got %v", c.limit, err)
