@@ -336,6 +336,10 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 		!strings.Contains(page, `<td><code>invoice:INV-9</code></td><td>—</td><td>issued</td>`) {
 		t.Fatalf("dry run: %d %s", status, page)
 	}
+	// It names the post by its action and reference, its id a click away.
+	if !strings.Contains(page, `title="Receipt `+f.receipt+`">order_invoice post SO-9</a>`) || strings.Contains(page, ">"+f.receipt+"<") {
+		t.Fatalf("the dry run does not name its post: %s", page)
+	}
 	// A receipt the replay rules refuse says why, on its page, answered
 	// with the refusal's status (409, as the API answers it).
 	owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}, "confirm": {"yes"}})
@@ -350,11 +354,19 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 		t.Fatalf("the dry run wrote a receipt: %d", receipts)
 	}
 
+	// The log names who and what: the user's email, the endpoint's name
+	// linked to its page, where its id is (in the link's title too), never
+	// an id as the text a person reads.
 	_, page = owner.get("/console/audit")
-	for _, want := range []string{"console:owner@acme.example", "endpoint.pause", "endpoint.resume", "endpoint.create"} {
+	for _, want := range []string{"<td class=\"wrap\">owner@acme.example</td>", "endpoint.pause", "endpoint.resume", "endpoint.create",
+		`<a href="/console/endpoints/` + f.endpoint + `/mapping" title="endpoint ` + f.endpoint + `">endpoint ERP invoices</a>`,
+		`">endpoint Carrier</a>`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("audit log lacks %q: %s", want, page)
 		}
+	}
+	if strings.Contains(page, ">"+f.endpoint) || strings.Contains(page, "console:owner") {
+		t.Fatalf("audit log shows an id or an actor's raw form as text: %s", page)
 	}
 }
 

@@ -74,6 +74,7 @@ var funcs = template.FuncMap{
 	"shortHash": shortHash,
 	"target":    target,
 	"clip":      clip,
+	"postName":  postName,
 	"hasPrefix": strings.HasPrefix,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
@@ -331,6 +332,17 @@ func target(raw string) string {
 		shown += "?…"
 	}
 	return shown
+}
+
+// postName names an inbound post as a person knows it: its action and its
+// first business reference ("erp_order_status post SO-2026-0204"), cut to
+// a line.
+func postName(action domain.Action, refs []string) string {
+	name := string(action) + " post"
+	if len(refs) > 0 {
+		name += " " + refs[0]
+	}
+	return clip(100, name)
 }
 
 // clip cuts s to at most n characters, the last of them "…".
