@@ -8,10 +8,10 @@ import (
 )
 
 // RecordName is what a person reads for a record an audit entry names:
-// Name (a receipt's action and first reference, an endpoint's or a key's
-// name, a delivery's event type, when a bulk replay started) and, for a
-// subscription or a delivery, the receiver's URL, which the reader shows
-// without its path and query.
+// Name (a receipt's action and first reference, "erp_order_status post
+// SO-2026-0204"; an endpoint's or a key's name; a delivery's event type;
+// when a bulk replay started) and, for a subscription or a delivery, the
+// receiver's URL, which the reader shows without its path and query.
 type RecordName struct {
 	Name string
 	URL  string
@@ -39,7 +39,7 @@ func (d *DB) AuditNames(ctx context.Context, orgID uuid.UUID, entries []AuditEnt
 		return names, nil
 	}
 	rows, err := d.pool.Query(ctx, `
-		SELECT 'receipt', r.id, r.action || coalesce(' ' || r.refs[1], ''), ''
+		SELECT 'receipt', r.id, r.action || ' post' || coalesce(' ' || r.refs[1], ''), ''
 		  FROM inbound_receipts r WHERE r.org_id = $1 AND r.id = ANY($2)
 		UNION ALL
 		SELECT 'endpoint', e.id, e.name, '' FROM inbound_endpoints e WHERE e.org_id = $1 AND e.id = ANY($3)

@@ -62,7 +62,7 @@ func auditRowOf(e db.AuditEntry, names map[string]db.RecordName) auditRow {
 	n, known := names[e.TargetType+":"+e.TargetID]
 	switch e.TargetType {
 	case "receipt":
-		row.Record, row.Href = "post "+n.Name, "/console/receipts/"+e.TargetID
+		row.Record, row.Href = n.Name, "/console/receipts/"+e.TargetID
 	case "delivery":
 		row.Record, row.Href = n.Name+" to "+target(n.URL), "/console/deliveries/"+e.TargetID
 	case "replay_batch":

@@ -325,7 +325,13 @@ func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/receipts/" + id.String()
-	if !c.confirmed(w, r, "Cancel the parked receipt "+id.String()+"? It stops waiting for its record; it can be replayed later.",
+	// The question names the post; one the organisation has not is
+	// refused by the cancel below.
+	name := "receipt " + id.String()
+	if rec, err := c.Service.Receipt(r.Context(), v.OrgID, id); err == nil {
+		name = postName(rec.Action, rec.Refs) + " received " + rec.ReceivedAt.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	if !c.confirmed(w, r, "Cancel the parked "+name+"? It stops waiting for its record; it can be replayed later.",
 		"Cancel this 1 receipt", back) {
 		return
 	}
