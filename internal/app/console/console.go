@@ -28,6 +28,9 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
+	"github.com/commerce-integration/commerce/internal/outbound"
+	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/internal/sso"
 )
 
 // Prefix is the path the console is served under.
@@ -58,6 +61,12 @@ type Deps struct {
 	// BaseURL is the public {base_url}: the inbound URLs shown are under it,
 	// and over https the session cookie is Secure.
 	BaseURL string
+	// Sealer opens and seals organisations' identity provider client
+	// secrets; without it, sign-in through a provider is unavailable.
+	Sealer *secrets.Sealer
+	// Targets is what requests to identity providers may reach (the
+	// SSRF guard's COMMERCE_ALLOW_PRIVATE_TARGETS).
+	Targets outbound.Targets
 }
 
 // LoginURL is the sign-in link of a console login token.
@@ -68,6 +77,8 @@ func LoginURL(baseURL, token string) string {
 type console struct {
 	Deps
 	pages map[string]*template.Template
+	// parties are the identity providers' relying parties, cached.
+	parties *sso.Parties
 	// router serves the console's pages; a refusal serves the page it
 	// goes back to through it (refused).
 	router http.Handler
@@ -78,7 +89,7 @@ func New(d Deps) http.Handler {
 	if d.Log == nil {
 		d.Log = zap.NewNop()
 	}
-	c := &console{Deps: d, pages: parsePages()}
+	c := &console{Deps: d, pages: parsePages(), parties: sso.NewParties(d.Targets)}
 	r := chi.NewRouter()
 	c.router = r
 	r.Use(c.headers)
@@ -87,6 +98,9 @@ func New(d Deps) http.Handler {
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", staticHandler(static)))
 	r.Get("/login/{token}", c.loginPage)
 	r.Post("/login/{token}", c.login)
+	r.Get("/sign-in", c.ssoSignInPage)
+	r.Post("/sign-in", c.ssoBegin)
+	r.Get("/sso/callback", c.ssoCallback)
 	r.Group(func(r chi.Router) {
 		r.Use(c.signedIn)
 		r.Get("/", endpointsPage.serve(c))
@@ -99,9 +113,14 @@ func New(d Deps) http.Handler {
 		r.Get("/deliveries", deliveriesPage.serve(c))
 		r.Get("/deliveries/{id}", c.delivery)
 		r.Get("/audit", auditPage.serve(c))
+		r.Get("/sessions", c.sessionsPage)
+		r.With(c.ownerOnly).Get("/settings/sso", c.ssoSettingsPage)
 		r.Group(func(r chi.Router) {
 			r.Use(c.checkCSRF)
 			r.Post("/logout", c.logout)
+			r.Post("/sessions/{id}/end", c.endSession)
+			r.With(c.ownerOnly).Post("/settings/sso", c.setSSO)
+			r.With(c.ownerOnly).Post("/settings/sso/remove", c.removeSSO)
 			// A test run stores nothing: members may try a mapping too.
 			r.Post("/endpoints/{id}/mapping/run", c.runMapping)
 			r.Group(func(r chi.Router) {
@@ -262,6 +281,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, r, err)
 		return
 	}
+	c.auditSignIn(r, u, "link")
 	c.setCookie(w, r, sessionCookie, token, int(db.ConsoleSessionTTL.Seconds()))
 	c.flash(w, r, "Signed in as "+u.Email+" ("+string(u.Role)+") of "+u.OrgName+".")
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
