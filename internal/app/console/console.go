@@ -174,8 +174,12 @@ func (c *console) headers(next http.Handler) http.Handler {
 	})
 }
 
-// maxQueryValue bounds a filter value a page reads.
-const maxQueryValue = 200
+// maxQueryValue bounds a filter value a page reads, and maxCallbackValue
+// a value an identity provider sends back to the sign-in's callback.
+const (
+	maxQueryValue    = 200
+	maxCallbackValue = 4096
+)
 
 // checkQuery answers 400, naming the filter, a query value no page can use:
 // invalid UTF-8, a NUL or another control character, or one longer than
@@ -183,9 +187,14 @@ const maxQueryValue = 200
 // NUL or invalid UTF-8 in text).
 func (c *console) checkQuery(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := maxQueryValue
+		if r.URL.Path == Prefix+"/sso/callback" {
+			// A provider's authorization code can be a long sealed token.
+			limit = maxCallbackValue
+		}
 		for key, values := range r.URL.Query() {
 			for _, v := range values {
-				if problem := badQueryValue(key, v); problem != "" {
+				if problem := badQueryValue(key, v, limit); problem != "" {
 					c.fail(w, r, http.StatusBadRequest, problem)
 					return
 				}
@@ -195,9 +204,9 @@ func (c *console) checkQuery(next http.Handler) http.Handler {
 	})
 }
 
-func badQueryValue(key, v string) string {
-	if len(v) > maxQueryValue && utf8.ValidString(key) {
-		return "The filter " + strconv.QuoteToASCII(key) + " is longer than " + strconv.Itoa(maxQueryValue) + " characters."
+func badQueryValue(key, v string, limit int) string {
+	if len(v) > limit && utf8.ValidString(key) {
+		return "The filter " + strconv.QuoteToASCII(key) + " is longer than " + strconv.Itoa(limit) + " characters."
 	}
 	return badText("filter", key, v)
 }
