@@ -85,4 +85,3 @@ func (c *console) removeSSO(w http.ResponseWriter, r *http.Request) {
 	}
 	c.done(w, r, back, "Removed the identity provider.")
 }
-

@@ -197,4 +197,3 @@ func providerCode(s string, n int) string {
 	}
 	return out
 }
-
