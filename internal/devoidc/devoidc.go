@@ -62,6 +62,8 @@ type Provider struct {
 	keys     []key
 	stranger key
 	tamper   Tamper
+	// keySetServed counts the JWKS answers.
+	keySetServed int
 
 	op  *op.Provider
 	srv *http.Server
@@ -147,6 +149,13 @@ func (p *Provider) KeyID() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.keys[len(p.keys)-1].id
+}
+
+// KeySetServed is how many times the provider has served its JWKS.
+func (p *Provider) KeySetServed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.keySetServed
 }
 
 // SetTamper makes the next ID tokens wrong as t says (the zero Tamper for

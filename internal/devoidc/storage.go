@@ -238,6 +238,7 @@ func (s storage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm
 func (s storage) KeySet(context.Context) ([]op.Key, error) {
 	s.p.mu.Lock()
 	defer s.p.mu.Unlock()
+	s.p.keySetServed++
 	out := make([]op.Key, 0, len(s.p.keys))
 	for _, k := range s.p.keys {
 		out = append(out, publicKey{k})

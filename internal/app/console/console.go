@@ -159,8 +159,7 @@ func New(d Deps) http.Handler {
 func (c *console) headers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
-			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Content-Security-Policy", csp("'self'"))
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
@@ -172,6 +171,24 @@ func (c *console) headers(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// csp is the console's Content-Security-Policy, its forms posting to
+// formAction.
+func csp(formAction string) string {
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+		"form-action " + formAction + "; frame-ancestors 'none'; base-uri 'none'"
+}
+
+// signInCSP is the policy of a page with the sign-in form: its POST is
+// redirected to the organisation's identity provider, which a browser
+// checks against form-action too. Providers are https, or http on a
+// loopback address where private targets are allowed.
+func (c *console) signInCSP() string {
+	if c.Targets == outbound.PublicTargets {
+		return csp("'self' https:")
+	}
+	return csp("'self' https: http://127.0.0.1:* http://[::1]:*")
 }
 
 // maxQueryValue bounds a filter value a page reads, and maxCallbackValue
