@@ -51,7 +51,7 @@ func (d *DB) CreateConsoleLink(ctx context.Context, orgID uuid.UUID, email strin
 		return "", err
 	}
 	if tag.RowsAffected() == 0 {
-		return "", domain.Errorf(domain.ENOTFOUND, "%s is not an enabled user of organisation %s", strings.TrimSpace(email), orgID)
+		return "", domain.Errorf(domain.ENOTFOUND, "%s is not a user of organisation %s (or is disabled)", strings.TrimSpace(email), orgID)
 	}
 	return token, nil
 }
