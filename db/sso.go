@@ -59,12 +59,18 @@ func (d *DB) SetOrgSSO(ctx context.Context, sealer *secrets.Sealer, in OrgSSO) e
 		if in.ClientSecret != "" {
 			sealed = sealer.Seal(in.ClientSecret, sealedAt(ssoSecrets, in.OrgID))
 		}
-		tag, err := tx.Exec(ctx, `
-			INSERT INTO org_sso AS s (org_id, issuer, client_id, client_secret, role_claim, owner_values, admin_values, unmatched)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE $4::bytea IS NOT NULL OR EXISTS (SELECT 1 FROM org_sso WHERE org_id = $1)
-			ON CONFLICT (org_id) DO UPDATE SET issuer = $2, client_id = $3, client_secret = coalesce($4, s.client_secret),
-				role_claim = $5, owner_values = $6, admin_values = $7, unmatched = $8, updated_at = now()`,
-			in.OrgID, in.Issuer, in.ClientID, sealed, in.RoleClaim, nonNil(in.OwnerValues), nonNil(in.AdminValues), in.Unmatched)
+		q := `INSERT INTO org_sso (org_id, issuer, client_id, client_secret, role_claim, owner_values, admin_values, unmatched)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (org_id) DO UPDATE SET issuer = $2, client_id = $3, client_secret = $4,
+				role_claim = $5, owner_values = $6, admin_values = $7, unmatched = $8, updated_at = now()`
+		args := []any{in.OrgID, in.Issuer, in.ClientID, sealed, in.RoleClaim, nonNil(in.OwnerValues), nonNil(in.AdminValues), in.Unmatched}
+		if sealed == nil {
+			// The stored secret is kept; there must be one.
+			q = `UPDATE org_sso SET issuer = $2, client_id = $3, role_claim = $4, owner_values = $5, admin_values = $6,
+				unmatched = $7, updated_at = now() WHERE org_id = $1`
+			args = []any{in.OrgID, in.Issuer, in.ClientID, in.RoleClaim, nonNil(in.OwnerValues), nonNil(in.AdminValues), in.Unmatched}
+		}
+		tag, err := tx.Exec(ctx, q, args...)
 		if err != nil {
 			return err
 		}

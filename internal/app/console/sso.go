@@ -49,6 +49,10 @@ func (c *console) ssoBegin(w http.ResponseWriter, r *http.Request) {
 		c.renderSignIn(w, r, http.StatusBadRequest, "Refused: that is not an email address.")
 		return
 	}
+	if c.Sealer == nil {
+		c.renderSignIn(w, r, http.StatusServiceUnavailable, "Sign-in through an identity provider is not available: the service has no COMMERCE_SECRET_KEY. Ask for a one-time sign-in link.")
+		return
+	}
 	cfg, err := c.DB.OrgSSOByDomain(r.Context(), email[at+1:])
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		c.renderSignIn(w, r, http.StatusBadRequest, "Refused: no organisation signs in with an identity provider for "+email[at+1:]+
