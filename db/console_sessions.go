@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -50,7 +51,7 @@ func (d *DB) EndConsoleSessionByID(ctx context.Context, orgID, userID, sessionID
 		WHERE s.id = $3 AND s.org_id = $1 AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR s.user_id = $2)
 			AND u.org_id = s.org_id AND u.id = s.user_id
 		RETURNING u.email`, orgID, userID, sessionID).Scan(&email)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return "", domain.Errorf(domain.ENOTFOUND, "there is no such session")
 	}
 	return email, err
@@ -65,7 +66,7 @@ func (d *DB) SetUserDisabled(ctx context.Context, orgID uuid.UUID, email string,
 		var userID uuid.UUID
 		err := tx.QueryRow(ctx, `UPDATE users SET disabled_at = CASE WHEN $3 THEN coalesce(disabled_at, now()) END
 			WHERE org_id = $1 AND email = lower(trim($2)) RETURNING id`, orgID, email, disabled).Scan(&userID)
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return domain.Errorf(domain.ENOTFOUND, "%s is not a user of organisation %s", email, orgID)
 		}
 		if err != nil || !disabled {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/commerce-integration/commerce/db"
@@ -95,25 +96,29 @@ func (c *console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	c.setCookie(w, r, binderCookie, "", -1)
 	st, err := c.DB.TakeSSOState(r.Context(), q.Get("state"), binder)
-	if err != nil {
-		if domain.ErrorCode(err) == domain.EINVALID {
-			logging.From(r.Context(), c.Log).Info("console: sign-in refused", zap.String("reason", "state"), zap.String("detail", domain.ErrorMessage(err)))
-			c.ssoRefused(w, r, "Refused: "+domain.ErrorMessage(err)+". Start again from the sign-in page.")
-			return
-		}
-		c.internal(w, r, err)
-		return
-	}
 	refuse := func(reason, msg string, detail map[string]any) {
 		if detail == nil {
 			detail = map[string]any{}
 		}
 		detail["reason"], detail["email"] = reason, st.Email
-		if err := c.DB.RecordAudit(r.Context(), db.NewAuditEntry{OrgID: st.OrgID, Actor: "sso:" + st.Email, Action: "console.sign_in_refused",
-			TargetType: "organisation", TargetID: st.OrgID.String(), Detail: detail}); err != nil {
-			logging.From(r.Context(), c.Log).Warn("console: auditing a refused sign-in", zap.Error(err))
+		// A state unknown to the console names no organisation: the
+		// service log has it.
+		logging.From(r.Context(), c.Log).Info("console: sign-in refused", zap.String("reason", reason))
+		if st.OrgID != uuid.Nil {
+			if err := c.DB.RecordAudit(r.Context(), db.NewAuditEntry{OrgID: st.OrgID, Actor: "sso:" + st.Email, Action: "console.sign_in_refused",
+				TargetType: "organisation", TargetID: st.OrgID.String(), Detail: detail}); err != nil {
+				logging.From(r.Context(), c.Log).Warn("console: auditing a refused sign-in", zap.Error(err))
+			}
 		}
 		c.ssoRefused(w, r, "Refused: "+msg+".")
+	}
+	if err != nil {
+		if domain.ErrorCode(err) == domain.EINVALID {
+			refuse("state", domain.ErrorMessage(err)+". Start again from the sign-in page", nil)
+			return
+		}
+		c.internal(w, r, err)
+		return
 	}
 	if e := q.Get("error"); e != "" {
 		refuse("provider", "the identity provider did not sign you in ("+providerCode(e, 60)+")", nil)

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -59,5 +60,46 @@ func TestSSOSignInInABrowserAcrossAKeyRotation(t *testing.T) {
 	}
 	if n := f.idp.KeySetServed(); n != 2 {
 		t.Fatalf("JWKS served %d times: the keys were not cached", n)
+	}
+}
+
+// The sessions page and the provider settings in a browser, on a phone's
+// screen (nothing scrolls sideways; axe-core on every page): the owner
+// ends another session, and saves the provider without its secret, which
+// keeps the stored one.
+func TestSessionsAndProviderSettingsInABrowser(t *testing.T) {
+	f := newSSOFixture(t)
+	other, err := f.d.CreateConsoleLink(context.Background(), f.org.ID, "owner@acme.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.d.StartConsoleSession(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	b := f.newTab(390)
+	f.signInTab(b, "owner@acme.example")
+	if status := b.Open("/console/sessions"); status != http.StatusOK {
+		t.Fatalf("the sessions page: %d", status)
+	}
+	var rows int
+	b.Eval("count the sessions", `document.querySelectorAll("#sessions tbody tr form").length`, &rows)
+	if rows != 2 || !strings.Contains(b.Text("#sessions"), "(this one)") {
+		t.Fatalf("%d sessions listed: %s", rows, b.Text("#sessions"))
+	}
+	// The row that is not this one.
+	b.Run("pick the other session", chromedp.Evaluate(`(() => { for (const tr of document.querySelectorAll("#sessions tbody tr")) {
+		if (!tr.textContent.includes("(this one)")) { tr.querySelector("button").id = "end-other"; } } })()`, nil))
+	if status := b.Click("#end-other"); status != http.StatusOK || !strings.Contains(b.Text("#flash"), "Ended a session of owner@acme.example") {
+		t.Fatalf("ending the other session: %d %q", status, b.Text("#flash"))
+	}
+	if status := b.Open("/console/settings/sso"); status != http.StatusOK || !strings.Contains(b.Text("#sso-current"), f.idp.Issuer) {
+		t.Fatalf("the settings page: %d %q", status, b.Text("#sso-current"))
+	}
+	b.Run("change the admin values", chromedp.SetValue("#sso-form input[name=admin_values]", "commerce-admins, ops", chromedp.ByQuery))
+	if status := b.Click("#sso-form button"); status != http.StatusOK || !strings.Contains(b.Text("#flash"), "Saved") {
+		t.Fatalf("saving: %d %q", status, b.Text("#flash"))
+	}
+	if status, page := f.ssoBrowser().signIn("ada@acme.example"); status != http.StatusOK || !strings.Contains(page, "(admin)") {
+		t.Fatalf("a sign-in after the change: %d", status)
 	}
 }

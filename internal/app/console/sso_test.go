@@ -208,7 +208,7 @@ func TestSSORefusesAReplayedState(t *testing.T) {
 	}
 	// The provider's answer, with its state and code, sent again.
 	status, page := b.get(b.callback)
-	f.refusedSignIn(status, page, "state was used already", "")
+	f.refusedSignIn(status, page, "state was used already", "state")
 }
 
 func TestSSORefusesAnUnknownState(t *testing.T) {
@@ -229,7 +229,7 @@ func TestSSORefusesAStateFromAnotherBrowser(t *testing.T) {
 	}
 	b.signIn("bob@acme.example")
 	status, page := f.ssoBrowser().get(b.callback)
-	f.refusedSignIn(status, page, "started in another browser", "")
+	f.refusedSignIn(status, page, "started in another browser", "state")
 }
 
 func TestSSORefusesAWrongAudience(t *testing.T) {
