@@ -227,7 +227,7 @@ func (s storage) SigningKey(context.Context) (op.SigningKey, error) {
 	if s.p.tamper.StrangerKey {
 		return signingKey{id: k.id, key: s.p.stranger.key}, nil
 	}
-	return signingKey{id: k.id, key: k.key}, nil
+	return signingKey(k), nil
 }
 
 func (s storage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
