@@ -40,6 +40,13 @@ const (
 
 func newSSOFixture(t *testing.T) *ssoFixture {
 	t.Helper()
+	return newSSOFixtureReaching(t, outbound.LoopbackTargets)
+}
+
+// newSSOFixtureReaching is newSSOFixture with the console's requests to
+// providers reaching what targets allows.
+func newSSOFixtureReaching(t *testing.T, targets outbound.Targets) *ssoFixture {
+	t.Helper()
 	d := testdb.New(t)
 	sealer, _ := secrets.NewSealer(key)
 	var handler http.Handler
@@ -48,7 +55,7 @@ func newSSOFixture(t *testing.T) *ssoFixture {
 	service := integrations.New(integrations.Deps{DB: d.DB, Sealer: sealer, BaseURL: srv.URL})
 	s := api.New(api.Deps{DB: d.DB, Service: service, Cursors: cursor.New(key), BaseURL: srv.URL})
 	s.Mount(console.Prefix, console.New(console.Deps{DB: d.DB, Service: service, BaseURL: srv.URL, Sealer: sealer,
-		Targets: outbound.LoopbackTargets}))
+		Targets: targets}))
 	handler = s.Handler()
 	ctx := context.Background()
 	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", Currency: "GBP", OwnerEmail: "owner@acme.example"})
@@ -325,4 +332,38 @@ func TestSSOSignInOfAnUnknownDomainSaysSo(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(page, "no organisation signs in with an identity provider for nowhere.example") {
 		t.Fatalf("%d %s", status, page)
 	}
+}
+
+// The provider's discovery goes through the SSRF-guarded client: a
+// console that may reach public addresses only does not reach a provider
+// on loopback (stored while loopback was allowed), and says so.
+func TestSSODiscoveryGoesThroughTheSSRFGuard(t *testing.T) {
+	f := newSSOFixtureReaching(t, outbound.PublicTargets)
+	status, page := f.ssoBrowser().signIn("bob@acme.example")
+	if status != http.StatusBadGateway || !strings.Contains(page, "identity provider could not be reached") {
+		t.Fatalf("%d %s", status, page)
+	}
+	if f.idp.KeySetServed() != 0 || f.sessions() != 0 {
+		t.Fatal("the provider was reached")
+	}
+}
+
+// A sign-in that comes back after its ten minutes is refused.
+func TestSSORefusesAnExpiredState(t *testing.T) {
+	f := newSSOFixture(t)
+	b := f.ssoBrowser()
+	b.c.CheckRedirect = func(r *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(r.URL.Path, sso.CallbackPath) {
+			b.callback = r.URL.String()
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	b.signIn("bob@acme.example")
+	if _, err := f.d.Pool().Exec(context.Background(), `UPDATE console_sso_states SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	b.c.CheckRedirect = nil
+	status, page := b.get(b.callback)
+	f.refusedSignIn(status, page, "took over ten minutes", "state")
 }
