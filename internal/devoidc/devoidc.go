@@ -8,11 +8,15 @@
 package devoidc
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"html/template"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +48,8 @@ type Tamper struct {
 	// StrangerKey signs with a key the provider never published, under
 	// the current key's id.
 	StrangerKey bool
+	// Unsigned sends the ID token unsigned (alg none, no signature).
+	Unsigned bool
 }
 
 // Provider is a running provider.
@@ -96,6 +102,7 @@ func Start(addr string) (*Provider, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/login", p.login)
+	mux.Handle("/oauth/token", http.HandlerFunc(p.token))
 	mux.Handle("/", p.op)
 	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -235,4 +242,31 @@ func (p *Provider) approve(id, email string) error {
 	}
 	a.subject, a.done, a.authTime = email, true, time.Now()
 	return nil
+}
+
+// token is the op's token endpoint, its ID token stripped of its
+// signature (alg none) when told to send it unsigned.
+func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
+	if !p.tampering().Unsigned {
+		p.op.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	p.op.ServeHTTP(rec, r)
+	var answer map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err == nil {
+		if idToken, ok := answer["id_token"].(string); ok {
+			if parts := strings.Split(idToken, "."); len(parts) == 3 {
+				answer["id_token"] = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + parts[1] + "."
+			}
+		}
+		body, _ := json.Marshal(answer)
+		rec.Body = bytes.NewBuffer(body)
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }

@@ -151,7 +151,7 @@ func (p *Parties) Finish(ctx context.Context, cfg db.OrgSSO, redirectURL, code, 
 // Refusal is an ID token (or code exchange) refused, with what was wrong.
 type Refusal struct {
 	// Reason is a word for the audit log: audience, issuer, expired,
-	// signature, nonce, exchange, token.
+	// signature (a bad one, or none), nonce, exchange, token.
 	Reason string
 	// Message says which, for the page.
 	Message string
@@ -174,6 +174,8 @@ func refusalOf(err error) error {
 		return &Refusal{"signature", "the ID token's signature does not verify with the provider's published keys", err}
 	case errors.Is(err, oidc.ErrNonceInvalid):
 		return &Refusal{"nonce", "the ID token's nonce is not the one this sign-in sent", err}
+	case errors.Is(err, oidc.ErrParse):
+		return &Refusal{"token", "the provider's ID token could not be read", err}
 	case errors.Is(err, rp.ErrMissingIDToken):
 		return &Refusal{"token", "the provider answered without an ID token", err}
 	}

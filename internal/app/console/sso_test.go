@@ -267,6 +267,13 @@ func TestSSORefusesABadSignature(t *testing.T) {
 	f.refusedSignIn(status, page, "signature does not verify", "signature")
 }
 
+func TestSSORefusesAnUnsignedToken(t *testing.T) {
+	f := newSSOFixture(t)
+	f.idp.SetTamper(devoidc.Tamper{Unsigned: true})
+	status, page := f.ssoBrowser().signIn("bob@acme.example")
+	f.refusedSignIn(status, page, "signature does not verify", "signature")
+}
+
 func TestSSORefusesANonceMismatch(t *testing.T) {
 	f := newSSOFixture(t)
 	f.idp.SetTamper(devoidc.Tamper{Nonce: "a-nonce-of-another-sign-in"})
