@@ -169,7 +169,12 @@ func (rt *Runtime) APIHandler() (handler, series http.Handler, err error) {
 	s := api.New(api.Deps{DB: rt.DB, Service: rt.service, Temporal: rt.Temporal, Logger: rt.Log, Cursors: cursor.New(rt.key),
 		BaseURL: rt.Cfg.BaseURL, Tracing: rt.Tracing})
 	if consoleOn {
-		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: rt.service, Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
+		targets, err := rt.Cfg.Targets()
+		if err != nil {
+			return nil, nil, err
+		}
+		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: rt.service, Log: rt.Log, BaseURL: rt.Cfg.BaseURL,
+			Sealer: rt.sealer, Targets: targets}))
 	}
 	metrics.Pool("api", rt.DB.Pool().Stat)
 	return s.Handler(), s.Metrics(), nil

@@ -70,6 +70,9 @@ func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 		c.internal(w, r, errors.New("no console template "+name))
 		return
 	}
+	if name == "signin" {
+		w.Header().Set("Content-Security-Policy", c.signInCSP())
+	}
 	p.Viewer = viewerOf(r.Context())
 	if refusal, ok := r.Context().Value(refusalKey{}).(string); ok {
 		p.Flash = refusal

@@ -23,6 +23,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/devoidc"
 	"github.com/commerce-integration/commerce/internal/devpg"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/internal/logging"
@@ -44,6 +45,9 @@ type devOptions struct {
 	// dev lets webhooks reach loopback receivers only and serves /metrics on
 	// a free port of this machine.
 	targetsGiven, metricsGiven bool
+	// sso starts a development identity provider for the demo
+	// organisation (--sso).
+	sso bool
 }
 
 // Command is `commerce dev`.
@@ -78,6 +82,8 @@ func Command() *cobra.Command {
 	// dev makes the settings of a dev directory; it does not read them.
 	cmd.Annotations = map[string]string{cli.OwnSettings: "true"}
 	cmd.Flags().StringVar(&opts.dir, "dir", ".commerce", "directory for local state (databases, key, dev.json)")
+	cmd.Flags().BoolVar(&opts.sso, "sso", false,
+		"also start a development OpenID Provider on a free loopback port, as the demo organisation's identity provider for demo.example, and print its test users")
 	cmd.Flags().IntVar(&opts.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port")
 	cmd.Flags().IntVar(&opts.uiPort, "ui-port", 8233, "Temporal Web UI port")
 	cmd.Flags().StringVar(&opts.temporalStore, "temporal-store", "sqlite",
@@ -269,6 +275,17 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		return err
 	}
 
+	var idp *devoidc.Provider
+	if opts.sso {
+		if err := step(out, "development identity provider", func() error {
+			idp, err = startDevSSO(ctx, d, cfg, key, state.OrgID, baseURL)
+			return err
+		}); err != nil {
+			return err
+		}
+		defer func() { _ = idp.Close() }()
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return rt.RunWorker(gctx, nil) })
 	g.Go(func() error { return cli.ServeHTTP(gctx, listener, handler, log) })
@@ -281,6 +298,9 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	}
 	printState(out, opts.dir, state)
 	printConsoleLink(ctx, out, d, cfg, state)
+	if idp != nil {
+		printSSO(out, idp, baseURL)
+	}
 	err = g.Wait()
 	fmt.Fprintln(out, "\nStopping commerce dev.")
 	if errors.Is(err, context.Canceled) {
