@@ -307,6 +307,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, r, err)
 		return
 	}
+	c.auditSignIn(r, u, "link")
 	c.setCookie(w, r, sessionCookie, token, int(db.ConsoleSessionTTL.Seconds()))
 	c.flash(w, r, "Signed in as "+u.Email+" ("+string(u.Role)+") of "+u.OrgName+".")
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
