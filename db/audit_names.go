@@ -9,7 +9,7 @@ import (
 
 // RecordName is what a person reads for a record an audit entry names:
 // Name (a receipt's action and first reference, "erp_order_status post
-// SO-2026-0204"; an endpoint's or a key's name; a delivery's event type;
+// SO-2026-0204"; an endpoint's or a key's name; a user's email; a delivery's event type;
 // when a bulk replay started) and, for a subscription or a delivery, the
 // receiver's URL, which the reader shows without its path and query.
 type RecordName struct {
@@ -56,8 +56,10 @@ func (d *DB) AuditNames(ctx context.Context, orgID uuid.UUID, entries []AuditEnt
 		       ' started ' || to_char(b.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'), ''
 		  FROM replay_batches b WHERE b.org_id = $1 AND b.id = ANY($6)
 		UNION ALL
-		SELECT 'key', k.id, k.name, '' FROM api_keys k WHERE k.org_id = $1 AND k.id = ANY($7)`,
-		orgID, ids["receipt"], ids["endpoint"], ids["subscription"], ids["delivery"], ids["replay_batch"], ids["key"])
+		SELECT 'key', k.id, k.name, '' FROM api_keys k WHERE k.org_id = $1 AND k.id = ANY($7)
+		UNION ALL
+		SELECT 'user', u.id, u.email, '' FROM users u WHERE u.org_id = $1 AND u.id = ANY($8)`,
+		orgID, ids["receipt"], ids["endpoint"], ids["subscription"], ids["delivery"], ids["replay_batch"], ids["key"], ids["user"])
 	if err != nil {
 		return nil, fmt.Errorf("audit names: %w", err)
 	}

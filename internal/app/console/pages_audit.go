@@ -54,7 +54,7 @@ func auditRowOf(e db.AuditEntry, names map[string]db.RecordName) auditRow {
 		if n, ok := names["key:"+rest]; ok {
 			row.Who = "API key " + n.Name
 		}
-	case "console":
+	case "console", "sso":
 		row.Who = rest
 	case "cli":
 		row.Who = rest + " (command line)"
@@ -71,6 +71,8 @@ func auditRowOf(e db.AuditEntry, names map[string]db.RecordName) auditRow {
 		row.Record, row.Href = "endpoint "+n.Name, "/console/endpoints/"+e.TargetID+"/mapping"
 	case "subscription":
 		row.Record, row.Href = "subscription to "+target(n.URL), "/console/deliveries?subscription="+e.TargetID
+	case "user":
+		row.Record = n.Name
 	default:
 		known = false
 	}
