@@ -141,3 +141,68 @@ func TestReplayedAndCancelledFailuresAreResolved(t *testing.T) {
 		t.Fatalf("a bulk replay of failures asked to include resolved ones takes %d (%v), want 2 originals", n, err)
 	}
 }
+
+// A failed or exhausted delivery that a resend, a recover or a bulk resend
+// then delivers is resolved by it (a bulk resend named); one delivered by
+// its own next retry is not; the deliveries list filters by resolution.
+func TestResentFailedDeliveriesAreResolved(t *testing.T) {
+	ctx := context.Background()
+	f := newOpsFixture(t)
+	f.subscribe(domain.EventCustomerCreated)
+	f.customersCreated(4)
+	refs := f.claim()
+	if len(refs) != 4 {
+		t.Fatalf("%d deliveries, want 4", len(refs))
+	}
+	attempt := func(id uuid.UUID, n int, status domain.WebhookStatus) {
+		t.Helper()
+		code := 200
+		if status != domain.WebhookSucceeded {
+			code = 503
+		}
+		if _, err := f.d.RecordWebhookAttempt(ctx, db.WebhookAttemptRecord{OrgID: f.org, DeliveryID: id, Attempt: n,
+			StartedAt: time.Now(), StatusCode: &code, Status: status}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resent, recovered, retried, bulk := refs[0].ID, refs[1].ID, refs[2].ID, refs[3].ID
+	batch := uuid.New()
+	for _, id := range []uuid.UUID{resent, recovered, bulk} {
+		attempt(id, 1, domain.WebhookExhausted)
+	}
+	attempt(retried, 1, domain.WebhookFailed)
+	for by, id := range map[string]uuid.UUID{db.ResentBySupport: resent, db.ResentByRecover: recovered} {
+		if err := f.d.MarkDeliveriesResent(ctx, f.org, []uuid.UUID{id}, by, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.d.MarkDeliveriesResent(ctx, f.org, []uuid.UUID{bulk}, db.ResentByBulk, &batch); err != nil {
+		t.Fatal(err)
+	}
+	if x, _ := f.d.GetWebhookDelivery(ctx, f.org, resent); x.Resolution != nil {
+		t.Fatalf("a resent delivery not delivered yet reads resolved %+v", x.Resolution)
+	}
+	for _, id := range []uuid.UUID{resent, recovered, retried, bulk} {
+		attempt(id, 2, domain.WebhookSucceeded)
+	}
+	want := map[uuid.UUID]string{resent: db.ResentBySupport, recovered: db.ResentByRecover, bulk: db.ResentByBulk}
+	for _, id := range []uuid.UUID{resent, recovered, retried, bulk} {
+		x, err := f.d.GetWebhookDelivery(ctx, f.org, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch by, ok := want[id]; {
+		case !ok && x.Resolution != nil:
+			t.Fatalf("a delivery its own retry delivered reads resolved %+v", x.Resolution)
+		case ok && (x.Resolution == nil || x.Resolution.By != by || x.Resolution.At.IsZero()):
+			t.Fatalf("delivery %s: resolution %+v, want by %s", id, x.Resolution, by)
+		case ok && by == db.ResentByBulk && (x.Resolution.BatchID == nil || *x.Resolution.BatchID != batch):
+			t.Fatalf("a bulk resend's delivery names batch %v, want %s", x.Resolution.BatchID, batch)
+		}
+	}
+	yes := true
+	rows, err := f.d.ListWebhookDeliveriesPage(ctx, f.org, db.DeliveryListFilter{Resolved: &yes}, db.Page{Limit: 10})
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("resolved deliveries %d (%v), want 3", len(rows), err)
+	}
+}
