@@ -247,6 +247,27 @@ func (e DeliveryMovedStatus) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryResolutionBy.
+const (
+	BulkResend DeliveryResolutionBy = "bulk_resend"
+	Recover    DeliveryResolutionBy = "recover"
+	Resend     DeliveryResolutionBy = "resend"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryResolutionBy enum.
+func (e DeliveryResolutionBy) Valid() bool {
+	switch e {
+	case BulkResend:
+		return true
+	case Recover:
+		return true
+	case Resend:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatusAnswerAction.
 const (
 	DeliveryStatusAnswerActionDeliveryStatus DeliveryStatusAnswerAction = "delivery_status"
@@ -985,6 +1006,24 @@ func (e ReceiptDetailOutcome) Valid() bool {
 	case ReceiptDetailOutcomeUnchanged:
 		return true
 	case ReceiptDetailOutcomeUnmatched:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiptResolutionBy.
+const (
+	Cancel ReceiptResolutionBy = "cancel"
+	Replay ReceiptResolutionBy = "replay"
+)
+
+// Valid indicates whether the value is a known member of the ReceiptResolutionBy enum.
+func (e ReceiptResolutionBy) Valid() bool {
+	switch e {
+	case Cancel:
+		return true
+	case Replay:
 		return true
 	default:
 		return false
@@ -1832,6 +1871,9 @@ type BulkReplayInputBody struct {
 	// EndpointId Only receipts of this endpoint.
 	EndpointId *openapi_types.UUID `json:"endpoint_id,omitempty"`
 
+	// IncludeResolved Take the receipts a replay already resolved too; without it they are left out.
+	IncludeResolved *bool `json:"include_resolved,omitempty"`
+
 	// MappingVersion The mapping the stored body is mapped with again: a version number, "original" (the version the post was mapped with when it arrived; none if none ran) or "current" (the endpoint's current mapping, the default).
 	//
 	// Example: original
@@ -2123,6 +2165,21 @@ type DeliveryMoved struct {
 
 // DeliveryMovedStatus The delivery's status now.
 type DeliveryMovedStatus string
+
+// DeliveryResolution defines model for DeliveryResolution.
+type DeliveryResolution struct {
+	// At When it was delivered.
+	At time.Time `json:"at"`
+
+	// BatchId The bulk resend that delivered it; only for by bulk_resend.
+	BatchId *openapi_types.UUID `json:"batch_id,omitempty"`
+
+	// By resend: support resent it; recover: a recover of its subscription; bulk_resend: a bulk resend.
+	By DeliveryResolutionBy `json:"by"`
+}
+
+// DeliveryResolutionBy resend: support resent it; recover: a recover of its subscription; bulk_resend: a bulk resend.
+type DeliveryResolutionBy string
 
 // DeliveryStatusAnswer The answer of a delivery_status post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
 type DeliveryStatusAnswer struct {
@@ -3077,6 +3134,9 @@ type ReceiptDetail struct {
 	// Replays The replays of this receipt, oldest first.
 	Replays []openapi_types.UUID `json:"replays"`
 
+	// Resolution What resolved this post when it failed or was parked: a replay of it (or of its original) that applied or found nothing to change, or its cancellation; null when nothing has. Lists of failures leave resolved posts out unless asked (resolved).
+	Resolution *ReceiptResolution `json:"resolution"`
+
 	// Response The body the sender was answered.
 	Response  interface{} `json:"response"`
 	SizeBytes int64       `json:"size_bytes"`
@@ -3102,6 +3162,21 @@ type ReceiptDetail struct {
 // ReceiptDetailOutcome defines model for ReceiptDetail.Outcome.
 type ReceiptDetailOutcome string
 
+// ReceiptResolution defines model for ReceiptResolution.
+type ReceiptResolution struct {
+	// At When it was resolved.
+	At time.Time `json:"at"`
+
+	// By replay: a replay applied or found nothing to change; cancel: the parked post was cancelled on purpose.
+	By ReceiptResolutionBy `json:"by"`
+
+	// ReceiptId The replay that resolved it; only for by replay.
+	ReceiptId *openapi_types.UUID `json:"receipt_id,omitempty"`
+}
+
+// ReceiptResolutionBy replay: a replay applied or found nothing to change; cancel: the parked post was cancelled on purpose.
+type ReceiptResolutionBy string
+
 // ReceiptSummary defines model for ReceiptSummary.
 type ReceiptSummary struct {
 	Action      string             `json:"action"`
@@ -3120,8 +3195,11 @@ type ReceiptSummary struct {
 	Refs []string `json:"refs"`
 
 	// ReplayOf The original post, for a replay.
-	ReplayOf  *openapi_types.UUID `json:"replay_of"`
-	SizeBytes int64               `json:"size_bytes"`
+	ReplayOf *openapi_types.UUID `json:"replay_of"`
+
+	// Resolution What resolved this post when it failed or was parked: a replay of it (or of its original) that applied or found nothing to change, or its cancellation; null when nothing has. Lists of failures leave resolved posts out unless asked (resolved).
+	Resolution *ReceiptResolution `json:"resolution"`
+	SizeBytes  int64              `json:"size_bytes"`
 
 	// StatusCode The HTTP status the sender was answered; null while it has no answer.
 	StatusCode *int64 `json:"status_code"`
@@ -3967,8 +4045,11 @@ type WebhookDelivery struct {
 	LastStatusCode *int64             `json:"last_status_code"`
 	NextAttemptAt  *time.Time         `json:"next_attempt_at"`
 	OrgId          openapi_types.UUID `json:"org_id"`
-	Status         string             `json:"status"`
-	SubscriptionId openapi_types.UUID `json:"subscription_id"`
+
+	// Resolution What delivered this delivery after it had failed or was exhausted: a resend, a recover of its subscription or a bulk resend; null when none did (it has not failed, is not delivered yet, or its own retry delivered it).
+	Resolution     *DeliveryResolution `json:"resolution"`
+	Status         string              `json:"status"`
+	SubscriptionId openapi_types.UUID  `json:"subscription_id"`
 
 	// TransformationVersion The version of the subscription's transformation the last attempt ran; null when it ran none (the event was sent as it is).
 	TransformationVersion *int64    `json:"transformation_version"`
@@ -4087,6 +4168,9 @@ type ListInboundReceiptsParams struct {
 
 	// ReceivedBefore Only receipts received before this instant (RFC 3339).
 	ReceivedBefore *time.Time `form:"received_before,omitempty" json:"received_before,omitempty"`
+
+	// Resolved By resolution: true (only receipts something resolved: a replay of them applied, or a cancellation), false (only those nothing has) or any. Default false when every outcome asked for is a failure (failed, error, unmatched, parked), any otherwise.
+	Resolved *string `form:"resolved,omitempty" json:"resolved,omitempty"`
 
 	// Ref A receipt id (as X-Receipt-Id gave it), or a reference its body names (order_ref, quote_ref, invoice_ref, po_number, supplier_ref, delivery_ref, consignment_ref, a customer's external_id): whole, or the start of one (3 characters or more), in any case.
 	Ref *string `form:"ref,omitempty" json:"ref,omitempty"`
@@ -4294,6 +4378,9 @@ type ListWebhookDeliveriesParams struct {
 
 	// EventType Only deliveries of this event type.
 	EventType *string `form:"event_type,omitempty" json:"event_type,omitempty"`
+
+	// Resolved By resolution: true (only deliveries a resend, recover or bulk resend delivered after they failed), false (only the others) or any (the default). A resolved delivery has succeeded, so a list of failed or exhausted deliveries never holds one.
+	Resolved *string `form:"resolved,omitempty" json:"resolved,omitempty"`
 
 	// Cursor Opaque cursor: the previous page's next_cursor.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -8596,6 +8683,18 @@ func NewListInboundReceiptsRequest(server string, params *ListInboundReceiptsPar
 
 		}
 
+		if params.Resolved != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "resolved", *params.Resolved, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Ref != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "ref", *params.Ref, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -10148,6 +10247,18 @@ func NewListWebhookDeliveriesRequest(server string, params *ListWebhookDeliverie
 		if params.EventType != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "event_type", *params.EventType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Resolved != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "resolved", *params.Resolved, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
