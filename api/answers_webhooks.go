@@ -91,7 +91,7 @@ type WebhookDelivery struct {
 // DeliveryResolution is what delivered a delivery that had failed.
 type DeliveryResolution struct {
 	By      string           `json:"by" enum:"resend,recover,bulk_resend" doc:"resend: support resent it; recover: a recover of its subscription; bulk_resend: a bulk resend."`
-	BatchID *uuid.UUID       `json:"batch_id,omitempty" doc:"The bulk resend that delivered it; only for by bulk_resend."`
+	BatchID *uuid.UUID       `json:"batch_id,omitempty" doc:"The bulk resend that delivered it (GET /api/v1/webhooks/resends/{id}); only for by bulk_resend."`
 	At      domain.Timestamp `json:"at" doc:"When it was delivered."`
 }
 

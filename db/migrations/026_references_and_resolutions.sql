@@ -47,3 +47,33 @@ ALTER TABLE webhook_deliveries
     ADD COLUMN IF NOT EXISTS resend_batch uuid,
     ADD COLUMN IF NOT EXISTS resolved_by text CHECK (resolved_by IN ('resend', 'recover', 'bulk_resend')),
     ADD COLUMN IF NOT EXISTS resolved_at timestamptz;
+
+-- A bulk resend: every failed or exhausted delivery its filters selected,
+-- resent once each, with the report of what each resend did.
+CREATE TABLE IF NOT EXISTS resend_batches (
+    id              uuid PRIMARY KEY,
+    org_id          uuid NOT NULL REFERENCES organisations (id) ON DELETE CASCADE,
+    subscription_id uuid,
+    statuses        text[] NOT NULL,
+    event_type      text,
+    created_after   timestamptz,
+    created_before  timestamptz,
+    created_by      text NOT NULL,
+    started_at      timestamptz NOT NULL DEFAULT now(),
+    finished_at     timestamptz,
+    UNIQUE (org_id, id)
+);
+CREATE INDEX IF NOT EXISTS resend_batches_org ON resend_batches (org_id, started_at DESC, id DESC);
+-- The deliveries of a bulk resend, in the order they are resent: resent_at
+-- once asked for, or error (why it was not: it was no longer failed, or
+-- starting its attempt failed).
+CREATE TABLE IF NOT EXISTS resend_batch_items (
+    org_id      uuid NOT NULL,
+    batch_id    uuid NOT NULL,
+    position    integer NOT NULL,
+    delivery_id uuid NOT NULL,
+    resent_at   timestamptz,
+    error       text,
+    PRIMARY KEY (org_id, batch_id, position),
+    FOREIGN KEY (org_id, batch_id) REFERENCES resend_batches (org_id, id) ON DELETE CASCADE
+);
