@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -77,4 +78,47 @@ func TestBulkResendDeliversTheFailedAndResolvesThem(t *testing.T) {
 		return f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND id = $2 AND status = 'succeeded' AND resolved_by = 'resend'`,
 			deliveries["other-failed"]) == 1
 	})
+}
+
+// In the console, through Temporal: from the failed deliveries list, the
+// bulk resend form shows what the filters select, Start asks, and
+// confirming resends them; the report counts the delivery resent, then
+// delivered, and the delivery's page says the bulk resend resolved it,
+// linking the report.
+func TestBulkResendInTheConsole(t *testing.T) {
+	f := newInbound(t)
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
+	sub := rc.subscribe(f)
+	delivery := f.one(`
+		WITH e AS (INSERT INTO events (id, org_id, type, data, created_at, relayed_at)
+		           VALUES (gen_random_uuid(), $1, 'customer.created', '{}', now() - interval '10 minutes', now()) RETURNING id)
+		INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id, status, attempts, created_at, workflow_started_at)
+		SELECT gen_random_uuid(), $1, e.id, $2, 'exhausted', 5, now() - interval '10 minutes', now() FROM e
+		RETURNING id::text`, sub.ID.String())
+	b := newBrowser(t, f.srv.URL)()
+	f.signIn(b, "owner@acme.example")
+	if status := b.Open("/console/deliveries?status=exhausted"); status != 200 {
+		t.Fatalf("deliveries: %d", status)
+	}
+	if status := b.Click("#resend-link"); status != 200 || b.Text("#selection-count") != "1" {
+		t.Fatalf("the bulk resend form: %d, selecting %q", status, b.Text("#selection-count"))
+	}
+	if status := b.Click("#start-resend"); status != 200 {
+		t.Fatalf("Start: %d", status)
+	}
+	if status := b.Click("#confirm"); status != 200 || b.Text("#resend-resent") != "1" {
+		t.Fatalf("confirming: %d, resent %q", status, b.Text("#resend-resent"))
+	}
+	var report string
+	b.Eval("the report's address", `location.pathname`, &report)
+	f.eventually("the resent delivery delivered", func() bool {
+		return f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND id = $2 AND resolved_by = 'bulk_resend'`, delivery) == 1
+	})
+	if status := b.Open(report); status != 200 || b.Text("#resend-delivered") != "1" {
+		t.Fatalf("the report after delivery: %d, delivered %q", status, b.Text("#resend-delivered"))
+	}
+	if status := b.Open("/console/deliveries/" + delivery); status != 200 || !strings.Contains(b.Text("#resolution"), "the bulk resend") ||
+		!b.Present(`#resolved-by[href="`+report+`"]`) {
+		t.Fatalf("the delivery's page: %d, resolution %q", status, b.Text("#resolution"))
+	}
 }
