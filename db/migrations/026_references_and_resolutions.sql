@@ -21,11 +21,15 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS inbound_receipt_waits_key_ci ON inbound_
 -- purpose: resolved_by says which ('replay', 'cancel'), resolved_receipt
 -- the replay that did it, resolved_at when. Lists of failures leave
 -- resolved ones out unless asked. The posts resolved before these columns
--- are filled in below from their replays and cancellations.
+-- are filled in below from their replays and cancellations. The columns
+-- are added without a default, and their checks NOT VALID, so neither
+-- rewrites nor scans the table under its lock.
 ALTER TABLE inbound_receipts
-    ADD COLUMN IF NOT EXISTS resolved_by text CHECK (resolved_by IN ('replay', 'cancel')),
+    ADD COLUMN IF NOT EXISTS resolved_by text,
     ADD COLUMN IF NOT EXISTS resolved_receipt uuid,
     ADD COLUMN IF NOT EXISTS resolved_at timestamptz;
+ALTER TABLE inbound_receipts DROP CONSTRAINT IF EXISTS inbound_receipts_resolved_by;
+ALTER TABLE inbound_receipts ADD CONSTRAINT inbound_receipts_resolved_by CHECK (resolved_by IN ('replay', 'cancel')) NOT VALID;
 UPDATE inbound_receipts SET resolved_by = 'cancel', resolved_at = coalesce(completed_at, received_at)
  WHERE outcome = 'cancelled' AND resolved_by IS NULL;
 WITH first AS (
@@ -43,10 +47,13 @@ UPDATE inbound_receipts r SET resolved_by = 'replay', resolved_receipt = f.repla
 -- (and resend_batch the bulk resend), resolved_by and resolved_at are set
 -- when it then succeeds.
 ALTER TABLE webhook_deliveries
-    ADD COLUMN IF NOT EXISTS resent_by text CHECK (resent_by IN ('resend', 'recover', 'bulk_resend')),
+    ADD COLUMN IF NOT EXISTS resent_by text,
     ADD COLUMN IF NOT EXISTS resend_batch uuid,
-    ADD COLUMN IF NOT EXISTS resolved_by text CHECK (resolved_by IN ('resend', 'recover', 'bulk_resend')),
+    ADD COLUMN IF NOT EXISTS resolved_by text,
     ADD COLUMN IF NOT EXISTS resolved_at timestamptz;
+ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_resent_by;
+ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_resent_by
+    CHECK (resent_by IN ('resend', 'recover', 'bulk_resend') AND resolved_by IN ('resend', 'recover', 'bulk_resend')) NOT VALID;
 
 -- A bulk resend: every failed or exhausted delivery its filters selected,
 -- resent once each, with the report of what each resend did.
