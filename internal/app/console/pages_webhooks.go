@@ -254,6 +254,10 @@ func deliveriesFilter(r *http.Request) (db.DeliveryListFilter, error) {
 		}
 		f.EventID = &id
 	}
+	var err error
+	if f.Resolved, err = db.ParseResolved(q.Get("resolved"), nil); err != nil {
+		return f, badFilter("The resolved filter is " + strconv.QuoteToASCII(q.Get("resolved")) + ": it takes false, true or any.")
+	}
 	return f, nil
 }
 

@@ -88,6 +88,9 @@ func TestResolvedFailuresReadResolvedInTheConsole(t *testing.T) {
 		if status := b.Open("/console/deliveries"); status != 200 || !b.Present(".badge.resolved") {
 			t.Errorf("%d px: the deliveries list (%d) does not mark the resolved delivery", width, status)
 		}
+		if status := b.Open("/console/deliveries?resolved=false"); status != 200 || b.Present(".badge.resolved") {
+			t.Errorf("%d px: the unresolved deliveries (%d) show the resolved one", width, status)
+		}
 		if status := b.Open("/console/replays/new?outcome=failed"); status != 200 || !b.Present(`input[name="include_resolved"]`) {
 			t.Errorf("%d px: the bulk replay form (%d) offers no way to take resolved receipts", width, status)
 		}
