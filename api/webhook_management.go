@@ -112,6 +112,7 @@ type ListWebhookDeliveriesInput struct {
 	SubscriptionID string `query:"subscription_id" format:"uuid" doc:"Only deliveries to this subscription."`
 	Status         string `query:"status" enum:"pending,succeeded,failed,exhausted,held,skipped" doc:"Only deliveries in this state."`
 	EventType      string `query:"event_type" maxLength:"100" doc:"Only deliveries of this event type."`
+	Resolved       string `query:"resolved" doc:"By resolution: true (only deliveries a resend, recover or bulk resend delivered after they failed), false (only the others) or any (the default). A resolved delivery has succeeded, so a list of failed or exhausted deliveries never holds one."`
 	SmallPage
 }
 
@@ -296,8 +297,11 @@ func (s *Server) listWebhookDeliveries(ctx context.Context, in *ListWebhookDeliv
 	if f.SubscriptionID, err = optionalID("subscription_id", in.SubscriptionID); err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	if f.Resolved, err = db.ParseResolved(in.Resolved, nil); err != nil {
+		return nil, s.fail(ctx, err)
+	}
 	rows, next, err := newestList(ctx, s, "webhook-deliveries", in.Cursor, in.Limit,
-		[]string{"subscription_id", in.SubscriptionID, "status", in.Status, "event_type", in.EventType},
+		[]string{"subscription_id", in.SubscriptionID, "status", in.Status, "event_type", in.EventType, "resolved", in.Resolved},
 		func(p db.Page) ([]db.WebhookDelivery, error) {
 			return s.db.ListWebhookDeliveriesPage(ctx, orgID(ctx), f, p)
 		},

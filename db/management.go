@@ -67,6 +67,11 @@ type OrgReceiptFilter struct {
 	// reference that is Ref or, when Ref has at least domain.MinRefPrefix
 	// characters, starts with it; in any case (docs/design.md#references).
 	Ref string
+	// Resolved keeps only the receipts something resolved (true) or only
+	// those nothing has (false); nil keeps both.
+	Resolved *bool
+	// ExceptReplayed leaves out the receipts a replay resolved.
+	ExceptReplayed bool
 }
 
 func (f OrgReceiptFilter) conds(orgID uuid.UUID) *conds {
@@ -83,6 +88,12 @@ func (f OrgReceiptFilter) condsBut(orgID uuid.UUID) *conds {
 	c.addIf(f.EndpointID != nil, "r.endpoint_id = ?", f.EndpointID)
 	c.addIf(f.ReceivedAfter != nil, "r.received_at > ?", f.ReceivedAfter)
 	c.addIf(f.ReceivedBefore != nil, "r.received_at < ?", f.ReceivedBefore)
+	if f.Resolved != nil {
+		c.parts = append(c.parts, map[bool]string{true: "r.resolved_at IS NOT NULL", false: "r.resolved_at IS NULL"}[*f.Resolved])
+	}
+	if f.ExceptReplayed {
+		c.parts = append(c.parts, "r.resolved_by IS DISTINCT FROM 'replay'")
+	}
 	if f.Ref != "" {
 		c.parts = append(c.parts, "r.id IN ("+refSearch(c, org, f.Ref)+")")
 	}

@@ -22,6 +22,9 @@ var titles = map[string]string{
 	"receipts":             "Receipts",
 	"bulk_new":             "Bulk replay",
 	"bulk":                 "Bulk replay",
+	"bulk_list":            "Bulk replays and resends",
+	"resend_new":           "Bulk resend",
+	"resend":               "Bulk resend",
 	"webhooks":             "Webhook subscriptions",
 	"subscription_created": "Subscription created",
 	"deliveries":           "Webhook deliveries",
@@ -37,7 +40,8 @@ var titles = map[string]string{
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"signin", "endpoints", "endpoint_created", "receipts", "receipt", "dryrun", "bulk_new", "bulk",
-		"webhooks", "subscription_created", "deliveries", "delivery", "audit", "error", "confirm", "mapping", "sessions", "sso"} {
+		"webhooks", "subscription_created", "deliveries", "delivery", "audit", "error", "confirm", "mapping", "sessions", "sso",
+		"bulk_list", "resend_new", "resend"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
 	}
 	return pages

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -193,6 +194,8 @@ type deliveriesData struct {
 	Statuses   []domain.WebhookStatus
 	// Subscriptions are the filter's choices, named by URL.
 	Subscriptions []db.Subscription
+	// ResendURL is the bulk resend form with the list's filters.
+	ResendURL template.URL
 }
 
 // deliveriesPage is the organisation's webhook deliveries, newest first,
@@ -213,7 +216,18 @@ var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
 		if f.SubscriptionID != nil && !slices.ContainsFunc(subs, func(s db.Subscription) bool { return s.ID == *f.SubscriptionID }) {
 			return nil, badFilter("The subscription filter names no subscription of this organisation: " + f.SubscriptionID.String() + ".")
 		}
-		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs}, nil
+		resend := url.Values{}
+		if f.Status == domain.WebhookFailed || f.Status == domain.WebhookExhausted {
+			resend.Set("status", string(f.Status))
+		}
+		if f.SubscriptionID != nil {
+			resend.Set("subscription", f.SubscriptionID.String())
+		}
+		if f.EventType != "" {
+			resend.Set("event_type", f.EventType)
+		}
+		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs,
+			ResendURL: template.URL(Prefix + "/resends/new?" + resend.Encode())}, nil // #nosec G203 -- url.Values.Encode escapes every value
 	},
 }
 
@@ -239,6 +253,10 @@ func deliveriesFilter(r *http.Request) (db.DeliveryListFilter, error) {
 			return f, badFilter("The event filter names no event: " + strconv.QuoteToASCII(raw) + " is not an event id.")
 		}
 		f.EventID = &id
+	}
+	var err error
+	if f.Resolved, err = db.ParseResolved(q.Get("resolved"), nil); err != nil {
+		return f, badFilter("The resolved filter is " + strconv.QuoteToASCII(q.Get("resolved")) + ": it takes false, true or any.")
 	}
 	return f, nil
 }
