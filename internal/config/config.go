@@ -144,8 +144,8 @@ func (c *Config) Flags(fs *pflag.FlagSet, names ...string) {
 			}
 			p := v.field(c)
 			fs.StringVar(p, v.flag, *p, v.Usage+" (env "+v.Name+")")
-			if v.Name == "COMMERCE_ALLOW_PRIVATE_TARGETS" {
-				fs.Lookup(v.flag).NoOptDefVal = "true" // --allow-private-targets alone
+			if v.Name == "COMMERCE_ALLOW_PRIVATE_TARGETS" || v.Name == "COMMERCE_PPROF" {
+				fs.Lookup(v.flag).NoOptDefVal = "true" // --allow-private-targets, --pprof alone
 			}
 		}
 	}
