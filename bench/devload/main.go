@@ -129,9 +129,12 @@ func main() {
 	fmt.Fprintln(out, "seconds,rss_mb,heap_inuse_mb,goroutines,posts,applied,refused,other,reads,read_errors,post_p50_ms,post_p99_ms")
 	start := time.Now()
 	profileAt := start.Add(*duration / 3)
+	type point struct{ at, rss, heap float64 }
+	var points []point
 	sample := func() {
 		rss := rssMB(*pid)
 		m := scrape(client, st.MetricsURL)
+		points = append(points, point{time.Since(start).Seconds(), rss, m["go_memstats_heap_inuse_bytes"] / (1 << 20)})
 		c.mu.Lock()
 		p50, p99 := quantile(c.window, 0.5), quantile(c.window, 0.99)
 		c.window = c.window[:0]
@@ -160,6 +163,22 @@ func main() {
 		heapProfile(client, st.MetricsURL, filepath.Join(*profiles, "heap-2.pb.gz"))
 	}
 	wg.Wait()
+	// The summary: start, middle and end, and the growth over the second
+	// half of the run.
+	first, last := points[0], points[len(points)-1]
+	mid := points[0]
+	for _, p := range points {
+		if p.at <= last.at/2 {
+			mid = p
+		}
+	}
+	growth := func(a, b float64) float64 { return 100 * (b/a - 1) }
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "%.0f s, %d posts (%d applied, %d refused, %d other), %d reads (%d failed)\n"+
+		"RSS %.0f -> %.0f -> %.0f MB (second half %+.1f%%); heap in use %.0f -> %.0f -> %.0f MB (second half %+.1f%%)\n",
+		last.at, c.posts, c.applied, c.refused, c.other, c.reads, c.readErrors,
+		first.rss, mid.rss, last.rss, growth(mid.rss, last.rss), first.heap, mid.heap, last.heap, growth(mid.heap, last.heap))
 }
 
 func (c *counts) post(ctx context.Context, client *http.Client, url, body string) {
