@@ -14,9 +14,9 @@ import (
 // gives freed pages back to the system sooner, so a process's resident size
 // follows its live heap instead of keeping what a burst once took. They are
 // soft: a process whose live heap passes its limit goes on, collecting
-// more often. Each is some four times the live heap the process was
-// measured at under steady load (docs/operations.md, Memory), its caches
-// full.
+// more often. dev's is some four times the heap in use it was measured at
+// under steady load, its caches full (docs/operations.md, Memory); serve
+// and worker each hold a part of what dev holds.
 const (
 	DevMemoryLimit    int64 = 768 << 20 // API, worker and the embedded Temporal server
 	ServeMemoryLimit  int64 = 512 << 20
