@@ -90,7 +90,7 @@ func Command() *cobra.Command {
 		"where the embedded Temporal server keeps its state: sqlite (--dir/temporal.db, and temporal-visibility.db for the visibility records) or postgres "+
 			"(persistence and visibility in the databases <db>_temporal and <db>_temporal_visibility of the service's cluster, created when missing)")
 	cfg.Flags(cmd.Flags(), "COMMERCE_LISTEN", "COMMERCE_BASE_URL", "TEMPORAL_NAMESPACE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT",
-		"COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_METRICS_LISTEN")
+		"COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_METRICS_LISTEN", "COMMERCE_PPROF")
 	return cmd
 }
 
@@ -126,6 +126,11 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	profiles, err := cfg.ProfilesOn()
+	if err != nil {
+		return err
+	}
+	cli.LimitMemory(cli.DevMemoryLimit, log)
 	if err := os.MkdirAll(opts.dir, 0o755); err != nil {
 		return err
 	}
@@ -290,7 +295,7 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	g.Go(func() error { return rt.RunWorker(gctx, nil) })
 	g.Go(func() error { return cli.ServeHTTP(gctx, listener, handler, log) })
 	if metricsListener != nil {
-		g.Go(func() error { return cli.ServeMetrics(gctx, metricsListener, metrics, log) })
+		g.Go(func() error { return cli.ServeMetrics(gctx, metricsListener, metrics, profiles, log) })
 	}
 	// Not fatal: the demo receipts are a convenience.
 	if err := step(out, "demo inbound posts", func() error { return postDemoReceipts(gctx, d, handler, state) }); err != nil {
