@@ -154,3 +154,27 @@ func seedLongValues(t *testing.T, f *fixture) {
 		}
 	}
 }
+
+// A receipt's trace names each delivery's receiver (without its path's
+// query), not the subscription's id.
+func TestAReceiptsTraceNamesEachDeliverysReceiver(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sealer, _ := secrets.NewSealer(make([]byte, 32))
+	sub, err := f.d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: f.org.ID, URL: "https://erp.example.com/hooks?token=s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.d.Pool().Exec(ctx, `
+		WITH e AS (INSERT INTO events (id, org_id, type, data, receipt_id) VALUES (gen_random_uuid(), $1, 'order.invoice_recorded', '{}', $3) RETURNING id)
+		INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id, status, attempts)
+		SELECT gen_random_uuid(), $1, e.id, $2, 'succeeded', 1 FROM e`, f.org.ID, sub.ID, f.receipt); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := f.signIn("owner@acme.example")
+	status, page := owner.get("/console/receipts/" + f.receipt)
+	if status != 200 || !strings.Contains(page, `delivery</span></a> to <span class="wrap">https://erp.example.com/hooks?…</span>, 1 attempt(s)`) ||
+		strings.Contains(page, "s3cret") || strings.Contains(page, sub.ID.String()) {
+		t.Fatalf("the trace does not name the receiver: %d %s", status, page)
+	}
+}
