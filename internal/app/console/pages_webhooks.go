@@ -74,11 +74,11 @@ func (c *console) setSubscriptionActive(w http.ResponseWriter, r *http.Request) 
 	v := viewerOf(r.Context())
 	active := r.PostForm.Get("active") == "true"
 	if !active {
-		target := id.String()
+		receiver := id.String()
 		if sub, err := c.DB.GetSubscription(r.Context(), v.OrgID, id); err == nil {
-			target = sub.URL
+			receiver = target(sub.URL)
 		}
-		if !c.confirmed(w, r, "Switch off the subscription to "+target+"? No new deliveries will be made to it until it is switched on.",
+		if !c.confirmed(w, r, "Switch off the subscription to "+receiver+"? No new deliveries will be made to it until it is switched on.",
 			"Switch off", Prefix+"/webhooks") {
 			return
 		}
@@ -88,9 +88,9 @@ func (c *console) setSubscriptionActive(w http.ResponseWriter, r *http.Request) 
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
 	}
-	msg := "Subscription to " + s.URL + " switched off: no new deliveries."
+	msg := "Subscription to " + target(s.URL) + " switched off: no new deliveries."
 	if s.Active {
-		msg = "Subscription to " + s.URL + " switched on."
+		msg = "Subscription to " + target(s.URL) + " switched on."
 	}
 	c.done(w, r, Prefix+"/webhooks", msg)
 }
@@ -131,7 +131,7 @@ func (c *console) setSubscriptionSettings(w http.ResponseWriter, r *http.Request
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
 	}
-	c.done(w, r, Prefix+"/webhooks", "Delivery settings of the subscription to "+s.URL+" saved: "+settingsText(s.SubscriptionSettings)+".")
+	c.done(w, r, Prefix+"/webhooks", "Delivery settings of the subscription to "+target(s.URL)+" saved: "+settingsText(s.SubscriptionSettings)+".")
 }
 
 // settingsText says a subscription's settings in words.
@@ -171,11 +171,11 @@ func (c *console) recover(w http.ResponseWriter, r *http.Request) {
 		c.refused(w, r, Prefix+"/webhooks", err)
 		return
 	}
-	target := id.String()
+	receiver := id.String()
 	if sub, err := c.DB.GetSubscription(r.Context(), v.OrgID, id); err == nil {
-		target = sub.URL
+		receiver = target(sub.URL)
 	}
-	if !c.confirmed(w, r, "Send again the "+strconv.Itoa(len(due))+" failed or exhausted deliveries to "+target+" made since "+
+	if !c.confirmed(w, r, "Send again the "+strconv.Itoa(len(due))+" failed or exhausted deliveries to "+receiver+" made since "+
 		inZone(*since)+"?", "Send "+strconv.Itoa(len(due))+" again", Prefix+"/webhooks") {
 		return
 	}

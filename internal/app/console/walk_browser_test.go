@@ -178,3 +178,31 @@ func TestAReceiptsTraceNamesEachDeliverysReceiver(t *testing.T) {
 		t.Fatalf("the trace does not name the receiver: %d %s", status, page)
 	}
 }
+
+// Switching a subscription off and on asks and answers naming its
+// receiver without the URL's query, where a receiver's token may be.
+func TestSubscriptionConfirmationsHideTheURLsQuery(t *testing.T) {
+	f := newFixture(t)
+	sealer, _ := secrets.NewSealer(make([]byte, 32))
+	sub, err := f.d.CreateSubscription(context.Background(), sealer, db.NewSubscription{OrgID: f.org.ID, URL: "https://erp.example.com/hooks?token=s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := f.signIn("owner@acme.example")
+	_, page := owner.get("/console/webhooks")
+	token := csrf(t, page)
+	path := "/console/webhooks/" + sub.ID.String() + "/active"
+	for _, c := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"csrf": {token}, "active": {"false"}}, "Switch off the subscription to https://erp.example.com/hooks?…?"},
+		{url.Values{"csrf": {token}, "active": {"false"}, "confirm": {"yes"}}, "Subscription to https://erp.example.com/hooks?… switched off"},
+		{url.Values{"csrf": {token}, "active": {"true"}}, "Subscription to https://erp.example.com/hooks?… switched on."},
+	} {
+		status, page := owner.post(path, c.form)
+		if status != 200 || !strings.Contains(page, c.want) || strings.Contains(page, "s3cret") {
+			t.Fatalf("%v: %d, want %q and no token: %s", c.form, status, c.want, page)
+		}
+	}
+}
