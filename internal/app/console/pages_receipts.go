@@ -232,7 +232,7 @@ func (c *console) receipt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c.renderPage(w, r, http.StatusOK, "receipt", page{Nav: "receipts", Title: "Receipt " + d.Receipt.ID.String(), Data: d})
+	c.renderPage(w, r, http.StatusOK, "receipt", page{Nav: "receipts", Title: postName(d.Receipt.Action, d.Receipt.Refs), Data: d})
 }
 
 type dryRunData struct {

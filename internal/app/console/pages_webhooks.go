@@ -302,7 +302,7 @@ func (c *console) delivery(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
-	c.renderPage(w, r, http.StatusOK, "delivery", page{Nav: "deliveries", Title: "Delivery " + x.ID.String(), Data: d})
+	c.renderPage(w, r, http.StatusOK, "delivery", page{Nav: "deliveries", Title: clip(120, x.EventType+" to "+target(x.URL)), Data: d})
 }
 
 // deliveryData is a delivery's page: the delivery with its attempts, what
