@@ -113,7 +113,7 @@ type ListWebhookDeliveriesInput struct {
 	Status         string `query:"status" enum:"pending,succeeded,failed,exhausted,held,skipped" doc:"Only deliveries in this state."`
 	EventType      string `query:"event_type" maxLength:"100" doc:"Only deliveries of this event type."`
 	EventID        string `query:"event_id" format:"uuid" doc:"Only the deliveries of this event (one per subscription it went to)."`
-	ID             string `query:"id" format:"uuid" doc:"Only the delivery with this id (as X-Webhook-Delivery-Id gave it to the receiver)."`
+	ID             string `query:"id" format:"uuid" doc:"Only the delivery with this id (as X-Service-Delivery-Id gave it to the receiver)."`
 	Ref            string `query:"ref" maxLength:"200" doc:"Only the deliveries of the events a receipt applied, the receipt found as the receipt list's ref finds it: a receipt id, or a reference its body names, whole or the start of one (3 characters or more), in any case." example:"SO-2026-0202"`
 	CreatedAfter   string `query:"created_after" format:"date-time" doc:"Only deliveries created after this instant (RFC 3339)."`
 	CreatedBefore  string `query:"created_before" format:"date-time" doc:"Only deliveries created before this instant (RFC 3339); a 400 when it is not later than created_after."`

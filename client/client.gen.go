@@ -4298,7 +4298,7 @@ type ListWebhookDeliveriesParams struct {
 	// EventId Only the deliveries of this event (one per subscription it went to).
 	EventId *openapi_types.UUID `form:"event_id,omitempty" json:"event_id,omitempty"`
 
-	// Id Only the delivery with this id (as X-Webhook-Delivery-Id gave it to the receiver).
+	// Id Only the delivery with this id (as X-Service-Delivery-Id gave it to the receiver).
 	Id *openapi_types.UUID `form:"id,omitempty" json:"id,omitempty"`
 
 	// Ref Only the deliveries of the events a receipt applied, the receipt found as the receipt list's ref finds it: a receipt id, or a reference its body names, whole or the start of one (3 characters or more), in any case.

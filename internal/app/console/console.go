@@ -98,6 +98,7 @@ func New(d Deps) http.Handler {
 		r.Get("/webhooks", subscriptionsPage.serve(c))
 		r.Get("/deliveries", deliveriesPage.serve(c))
 		r.Get("/deliveries/{id}", c.delivery)
+		r.Get("/events/{id}", c.event)
 		r.Get("/audit", auditPage.serve(c))
 		r.Group(func(r chi.Router) {
 			r.Use(c.checkCSRF)

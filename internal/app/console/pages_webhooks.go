@@ -193,6 +193,9 @@ type deliveriesData struct {
 	Statuses   []domain.WebhookStatus
 	// Subscriptions are the filter's choices, named by URL.
 	Subscriptions []db.Subscription
+	// Zone is the IANA zone the time filters are in (UTC when the
+	// browser's is unknown).
+	Zone string
 }
 
 // deliveriesPage is the organisation's webhook deliveries, newest first,
@@ -213,7 +216,12 @@ var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
 		if f.SubscriptionID != nil && !slices.ContainsFunc(subs, func(s db.Subscription) bool { return s.ID == *f.SubscriptionID }) {
 			return nil, badFilter("The subscription filter names no subscription of this organisation: " + f.SubscriptionID.String() + ".")
 		}
-		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs}, nil
+		loc, err := formZone(r.URL.Query().Get(zoneField))
+		if err != nil {
+			return nil, err
+		}
+		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs,
+			Zone: zoneName(loc)}, nil
 	},
 }
 
@@ -239,6 +247,27 @@ func deliveriesFilter(r *http.Request) (db.DeliveryListFilter, error) {
 			return f, badFilter("The event filter names no event: " + strconv.QuoteToASCII(raw) + " is not an event id.")
 		}
 		f.EventID = &id
+	}
+	if raw := strings.TrimSpace(q.Get("id")); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return f, badFilter("The delivery filter names no delivery: " + strconv.QuoteToASCII(raw) + " is not a delivery id.")
+		}
+		f.ID = &id
+	}
+	f.Ref = strings.TrimSpace(q.Get("ref"))
+	loc, err := formZone(q.Get(zoneField))
+	if err != nil {
+		return f, err
+	}
+	if f.CreatedAfter, err = formTime("From", q.Get("after"), loc); err != nil {
+		return f, err
+	}
+	if f.CreatedBefore, err = formTime("To", q.Get("before"), loc); err != nil {
+		return f, err
+	}
+	if f.CreatedAfter != nil && f.CreatedBefore != nil && f.CreatedAfter.After(*f.CreatedBefore) {
+		return f, badFilter("From (" + inZone(*f.CreatedAfter) + ") is later than To (" + inZone(*f.CreatedBefore) + "): no delivery can match.")
 	}
 	return f, nil
 }
