@@ -96,6 +96,7 @@ func New(d Deps) http.Handler {
 		r.Get("/replays/new", c.newBulkReplay)
 		r.Get("/replays/{id}", c.bulkReplay)
 		r.Get("/webhooks", subscriptionsPage.serve(c))
+		r.Get("/webhooks/{id}", c.subscription)
 		r.Get("/deliveries", deliveriesPage.serve(c))
 		r.Get("/deliveries/{id}", c.delivery)
 		r.Get("/events/{id}", c.event)
