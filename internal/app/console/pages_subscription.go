@@ -27,7 +27,7 @@ type subscriptionData struct {
 // (heights in the charts' units, 0 to chartHeight).
 type hourBar struct {
 	db.HourFigures
-	X                   int
+	X                    int
 	RateHeight, MSHeight float64
 	RateY, MSY           float64
 	Rate, Median         string
