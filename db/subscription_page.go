@@ -101,10 +101,13 @@ const hourFiguresReach = 48 * time.Hour
 
 // SubscriptionHours returns the figures of the 24 hours up to now, oldest
 // first, one per hour (the last one the hour under way): the attempts of
-// the subscription's deliveries created in the last 48 hours that started
+// the subscription's deliveries created up to 48 hours before them that started
 // in each hour, how many succeeded (a 2xx answer) and their median
-// duration. Bounded: it reads the subscription's deliveries by the index
-// of its deliveries by creation time, and their attempts by delivery.
+// duration. Bounded by the subscription alone: it reads the subscription's
+// deliveries of those 72 hours by the index of its deliveries by creation
+// time, and each one's attempts by the index of attempts by delivery (the
+// lateral subquery is kept apart, OFFSET 0, so that the planner does not
+// read every organisation's attempts of the day by their age instead).
 func (d *DB) SubscriptionHours(ctx context.Context, orgID, id uuid.UUID, now time.Time) ([]HourFigures, error) {
 	now = now.UTC()
 	first := now.Truncate(time.Hour).Add(-23 * time.Hour)
@@ -117,8 +120,9 @@ func (d *DB) SubscriptionHours(ctx context.Context, orgID, id uuid.UUID, now tim
 		       count(*) FILTER (WHERE x.status_code BETWEEN 200 AND 299),
 		       percentile_cont(0.5) WITHIN GROUP (ORDER BY x.duration_ms)
 		FROM webhook_deliveries w
-		JOIN webhook_attempts x ON x.org_id = w.org_id AND x.delivery_id = w.id
-		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.created_at >= $3 AND x.started_at >= $4
+		CROSS JOIN LATERAL (SELECT a.started_at, a.status_code, a.duration_ms FROM webhook_attempts a
+		                    WHERE a.org_id = w.org_id AND a.delivery_id = w.id AND a.started_at >= $4 OFFSET 0) x
+		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.created_at >= $3
 		GROUP BY 1`, orgID, id, first.Add(-hourFiguresReach), first)
 	if err != nil {
 		return nil, err
