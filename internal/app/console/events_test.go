@@ -115,4 +115,7 @@ func TestEventPageShowsItsCauseAndEveryDelivery(t *testing.T) {
 			t.Errorf("%s does not link to the event's page", path)
 		}
 	}
+	if _, page := member.get("/console/deliveries/" + delivery); !strings.Contains(page, `href="/console/webhooks/`+sub.ID.String()+`"`) {
+		t.Errorf("the delivery's page does not link to its subscription's page")
+	}
 }
