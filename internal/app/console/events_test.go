@@ -44,6 +44,7 @@ func TestDeliveriesAreFoundByWhatSupportKnows(t *testing.T) {
 	_, ours := f.eventWithDelivery(sub.ID, true, "0")
 	otherEvent, other := f.eventWithDelivery(sub.ID, false, "2 days")
 	member, _ := f.signIn("member@acme.example")
+	unknown := guuid.NewString()
 	for _, c := range []struct {
 		q          url.Values
 		ours, them bool
@@ -52,19 +53,23 @@ func TestDeliveriesAreFoundByWhatSupportKnows(t *testing.T) {
 		{url.Values{"ref": {"INV-9"}}, true, false},
 		{url.Values{"ref": {"SO-404"}}, false, false},
 		{url.Values{"id": {other}}, false, true},
+		{url.Values{"id": {other}, "status": {"succeeded"}}, false, false},
 		{url.Values{"event": {otherEvent}}, false, true},
 		{url.Values{"after": {"2026-01-01T00:00"}}, true, true},
 		{url.Values{"after": {"2099-01-01T00:00"}}, false, false},
 	} {
 		status, page := member.get("/console/deliveries?" + c.q.Encode())
-		if status != 200 || strings.Contains(page, ours) != c.ours || strings.Contains(page, other) != c.them {
+		listed := func(id string) bool { return strings.Contains(page, `href="/console/deliveries/`+id+`"`) }
+		if status != 200 || listed(ours) != c.ours || listed(other) != c.them {
 			t.Errorf("%s: %d, ours listed %v (want %v), the other %v (want %v)", c.q.Encode(), status,
-				strings.Contains(page, ours), c.ours, strings.Contains(page, other), c.them)
+				listed(ours), c.ours, listed(other), c.them)
 		}
 	}
 	for _, c := range []struct{ path, want string }{
 		{"/console/deliveries?id=not-a-uuid", `The delivery filter names no delivery: &#34;not-a-uuid&#34; is not a delivery id.`},
 		{"/console/deliveries?event=nope", `The event filter names no event: &#34;nope&#34; is not an event id.`},
+		{"/console/deliveries?event=" + unknown, "The event filter names no event of this organisation: " + unknown + "."},
+		{"/console/deliveries?id=" + unknown, "The delivery filter names no delivery of this organisation: " + unknown + "."},
 		{"/console/deliveries?after=2026-11-02T10:00&before=2026-11-01T10:00", "From (2026-11-02 10:00 UTC) is later than To (2026-11-01 10:00 UTC): no delivery can match."},
 	} {
 		if status, page := member.get(c.path); status != http.StatusBadRequest || !strings.Contains(page, c.want) {

@@ -216,6 +216,9 @@ var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
 		if f.SubscriptionID != nil && !slices.ContainsFunc(subs, func(s db.Subscription) bool { return s.ID == *f.SubscriptionID }) {
 			return nil, badFilter("The subscription filter names no subscription of this organisation: " + f.SubscriptionID.String() + ".")
 		}
+		if err := knownFilterIDs(c, r, org, f, rows); err != nil {
+			return nil, err
+		}
 		loc, err := formZone(r.URL.Query().Get(zoneField))
 		if err != nil {
 			return nil, err
@@ -223,6 +226,27 @@ var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
 		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs,
 			Zone: zoneName(loc)}, nil
 	},
+}
+
+// knownFilterIDs refuses an event or delivery filter that names no record
+// of the organisation, rather than showing an empty list; a delivery that
+// exists but that the other filters leave out still lists nothing.
+func knownFilterIDs(c *console, r *http.Request, org uuid.UUID, f db.DeliveryListFilter, rows []db.WebhookDelivery) error {
+	if f.EventID != nil {
+		if _, err := c.DB.GetEvent(r.Context(), org, *f.EventID); domain.ErrorCode(err) == domain.ENOTFOUND {
+			return badFilter("The event filter names no event of this organisation: " + f.EventID.String() + ".")
+		} else if err != nil {
+			return err
+		}
+	}
+	if f.ID != nil && len(rows) == 0 {
+		if _, err := c.DB.GetWebhookDelivery(r.Context(), org, *f.ID); domain.ErrorCode(err) == domain.ENOTFOUND {
+			return badFilter("The delivery filter names no delivery of this organisation: " + f.ID.String() + ".")
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deliveriesFilter reads the deliveries page's filters.
