@@ -71,30 +71,47 @@ type HMACScheme struct {
 
 // ReceiptSummary is a receipt as lists show it.
 type ReceiptSummary struct {
-	ID                 uuid.UUID         `json:"id"`
-	EndpointID         uuid.UUID         `json:"endpoint_id"`
-	Action             domain.Action     `json:"action"`
-	ReceivedAt         domain.Timestamp  `json:"received_at"`
-	StatusCode         *int              `json:"status_code" doc:"The HTTP status the sender was answered; null while it has no answer."`
-	Outcome            domain.Outcome    `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error,ignored"`
-	Refs               []string          `json:"refs" doc:"The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50."`
-	WaitingFor         []string          `json:"waiting_for" doc:"For a parked post, the records it waits for, as kind:reference (order:SO-2026-0250); empty for any other."`
-	WaitingDescription *string           `json:"waiting_description" doc:"For a parked post, what it waits for, in words."`
-	ReplayOf           *uuid.UUID        `json:"replay_of" doc:"The original post, for a replay."`
-	WorkflowID         *string           `json:"workflow_id"`
-	Error              *string           `json:"error"`
-	SizeBytes          int               `json:"size_bytes"`
-	CompletedAt        *domain.Timestamp `json:"completed_at"`
-	DurationMS         *int              `json:"duration_ms"`
-	TraceID            *string           `json:"trace_id" doc:"The OpenTelemetry trace the post was received in: its HTTP request, workflow, SQL and the webhooks it caused. Null when tracing is off."`
-	MappingVersion     *int              `json:"mapping_version" doc:"The version of the endpoint's mapping that ran on the post; null when none ran."`
+	ID                 uuid.UUID          `json:"id"`
+	EndpointID         uuid.UUID          `json:"endpoint_id"`
+	Action             domain.Action      `json:"action"`
+	ReceivedAt         domain.Timestamp   `json:"received_at"`
+	StatusCode         *int               `json:"status_code" doc:"The HTTP status the sender was answered; null while it has no answer."`
+	Outcome            domain.Outcome     `json:"outcome" enum:"pending,applied,unchanged,parked,unmatched,cancelled,failed,error,ignored"`
+	Refs               []string           `json:"refs" doc:"The business references the body names (order, quote, invoice, purchase order, supplier, delivery and consignment references, customers' external ids), at most 50."`
+	WaitingFor         []string           `json:"waiting_for" doc:"For a parked post, the records it waits for, as kind:reference (order:SO-2026-0250); empty for any other."`
+	WaitingDescription *string            `json:"waiting_description" doc:"For a parked post, what it waits for, in words."`
+	ReplayOf           *uuid.UUID         `json:"replay_of" doc:"The original post, for a replay."`
+	WorkflowID         *string            `json:"workflow_id"`
+	Error              *string            `json:"error"`
+	SizeBytes          int                `json:"size_bytes"`
+	CompletedAt        *domain.Timestamp  `json:"completed_at"`
+	DurationMS         *int               `json:"duration_ms"`
+	TraceID            *string            `json:"trace_id" doc:"The OpenTelemetry trace the post was received in: its HTTP request, workflow, SQL and the webhooks it caused. Null when tracing is off."`
+	MappingVersion     *int               `json:"mapping_version" doc:"The version of the endpoint's mapping that ran on the post; null when none ran."`
+	Resolution         *ReceiptResolution `json:"resolution" doc:"What resolved this post when it failed or was parked: a replay of it (or of its original) that applied or found nothing to change, or its cancellation; null when nothing has. Lists of failures leave resolved posts out unless asked (resolved)."`
+}
+
+// ReceiptResolution is what resolved a failed or parked post.
+type ReceiptResolution struct {
+	By        string           `json:"by" enum:"replay,cancel" doc:"replay: a replay applied or found nothing to change; cancel: the parked post was cancelled on purpose."`
+	ReceiptID *uuid.UUID       `json:"receipt_id,omitempty" doc:"The replay that resolved it; only for by replay."`
+	At        domain.Timestamp `json:"at" doc:"When it was resolved."`
+}
+
+// NewReceiptResolution is the answer of a receipt's resolution; the CLI
+// prints it too.
+func NewReceiptResolution(r *db.Resolution) *ReceiptResolution {
+	if r == nil {
+		return nil
+	}
+	return &ReceiptResolution{By: r.By, ReceiptID: r.ReceiptID, At: r.At}
 }
 
 func newReceiptSummary(r integrations.ReceiptSummary) ReceiptSummary {
 	return ReceiptSummary{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
 		Outcome: r.Outcome, Refs: r.Refs, WaitingFor: r.WaitingFor, WaitingDescription: r.WaitingDescription, ReplayOf: r.ReplayOf,
 		WorkflowID: r.WorkflowID, Error: r.Error, SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS,
-		TraceID: r.TraceID, MappingVersion: r.MappingVersion}
+		TraceID: r.TraceID, MappingVersion: r.MappingVersion, Resolution: NewReceiptResolution(r.Resolution)}
 }
 
 // ReceiptDetail is a receipt with what was posted, what it was answered and

@@ -84,7 +84,22 @@ type WebhookDelivery struct {
 	TransformationVersion *int    `json:"transformation_version" doc:"The version of the subscription's transformation the last attempt ran; null when it ran none (the event was sent as it is)."`
 	BodySent              *string `json:"body_sent,omitempty" doc:"The body the last attempt sent, made by the transformation (at most 1 MB); absent when the event was sent as it is, nothing was sent, or in a list."`
 	// AttemptLog is read with one delivery, and left out of lists.
-	AttemptLog []WebhookAttempt `json:"attempt_log,omitempty"`
+	AttemptLog []WebhookAttempt    `json:"attempt_log,omitempty"`
+	Resolution *DeliveryResolution `json:"resolution" doc:"What delivered this delivery after it had failed or was exhausted: a resend, a recover of its subscription or a bulk resend; null when none did (it has not failed, is not delivered yet, or its own retry delivered it)."`
+}
+
+// DeliveryResolution is what delivered a delivery that had failed.
+type DeliveryResolution struct {
+	By      string           `json:"by" enum:"resend,recover,bulk_resend" doc:"resend: support resent it; recover: a recover of its subscription; bulk_resend: a bulk resend."`
+	BatchID *uuid.UUID       `json:"batch_id,omitempty" doc:"The bulk resend that delivered it (GET /api/v1/webhooks/resends/{id}); only for by bulk_resend."`
+	At      domain.Timestamp `json:"at" doc:"When it was delivered."`
+}
+
+func newDeliveryResolution(r *db.Resolution) *DeliveryResolution {
+	if r == nil {
+		return nil
+	}
+	return &DeliveryResolution{By: r.By, BatchID: r.BatchID, At: r.At}
 }
 
 // WebhookAttempt is one logged attempt of a delivery.
@@ -106,7 +121,7 @@ func NewWebhookDelivery(x db.WebhookDelivery) WebhookDelivery {
 	return WebhookDelivery{ID: x.ID, OrgID: x.OrgID, EventID: x.EventID, EventType: x.EventType, SubscriptionID: x.SubscriptionID,
 		URL: x.URL, Status: x.Status, Attempts: x.Attempts, LastStatusCode: x.LastStatusCode, LastError: x.LastError,
 		NextAttemptAt: x.NextAttemptAt, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt,
-		TransformationVersion: x.TransformationVersion, BodySent: bodySent(x.BodySent),
+		TransformationVersion: x.TransformationVersion, BodySent: bodySent(x.BodySent), Resolution: newDeliveryResolution(x.Resolution),
 		AttemptLog: Answers(x.AttemptLog, func(a db.WebhookAttempt) WebhookAttempt {
 			return WebhookAttempt{Attempt: a.Attempt, Manual: a.Manual, StartedAt: a.StartedAt, DurationMS: a.DurationMS,
 				StatusCode: a.StatusCode, Error: a.Error, Response: a.Response, TransformationVersion: a.TransformationVersion}

@@ -32,6 +32,7 @@ type ListReceiptsInput struct {
 	Outcome        string `query:"outcome" doc:"Only receipts with these outcomes, comma-separated: pending, applied, unchanged, parked, unmatched, cancelled, failed, error, ignored." example:"failed,parked"`
 	ReceivedAfter  string `query:"received_after" format:"date-time" doc:"Only receipts received after this instant (RFC 3339)."`
 	ReceivedBefore string `query:"received_before" format:"date-time" doc:"Only receipts received before this instant (RFC 3339)."`
+	Resolved       string `query:"resolved" doc:"By resolution: true (only receipts something resolved: a replay of them applied, or a cancellation), false (only those nothing has) or any. Default false when every outcome asked for is a failure (failed, error, unmatched, parked), any otherwise."`
 	Ref            string `query:"ref" maxLength:"200" doc:"A receipt id (as X-Receipt-Id gave it), or a reference its body names (order_ref, quote_ref, invoice_ref, po_number, supplier_ref, delivery_ref, consignment_ref, a customer's external_id): whole, or the start of one (3 characters or more), in any case." example:"SO-2026-0202"`
 	SmallPage
 }
@@ -62,13 +63,14 @@ type ReplayOutput struct{ Body ReplayResult }
 // BulkReplayInput is POST /api/v1/inbound/replays.
 type BulkReplayInput struct {
 	Body struct {
-		EndpointID     *uuid.UUID           `json:"endpoint_id,omitempty" doc:"Only receipts of this endpoint."`
-		Outcome        string               `json:"outcome" minLength:"1" doc:"The outcomes of the receipts to replay, comma-separated (failed, error, parked, unmatched, cancelled, ...)." example:"failed,unmatched"`
-		ReceivedAfter  *time.Time           `json:"received_after,omitempty" doc:"Only receipts received after this instant."`
-		ReceivedBefore *time.Time           `json:"received_before,omitempty" doc:"Only receipts received before this instant."`
-		Ref            string               `json:"ref,omitempty" maxLength:"200" doc:"Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case."`
-		DryRun         bool                 `json:"dry_run,omitempty" doc:"Count what each replay would do, and write nothing but the batch's progress."`
-		MappingVersion MappingVersionChoice `json:"mapping_version,omitzero"`
+		EndpointID      *uuid.UUID           `json:"endpoint_id,omitempty" doc:"Only receipts of this endpoint."`
+		Outcome         string               `json:"outcome" minLength:"1" doc:"The outcomes of the receipts to replay, comma-separated (failed, error, parked, unmatched, cancelled, ...)." example:"failed,unmatched"`
+		ReceivedAfter   *time.Time           `json:"received_after,omitempty" doc:"Only receipts received after this instant."`
+		ReceivedBefore  *time.Time           `json:"received_before,omitempty" doc:"Only receipts received before this instant."`
+		Ref             string               `json:"ref,omitempty" maxLength:"200" doc:"Only the receipts the receipts list's ref filter finds: a receipt id, or a reference whole or its start (3 characters or more), in any case."`
+		DryRun          bool                 `json:"dry_run,omitempty" doc:"Count what each replay would do, and write nothing but the batch's progress."`
+		IncludeResolved bool                 `json:"include_resolved,omitempty" doc:"Take the receipts a replay already resolved too; without it they are left out."`
+		MappingVersion  MappingVersionChoice `json:"mapping_version,omitzero"`
 	}
 }
 
@@ -149,9 +151,16 @@ func (s *Server) listInboundReceipts(ctx context.Context, in *ListReceiptsInput)
 	if f.ReceivedBefore, err = optionalTime("received_before", in.ReceivedBefore); err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	var def *bool
+	if db.FailureOutcomes(f.Outcomes) {
+		def = db.Unresolved()
+	}
+	if f.Resolved, err = db.ParseResolved(in.Resolved, def); err != nil {
+		return nil, s.fail(ctx, err)
+	}
 	rows, next, err := newestList(ctx, s, "inbound-receipts", in.Cursor, in.Limit,
 		[]string{"endpoint_id", in.EndpointID, "outcome", in.Outcome, "received_after", in.ReceivedAfter,
-			"received_before", in.ReceivedBefore, "ref", f.Ref},
+			"received_before", in.ReceivedBefore, "ref", f.Ref, "resolved", in.Resolved},
 		func(p db.Page) ([]integrations.ReceiptSummary, error) {
 			return s.manage.ListReceipts(ctx, orgID(ctx), f, p)
 		},
@@ -195,7 +204,7 @@ func (s *Server) startBulkReplay(ctx context.Context, in *BulkReplayInput) (*Rep
 	}
 	b, err := s.manage.StartBulkReplay(ctx, actor(ctx), db.NewReplayBatch{OrgID: orgID(ctx), EndpointID: in.Body.EndpointID,
 		Outcomes: outcomes, ReceivedAfter: in.Body.ReceivedAfter, ReceivedBefore: in.Body.ReceivedBefore, Ref: strings.TrimSpace(in.Body.Ref),
-		DryRun: in.Body.DryRun, Mapping: mappingChoice(in.Body.MappingVersion)})
+		DryRun: in.Body.DryRun, Mapping: mappingChoice(in.Body.MappingVersion), IncludeResolved: in.Body.IncludeResolved})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

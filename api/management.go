@@ -74,5 +74,6 @@ func (s *Server) registerManagement() {
 	s.registerInboundManagement()
 	s.registerMappings()
 	s.registerWebhookManagement()
+	s.registerResends()
 	s.registerTransformations()
 }

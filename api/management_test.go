@@ -44,6 +44,8 @@ var managementRoutes = []struct {
 	{"GET", "/api/v1/webhooks/deliveries/{id}", "webhooks:read", 200, []int{401, 403, 404, 429}},
 	{"POST", "/api/v1/webhooks/deliveries/{id}/resend", "webhooks:write", 202, []int{401, 403, 404, 429}},
 	{"POST", "/api/v1/webhooks/deliveries/{id}/skip", "webhooks:write", 200, []int{401, 403, 404, 409, 429}},
+	{"POST", "/api/v1/webhooks/resends", "webhooks:write", 202, []int{400, 401, 403, 429}},
+	{"GET", "/api/v1/webhooks/resends/{id}", "webhooks:read", 200, []int{401, 403, 404, 429}},
 	{"GET", "/api/v1/events", "events:read", 200, []int{400, 401, 403, 429}},
 	{"GET", "/api/v1/events/{id}", "events:read", 200, []int{401, 403, 404, 429}},
 }
@@ -86,10 +88,10 @@ func TestManagementRoutesAreDocumentedWithTheirScopesAndStatuses(t *testing.T) {
 
 // managed is one record of each kind the management routes name.
 type managed struct {
-	endpoint, receipt, batch, subscription, delivery, event uuid.UUID
+	endpoint, receipt, batch, subscription, delivery, event, resend uuid.UUID
 }
 
-// managedRecords makes an endpoint with a receipt, a bulk replay, a
+// managedRecords makes an endpoint with a receipt, a bulk replay, a bulk resend, a
 // subscription, an event and its delivery in the organisation.
 func (f *fixture) managedRecords(t *testing.T, orgID uuid.UUID) managed {
 	t.Helper()
@@ -131,6 +133,9 @@ func (f *fixture) managedRecords(t *testing.T, orgID uuid.UUID) managed {
 	if err := f.db.Pool().QueryRow(ctx, `SELECT w.id, w.event_id FROM webhook_deliveries w WHERE w.org_id = $1 LIMIT 1`, orgID).Scan(&m.delivery, &m.event); err != nil {
 		t.Fatal(err)
 	}
+	if m.resend, _, err = f.db.CreateResendBatch(ctx, db.NewResendBatch{OrgID: orgID, CreatedBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
 	return m
 }
 
@@ -140,7 +145,7 @@ func (m managed) path(p string) string {
 		id     uuid.UUID
 	}{
 		{"/inbound/endpoints/", m.endpoint}, {"/inbound/receipts/", m.receipt}, {"/inbound/replays/", m.batch}, {"/webhooks/subscriptions/", m.subscription},
-		{"/webhooks/deliveries/", m.delivery}, {"/events/", m.event},
+		{"/webhooks/deliveries/", m.delivery}, {"/events/", m.event}, {"/webhooks/resends/", m.resend},
 	} {
 		if strings.Contains(p, r.prefix+"{id}") {
 			return strings.Replace(p, "{id}", r.id.String(), 1)

@@ -49,3 +49,14 @@ func TestMetricsKeepAFixedSetOfSeries(t *testing.T) {
 		t.Error("a made-up method is a label value")
 	}
 }
+
+// The runtime profiles are never served by the public handler: only the
+// metrics listener serves them, when COMMERCE_PPROF is true.
+func TestPublicListenerServesNoProfiles(t *testing.T) {
+	f := newFixture(t)
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/cmdline", "/api/v1/debug/pprof/heap"} {
+		if status, _, _ := f.do("GET", path, f.key, nil); status != 404 {
+			t.Errorf("GET %s on the public handler: %d, want 404", path, status)
+		}
+	}
+}

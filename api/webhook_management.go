@@ -117,6 +117,7 @@ type ListWebhookDeliveriesInput struct {
 	Ref            string `query:"ref" maxLength:"200" doc:"Only the deliveries of the events a receipt applied, the receipt found as the receipt list's ref finds it: a receipt id, or a reference its body names, whole or the start of one (3 characters or more), in any case." example:"SO-2026-0202"`
 	CreatedAfter   string `query:"created_after" format:"date-time" doc:"Only deliveries created after this instant (RFC 3339)."`
 	CreatedBefore  string `query:"created_before" format:"date-time" doc:"Only deliveries created before this instant (RFC 3339); a 400 when it is not later than created_after."`
+	Resolved       string `query:"resolved" doc:"By resolution: true (only deliveries a resend, recover or bulk resend delivered after they failed), false (only the others) or any (the default). A resolved delivery has succeeded, so a list of failed or exhausted deliveries never holds one."`
 	SmallPage
 }
 
@@ -300,9 +301,12 @@ func (s *Server) listWebhookDeliveries(ctx context.Context, in *ListWebhookDeliv
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	if f.Resolved, err = db.ParseResolved(in.Resolved, nil); err != nil {
+		return nil, s.fail(ctx, err)
+	}
 	rows, next, err := newestList(ctx, s, "webhook-deliveries", in.Cursor, in.Limit,
 		[]string{"subscription_id", in.SubscriptionID, "status", in.Status, "event_type", in.EventType, "event_id", in.EventID,
-			"id", in.ID, "ref", f.Ref, "created_after", in.CreatedAfter, "created_before", in.CreatedBefore},
+			"id", in.ID, "ref", f.Ref, "created_after", in.CreatedAfter, "created_before", in.CreatedBefore, "resolved", in.Resolved},
 		func(p db.Page) ([]db.WebhookDelivery, error) {
 			return s.db.ListWebhookDeliveriesPage(ctx, orgID(ctx), f, p)
 		},

@@ -247,6 +247,27 @@ func (e DeliveryMovedStatus) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryResolutionBy.
+const (
+	BulkResend DeliveryResolutionBy = "bulk_resend"
+	Recover    DeliveryResolutionBy = "recover"
+	Resend     DeliveryResolutionBy = "resend"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryResolutionBy enum.
+func (e DeliveryResolutionBy) Valid() bool {
+	switch e {
+	case BulkResend:
+		return true
+	case Recover:
+		return true
+	case Resend:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatusAnswerAction.
 const (
 	DeliveryStatusAnswerActionDeliveryStatus DeliveryStatusAnswerAction = "delivery_status"
@@ -985,6 +1006,24 @@ func (e ReceiptDetailOutcome) Valid() bool {
 	case ReceiptDetailOutcomeUnchanged:
 		return true
 	case ReceiptDetailOutcomeUnmatched:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiptResolutionBy.
+const (
+	Cancel ReceiptResolutionBy = "cancel"
+	Replay ReceiptResolutionBy = "replay"
+)
+
+// Valid indicates whether the value is a known member of the ReceiptResolutionBy enum.
+func (e ReceiptResolutionBy) Valid() bool {
+	switch e {
+	case Cancel:
+		return true
+	case Replay:
 		return true
 	default:
 		return false
@@ -1832,6 +1871,9 @@ type BulkReplayInputBody struct {
 	// EndpointId Only receipts of this endpoint.
 	EndpointId *openapi_types.UUID `json:"endpoint_id,omitempty"`
 
+	// IncludeResolved Take the receipts a replay already resolved too; without it they are left out.
+	IncludeResolved *bool `json:"include_resolved,omitempty"`
+
 	// MappingVersion The mapping the stored body is mapped with again: a version number, "original" (the version the post was mapped with when it arrived; none if none ran) or "current" (the endpoint's current mapping, the default).
 	//
 	// Example: original
@@ -1863,6 +1905,26 @@ type BulkReplayInputBodyMappingVersion1 string
 // Example: original
 type BulkReplayInputBody_MappingVersion struct {
 	union json.RawMessage
+}
+
+// BulkResendInputBody defines model for BulkResendInputBody.
+type BulkResendInputBody struct {
+	// CreatedAfter Only deliveries created after this instant.
+	CreatedAfter *time.Time `json:"created_after,omitempty"`
+
+	// CreatedBefore Only deliveries created before this instant.
+	CreatedBefore *time.Time `json:"created_before,omitempty"`
+
+	// EventType Only deliveries of this event type.
+	EventType *string `json:"event_type,omitempty"`
+
+	// Statuses The statuses of the deliveries to resend: failed, exhausted or both (the default).
+	//
+	// Example: ["exhausted"]
+	Statuses *[]string `json:"statuses,omitempty"`
+
+	// SubscriptionId Only deliveries to this subscription.
+	SubscriptionId *openapi_types.UUID `json:"subscription_id,omitempty"`
 }
 
 // Change defines model for Change.
@@ -2123,6 +2185,21 @@ type DeliveryMoved struct {
 
 // DeliveryMovedStatus The delivery's status now.
 type DeliveryMovedStatus string
+
+// DeliveryResolution defines model for DeliveryResolution.
+type DeliveryResolution struct {
+	// At When it was delivered.
+	At time.Time `json:"at"`
+
+	// BatchId The bulk resend that delivered it (GET /api/v1/webhooks/resends/{id}); only for by bulk_resend.
+	BatchId *openapi_types.UUID `json:"batch_id,omitempty"`
+
+	// By resend: support resent it; recover: a recover of its subscription; bulk_resend: a bulk resend.
+	By DeliveryResolutionBy `json:"by"`
+}
+
+// DeliveryResolutionBy resend: support resent it; recover: a recover of its subscription; bulk_resend: a bulk resend.
+type DeliveryResolutionBy string
 
 // DeliveryStatusAnswer The answer of a delivery_status post. Its own fields (beside receipt_id, action, outcome, changes and waiting_for) come with outcome applied or unchanged.
 type DeliveryStatusAnswer struct {
@@ -3077,6 +3154,9 @@ type ReceiptDetail struct {
 	// Replays The replays of this receipt, oldest first.
 	Replays []openapi_types.UUID `json:"replays"`
 
+	// Resolution What resolved this post when it failed or was parked: a replay of it (or of its original) that applied or found nothing to change, or its cancellation; null when nothing has. Lists of failures leave resolved posts out unless asked (resolved).
+	Resolution *ReceiptResolution `json:"resolution"`
+
 	// Response The body the sender was answered.
 	Response  interface{} `json:"response"`
 	SizeBytes int64       `json:"size_bytes"`
@@ -3102,6 +3182,21 @@ type ReceiptDetail struct {
 // ReceiptDetailOutcome defines model for ReceiptDetail.Outcome.
 type ReceiptDetailOutcome string
 
+// ReceiptResolution defines model for ReceiptResolution.
+type ReceiptResolution struct {
+	// At When it was resolved.
+	At time.Time `json:"at"`
+
+	// By replay: a replay applied or found nothing to change; cancel: the parked post was cancelled on purpose.
+	By ReceiptResolutionBy `json:"by"`
+
+	// ReceiptId The replay that resolved it; only for by replay.
+	ReceiptId *openapi_types.UUID `json:"receipt_id,omitempty"`
+}
+
+// ReceiptResolutionBy replay: a replay applied or found nothing to change; cancel: the parked post was cancelled on purpose.
+type ReceiptResolutionBy string
+
 // ReceiptSummary defines model for ReceiptSummary.
 type ReceiptSummary struct {
 	Action      string             `json:"action"`
@@ -3120,8 +3215,11 @@ type ReceiptSummary struct {
 	Refs []string `json:"refs"`
 
 	// ReplayOf The original post, for a replay.
-	ReplayOf  *openapi_types.UUID `json:"replay_of"`
-	SizeBytes int64               `json:"size_bytes"`
+	ReplayOf *openapi_types.UUID `json:"replay_of"`
+
+	// Resolution What resolved this post when it failed or was parked: a replay of it (or of its original) that applied or found nothing to change, or its cancellation; null when nothing has. Lists of failures leave resolved posts out unless asked (resolved).
+	Resolution *ReceiptResolution `json:"resolution"`
+	SizeBytes  int64              `json:"size_bytes"`
 
 	// StatusCode The HTTP status the sender was answered; null while it has no answer.
 	StatusCode *int64 `json:"status_code"`
@@ -3304,6 +3402,62 @@ type RequestThread struct {
 
 // RequestThreadStatus defines model for RequestThread.Status.
 type RequestThreadStatus string
+
+// ResendBatch defines model for ResendBatch.
+type ResendBatch struct {
+	CreatedAfter  *time.Time `json:"created_after"`
+	CreatedBefore *time.Time `json:"created_before"`
+
+	// CreatedBy Who started it: key:<id>, cli:<user> or console:<email>.
+	CreatedBy string `json:"created_by"`
+
+	// Delivered Of those resent, how many have been delivered since.
+	Delivered int64 `json:"delivered"`
+
+	// EventType The event type it was narrowed to; null for every one.
+	EventType *string `json:"event_type"`
+
+	// Failing Of those resent, how many failed or were exhausted again.
+	Failing int64 `json:"failing"`
+
+	// FinishedAt When every delivery it took had been resent (or found not to need it).
+	FinishedAt *time.Time         `json:"finished_at"`
+	Id         openapi_types.UUID `json:"id"`
+
+	// NotResent How many were not: no longer failed or exhausted when their turn came, or their attempt could not be started (problems say which).
+	NotResent int64 `json:"not_resent"`
+
+	// Problems The deliveries not resent, or resent and failing again, in the batch's order (at most 100).
+	Problems []ResendProblem `json:"problems"`
+
+	// Resent How many were resent: an attempt of each was asked for.
+	Resent    int64     `json:"resent"`
+	StartedAt time.Time `json:"started_at"`
+
+	// Statuses The statuses of the deliveries it took.
+	Statuses []string `json:"statuses"`
+
+	// SubscriptionId The subscription it was narrowed to; null for every one.
+	SubscriptionId *openapi_types.UUID `json:"subscription_id"`
+
+	// Total How many deliveries the filters selected.
+	Total int64 `json:"total"`
+
+	// Waiting Of those resent, how many wait for their attempt's answer.
+	Waiting int64 `json:"waiting"`
+}
+
+// ResendProblem defines model for ResendProblem.
+type ResendProblem struct {
+	DeliveryId openapi_types.UUID `json:"delivery_id"`
+	EventType  string             `json:"event_type"`
+
+	// Reason Why it was not resent, else the last attempt's error.
+	Reason *string `json:"reason"`
+
+	// Status Where the delivery stands now; null when it was deleted since.
+	Status *string `json:"status"`
+}
 
 // RotateSecretOutputBody defines model for RotateSecretOutputBody.
 type RotateSecretOutputBody struct {
@@ -3967,8 +4121,11 @@ type WebhookDelivery struct {
 	LastStatusCode *int64             `json:"last_status_code"`
 	NextAttemptAt  *time.Time         `json:"next_attempt_at"`
 	OrgId          openapi_types.UUID `json:"org_id"`
-	Status         string             `json:"status"`
-	SubscriptionId openapi_types.UUID `json:"subscription_id"`
+
+	// Resolution What delivered this delivery after it had failed or was exhausted: a resend, a recover of its subscription or a bulk resend; null when none did (it has not failed, is not delivered yet, or its own retry delivered it).
+	Resolution     *DeliveryResolution `json:"resolution"`
+	Status         string              `json:"status"`
+	SubscriptionId openapi_types.UUID  `json:"subscription_id"`
 
 	// TransformationVersion The version of the subscription's transformation the last attempt ran; null when it ran none (the event was sent as it is).
 	TransformationVersion *int64    `json:"transformation_version"`
@@ -4087,6 +4244,9 @@ type ListInboundReceiptsParams struct {
 
 	// ReceivedBefore Only receipts received before this instant (RFC 3339).
 	ReceivedBefore *time.Time `form:"received_before,omitempty" json:"received_before,omitempty"`
+
+	// Resolved By resolution: true (only receipts something resolved: a replay of them applied, or a cancellation), false (only those nothing has) or any. Default false when every outcome asked for is a failure (failed, error, unmatched, parked), any otherwise.
+	Resolved *string `form:"resolved,omitempty" json:"resolved,omitempty"`
 
 	// Ref A receipt id (as X-Receipt-Id gave it), or a reference its body names (order_ref, quote_ref, invoice_ref, po_number, supplier_ref, delivery_ref, consignment_ref, a customer's external_id): whole, or the start of one (3 characters or more), in any case.
 	Ref *string `form:"ref,omitempty" json:"ref,omitempty"`
@@ -4310,6 +4470,9 @@ type ListWebhookDeliveriesParams struct {
 	// CreatedBefore Only deliveries created before this instant (RFC 3339); a 400 when it is not later than created_after.
 	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
 
+	// Resolved By resolution: true (only deliveries a resend, recover or bulk resend delivered after they failed), false (only the others) or any (the default). A resolved delivery has succeeded, so a list of failed or exhausted deliveries never holds one.
+	Resolved *string `form:"resolved,omitempty" json:"resolved,omitempty"`
+
 	// Cursor Opaque cursor: the previous page's next_cursor.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 
@@ -4328,6 +4491,12 @@ type ResendWebhookDeliveryParams struct {
 
 // SkipWebhookDeliveryParams defines parameters for SkipWebhookDelivery.
 type SkipWebhookDeliveryParams struct {
+	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// StartBulkResendParams defines parameters for StartBulkResend.
+type StartBulkResendParams struct {
 	// IdempotencyKey Names this request for its retries (see Retries in the description): 1 to 255 printable ASCII characters.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
@@ -4394,6 +4563,9 @@ type CreateRequestJSONRequestBody = CreateRequestInputBody
 
 // CreateStockMovementJSONRequestBody defines body for CreateStockMovement for application/json ContentType.
 type CreateStockMovementJSONRequestBody = MovementInput
+
+// StartBulkResendJSONRequestBody defines body for StartBulkResend for application/json ContentType.
+type StartBulkResendJSONRequestBody = BulkResendInputBody
 
 // CreateWebhookSubscriptionJSONRequestBody defines body for CreateWebhookSubscription for application/json ContentType.
 type CreateWebhookSubscriptionJSONRequestBody = CreateSubscriptionInputBody
@@ -5940,6 +6112,41 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/webhooks/deliveries/{id}/skip (the `SkipWebhookDelivery` operationId).
 	SkipWebhookDelivery(ctx context.Context, id string, params *SkipWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StartBulkResendWithBody Resend deliveries in bulk
+	//
+	// Resends every failed or exhausted delivery the filters select, oldest first, at most 1,000 (400 above: narrow the filters), each as a single resend does. The answer is the batch with its report once every attempt has been asked for; GET /api/v1/webhooks/resends/{id} follows the deliveries as they are delivered. A delivery it resends that is then delivered reads resolved by it (resolution.by bulk_resend).
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/webhooks/resends (the `StartBulkResend` operationId).
+	StartBulkResendWithBody(ctx context.Context, params *StartBulkResendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartBulkResend Resend deliveries in bulk
+	//
+	// Resends every failed or exhausted delivery the filters select, oldest first, at most 1,000 (400 above: narrow the filters), each as a single resend does. The answer is the batch with its report once every attempt has been asked for; GET /api/v1/webhooks/resends/{id} follows the deliveries as they are delivered. A delivery it resends that is then delivered reads resolved by it (resolution.by bulk_resend).
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/webhooks/resends (the `StartBulkResend` operationId).
+	StartBulkResend(ctx context.Context, params *StartBulkResendParams, body StartBulkResendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBulkResend Read a bulk resend
+	//
+	// A bulk resend's report: how many it resent, how many of those were delivered since or failed again, and the deliveries it did not resend or that failed again.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Corresponds with GET /api/v1/webhooks/resends/{id} (the `GetBulkResend` operationId).
+	GetBulkResend(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListWebhookSubscriptions List webhook subscriptions
 	//
 	// The organisation's subscriptions, newest first; never their secrets.
@@ -7259,6 +7466,71 @@ func (c *Client) ResendWebhookDelivery(ctx context.Context, id string, params *R
 // Corresponds with POST /api/v1/webhooks/deliveries/{id}/skip (the `SkipWebhookDelivery` operationId).
 func (c *Client) SkipWebhookDelivery(ctx context.Context, id string, params *SkipWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSkipWebhookDeliveryRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartBulkResendWithBody Resend deliveries in bulk
+//
+// Resends every failed or exhausted delivery the filters select, oldest first, at most 1,000 (400 above: narrow the filters), each as a single resend does. The answer is the batch with its report once every attempt has been asked for; GET /api/v1/webhooks/resends/{id} follows the deliveries as they are delivered. A delivery it resends that is then delivered reads resolved by it (resolution.by bulk_resend).
+//
+// Requires scope `webhooks:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/webhooks/resends (the `StartBulkResend` operationId).
+func (c *Client) StartBulkResendWithBody(ctx context.Context, params *StartBulkResendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartBulkResendRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartBulkResend Resend deliveries in bulk
+//
+// Resends every failed or exhausted delivery the filters select, oldest first, at most 1,000 (400 above: narrow the filters), each as a single resend does. The answer is the batch with its report once every attempt has been asked for; GET /api/v1/webhooks/resends/{id} follows the deliveries as they are delivered. A delivery it resends that is then delivered reads resolved by it (resolution.by bulk_resend).
+//
+// Requires scope `webhooks:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/webhooks/resends (the `StartBulkResend` operationId).
+func (c *Client) StartBulkResend(ctx context.Context, params *StartBulkResendParams, body StartBulkResendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartBulkResendRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBulkResend Read a bulk resend
+//
+// A bulk resend's report: how many it resent, how many of those were delivered since or failed again, and the deliveries it did not resend or that failed again.
+//
+// Requires scope `webhooks:read`.
+//
+// Corresponds with GET /api/v1/webhooks/resends/{id} (the `GetBulkResend` operationId).
+func (c *Client) GetBulkResend(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBulkResendRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -8602,6 +8874,18 @@ func NewListInboundReceiptsRequest(server string, params *ListInboundReceiptsPar
 		if params.ReceivedBefore != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "received_before", *params.ReceivedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Resolved != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "resolved", *params.Resolved, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -10232,6 +10516,18 @@ func NewListWebhookDeliveriesRequest(server string, params *ListWebhookDeliverie
 
 		}
 
+		if params.Resolved != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "resolved", *params.Resolved, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -10397,6 +10693,95 @@ func NewSkipWebhookDeliveryRequest(server string, id string, params *SkipWebhook
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewStartBulkResendRequest calls the generic StartBulkResend builder with application/json body
+func NewStartBulkResendRequest(server string, params *StartBulkResendParams, body StartBulkResendJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartBulkResendRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStartBulkResendRequestWithBody constructs an http.Request for the StartBulkResend method, with any body, and a specified content type
+func NewStartBulkResendRequestWithBody(server string, params *StartBulkResendParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/resends")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetBulkResendRequest constructs an http.Request for the GetBulkResend method
+func NewGetBulkResendRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/resends/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -11658,6 +12043,43 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/webhooks/deliveries/{id}/skip (the `SkipWebhookDelivery` operationId).
 	SkipWebhookDeliveryWithResponse(ctx context.Context, id string, params *SkipWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*SkipWebhookDeliveryResponse, error)
+
+	// StartBulkResendWithBodyWithResponse Resend deliveries in bulk
+	//
+	// Resends every failed or exhausted delivery the filters select, oldest first, at most 1,000 (400 above: narrow the filters), each as a single resend does. The answer is the batch with its report once every attempt has been asked for; GET /api/v1/webhooks/resends/{id} follows the deliveries as they are delivered. A delivery it resends that is then delivered reads resolved by it (resolution.by bulk_resend).
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/webhooks/resends (the `StartBulkResend` operationId).
+	StartBulkResendWithBodyWithResponse(ctx context.Context, params *StartBulkResendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartBulkResendResponse, error)
+
+	// StartBulkResendWithResponse Resend deliveries in bulk
+	//
+	// Resends every failed or exhausted delivery the filters select, oldest first, at most 1,000 (400 above: narrow the filters), each as a single resend does. The answer is the batch with its report once every attempt has been asked for; GET /api/v1/webhooks/resends/{id} follows the deliveries as they are delivered. A delivery it resends that is then delivered reads resolved by it (resolution.by bulk_resend).
+	//
+	// Requires scope `webhooks:write`.
+	//
+	// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/webhooks/resends (the `StartBulkResend` operationId).
+	StartBulkResendWithResponse(ctx context.Context, params *StartBulkResendParams, body StartBulkResendJSONRequestBody, reqEditors ...RequestEditorFn) (*StartBulkResendResponse, error)
+
+	// GetBulkResendWithResponse Read a bulk resend
+	//
+	// A bulk resend's report: how many it resent, how many of those were delivered since or failed again, and the deliveries it did not resend or that failed again.
+	//
+	// Requires scope `webhooks:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/webhooks/resends/{id} (the `GetBulkResend` operationId).
+	GetBulkResendWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetBulkResendResponse, error)
 
 	// ListWebhookSubscriptionsWithResponse List webhook subscriptions
 	//
@@ -17552,6 +17974,258 @@ func (r SkipWebhookDeliveryResponse) ContentType() string {
 	return ""
 }
 
+// StartBulkResendResponse202Headers the declared response headers of an HTTP 202 response for StartBulkResend
+type StartBulkResendResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// StartBulkResendResponse400Headers the declared response headers of an HTTP 400 response for StartBulkResend
+type StartBulkResendResponse400Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// StartBulkResendResponse403Headers the declared response headers of an HTTP 403 response for StartBulkResend
+type StartBulkResendResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// StartBulkResendResponse409Headers the declared response headers of an HTTP 409 response for StartBulkResend
+type StartBulkResendResponse409Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// StartBulkResendResponse422Headers the declared response headers of an HTTP 422 response for StartBulkResend
+type StartBulkResendResponse422Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+}
+
+// StartBulkResendResponse429Headers the declared response headers of an HTTP 429 response for StartBulkResend
+type StartBulkResendResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type StartBulkResendResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ResendBatch
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *StartBulkResendResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StartBulkResendResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *StartBulkResendResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *StartBulkResendResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *StartBulkResendResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartBulkResendResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r StartBulkResendResponse) GetJSON202() *ResendBatch {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartBulkResendResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartBulkResendResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartBulkResendResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r StartBulkResendResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StartBulkResendResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartBulkResendResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartBulkResendResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r StartBulkResendResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartBulkResendResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartBulkResendResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartBulkResendResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBulkResendResponse200Headers the declared response headers of an HTTP 200 response for GetBulkResend
+type GetBulkResendResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetBulkResendResponse403Headers the declared response headers of an HTTP 403 response for GetBulkResend
+type GetBulkResendResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetBulkResendResponse404Headers the declared response headers of an HTTP 404 response for GetBulkResend
+type GetBulkResendResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+}
+
+// GetBulkResendResponse429Headers the declared response headers of an HTTP 429 response for GetBulkResend
+type GetBulkResendResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetBulkResendResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ResendBatch
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetBulkResendResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetBulkResendResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetBulkResendResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBulkResendResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBulkResendResponse) GetJSON200() *ResendBatch {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBulkResendResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBulkResendResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBulkResendResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBulkResendResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBulkResendResponse) GetJSON500() *ErrorBody {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBulkResendResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBulkResendResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBulkResendResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBulkResendResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhookSubscriptionsResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookSubscriptions
 type ListWebhookSubscriptionsResponse200Headers struct {
 	RateLimit       *string
@@ -20049,6 +20723,61 @@ func (c *ClientWithResponses) SkipWebhookDeliveryWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseSkipWebhookDeliveryResponse(rsp)
+}
+
+// StartBulkResendWithBodyWithResponse Resend deliveries in bulk
+//
+// Resends every failed or exhausted delivery the filters select, oldest first, at most 1,000 (400 above: narrow the filters), each as a single resend does. The answer is the batch with its report once every attempt has been asked for; GET /api/v1/webhooks/resends/{id} follows the deliveries as they are delivered. A delivery it resends that is then delivered reads resolved by it (resolution.by bulk_resend).
+//
+// Requires scope `webhooks:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/webhooks/resends (the `StartBulkResend` operationId).
+func (c *ClientWithResponses) StartBulkResendWithBodyWithResponse(ctx context.Context, params *StartBulkResendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartBulkResendResponse, error) {
+	rsp, err := c.StartBulkResendWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartBulkResendResponse(rsp)
+}
+
+// StartBulkResendWithResponse Resend deliveries in bulk
+//
+// Resends every failed or exhausted delivery the filters select, oldest first, at most 1,000 (400 above: narrow the filters), each as a single resend does. The answer is the batch with its report once every attempt has been asked for; GET /api/v1/webhooks/resends/{id} follows the deliveries as they are delivered. A delivery it resends that is then delivered reads resolved by it (resolution.by bulk_resend).
+//
+// Requires scope `webhooks:write`.
+//
+// Retries: send an Idempotency-Key header (1 to 255 printable ASCII characters, a new one for each new request; anything else is 400). Within 24 hours, a request with the same key from the same API key is answered with the first request's status, body, Content-Type and Location, plus the header Idempotent-Replayed: true, and applies nothing again; the same key with another method, path or body answers 422; a repeat while the first request is still running answers 409. Answers below 500 are kept (a 400 stays a 400 on retry: fix the request and use a new key); a 5xx answer is not, and a retry with the same key runs anew. Keys are kept per API key: another key of the organisation, or another organisation, may use the same value for another request.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/webhooks/resends (the `StartBulkResend` operationId).
+func (c *ClientWithResponses) StartBulkResendWithResponse(ctx context.Context, params *StartBulkResendParams, body StartBulkResendJSONRequestBody, reqEditors ...RequestEditorFn) (*StartBulkResendResponse, error) {
+	rsp, err := c.StartBulkResend(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartBulkResendResponse(rsp)
+}
+
+// GetBulkResendWithResponse Read a bulk resend
+//
+// A bulk resend's report: how many it resent, how many of those were delivered since or failed again, and the deliveries it did not resend or that failed again.
+//
+// Requires scope `webhooks:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/webhooks/resends/{id} (the `GetBulkResend` operationId).
+func (c *ClientWithResponses) GetBulkResendWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetBulkResendResponse, error) {
+	rsp, err := c.GetBulkResend(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBulkResendResponse(rsp)
 }
 
 // ListWebhookSubscriptionsWithResponse List webhook subscriptions
@@ -28121,6 +28850,360 @@ func ParseSkipWebhookDeliveryResponse(rsp *http.Response) (*SkipWebhookDeliveryR
 		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers SkipWebhookDeliveryResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartBulkResendResponse parses an HTTP response from a StartBulkResendWithResponse call
+func ParseStartBulkResendResponse(rsp *http.Response) (*StartBulkResendResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartBulkResendResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ResendBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers StartBulkResendResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers StartBulkResendResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers StartBulkResendResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers StartBulkResendResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers StartBulkResendResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartBulkResendResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBulkResendResponse parses an HTTP response from a GetBulkResendWithResponse call
+func ParseGetBulkResendResponse(rsp *http.Response) (*GetBulkResendResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBulkResendResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ResendBatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetBulkResendResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetBulkResendResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetBulkResendResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBulkResendResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -14,7 +14,9 @@ import (
 type AuditEntry struct {
 	ID    uuid.UUID
 	OrgID uuid.UUID
-	// Actor is key:<API key id>, or cli:<operator> for the command line.
+	// Actor is key:<API key id>, cli:<operator> for the command line,
+	// console:<email> for the console, or sso:<email> for a sign-in through
+	// an identity provider that was refused.
 	Actor string
 	// Action is what was done, as <resource>.<verb> (receipt.replay,
 	// subscription.rotate_secret, ...).

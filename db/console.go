@@ -13,11 +13,15 @@ import (
 	"github.com/commerce-integration/commerce/internal/secrets"
 )
 
-// ConsoleLinkTTL is how long a console sign-in link stays valid, and
-// ConsoleSessionTTL how long the session it becomes lasts.
+// ConsoleLinkTTL is how long a console sign-in link stays valid,
+// ConsoleSessionTTL how long a session lasts at most, and ConsoleSessionIdle
+// how long it lasts unused. A session's last use is written at most once
+// every ConsoleSeenEvery, not at every request.
 const (
-	ConsoleLinkTTL    = 10 * time.Minute
-	ConsoleSessionTTL = 12 * time.Hour
+	ConsoleLinkTTL     = 10 * time.Minute
+	ConsoleSessionTTL  = 12 * time.Hour
+	ConsoleSessionIdle = time.Hour
+	ConsoleSeenEvery   = time.Minute
 )
 
 // ConsoleUser is who a console session belongs to.
@@ -29,6 +33,8 @@ type ConsoleUser struct {
 	Email     string
 	Role      domain.UserRole
 	ExpiresAt time.Time
+	// SessionID names the session (its token is never shown).
+	SessionID uuid.UUID
 }
 
 // CreateConsoleLink makes a one-time console sign-in link for a user of
@@ -38,13 +44,14 @@ func (d *DB) CreateConsoleLink(ctx context.Context, orgID uuid.UUID, email strin
 	token := secrets.NewConsoleToken()
 	tag, err := d.pool.Exec(ctx, `
 		INSERT INTO console_links (token_hash, org_id, user_id, expires_at)
-		SELECT $1, org_id, id, now() + make_interval(secs => $4) FROM users WHERE org_id = $2 AND email = lower($3)`,
+		SELECT $1, org_id, id, now() + make_interval(secs => $4) FROM users
+		WHERE org_id = $2 AND email = lower($3) AND disabled_at IS NULL`,
 		secrets.Hash(token), orgID, strings.TrimSpace(email), ConsoleLinkTTL.Seconds())
 	if err != nil {
 		return "", err
 	}
 	if tag.RowsAffected() == 0 {
-		return "", domain.Errorf(domain.ENOTFOUND, "%s is not a user of organisation %s", strings.TrimSpace(email), orgID)
+		return "", domain.Errorf(domain.ENOTFOUND, "%s is not a user of organisation %s (or is disabled)", strings.TrimSpace(email), orgID)
 	}
 	return token, nil
 }
@@ -81,21 +88,30 @@ func (d *DB) StartConsoleSession(ctx context.Context, linkToken string) (string,
 }
 
 // ConsoleSession returns the user of a live session (EUNAUTHORIZED for an
-// unknown or expired one). The role is read afresh: a user whose role
-// changed acts with the new one, and a removed user's sessions end.
+// unknown, expired, idle for an hour or disabled user's one) and notes its
+// use, writing at most once a minute. The role is read afresh: a user whose
+// role changed acts with the new one, and a removed user's sessions end.
 func (d *DB) ConsoleSession(ctx context.Context, sessionToken string) (ConsoleUser, error) {
-	return consoleUser(ctx, d.pool, secrets.Hash(sessionToken))
+	hash := secrets.Hash(sessionToken)
+	u, err := consoleUser(ctx, d.pool, hash)
+	if err != nil {
+		return u, err
+	}
+	_, err = d.pool.Exec(ctx, `UPDATE console_sessions SET last_seen_at = now()
+		WHERE token_hash = $1 AND last_seen_at < now() - make_interval(secs => $2)`, hash, ConsoleSeenEvery.Seconds())
+	return u, err
 }
 
 func consoleUser(ctx context.Context, q querier, hash []byte) (ConsoleUser, error) {
 	var u ConsoleUser
 	err := q.QueryRow(ctx, `
-		SELECT s.org_id, o.name, o.currency, s.user_id, u.email, u.role, s.expires_at
+		SELECT s.org_id, o.name, o.currency, s.user_id, u.email, u.role, s.expires_at, s.id
 		FROM console_sessions s
 		JOIN users u ON u.org_id = s.org_id AND u.id = s.user_id
 		JOIN organisations o ON o.id = s.org_id
-		WHERE s.token_hash = $1 AND s.expires_at > now()`, hash).
-		Scan(&u.OrgID, &u.OrgName, &u.Currency, &u.UserID, &u.Email, &u.Role, &u.ExpiresAt)
+		WHERE s.token_hash = $1 AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(secs => $2)
+			AND u.disabled_at IS NULL`, hash, ConsoleSessionIdle.Seconds()).
+		Scan(&u.OrgID, &u.OrgName, &u.Currency, &u.UserID, &u.Email, &u.Role, &u.ExpiresAt, &u.SessionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return u, domain.Errorf(domain.EUNAUTHORIZED, "not signed in")
 	}

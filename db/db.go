@@ -17,6 +17,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/multitracer"
@@ -99,8 +101,10 @@ func RateMaxConns(maxConns int32) int32 { return max(4, maxConns/4) }
 
 // Unavailable reports whether err is the database refusing or failing to
 // give a connection: the server is full (too many clients), starting or
-// shutting down, or cannot be reached. A request that meets it may succeed
-// later, so it is answered 503 with Retry-After, not 500.
+// shutting down, or cannot be reached, or the connection was lost under a
+// statement (the server killed, the network between them cut). A request
+// that meets it may succeed later, so it is answered 503 with Retry-After,
+// not 500. A statement the caller's own context ended is not unavailable.
 func Unavailable(err error) bool {
 	if errors.Is(err, ErrPoolBusy) {
 		return true
@@ -119,7 +123,14 @@ func Unavailable(err error) bool {
 			return true
 		}
 	}
-	return false
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	// Lost: found closed when the statement came to use it (pgconn: safe
+	// to retry), or cut under it, mid-message or reset by the network. A
+	// timeout is not a server gone (a request's own read deadline is one).
+	var netErr net.Error
+	return pgconn.SafeToRetry(err) || errors.Is(err, io.ErrUnexpectedEOF) || (errors.As(err, &netErr) && !netErr.Timeout())
 }
 
 // Close closes the pools.

@@ -71,6 +71,19 @@ type deliveryRef struct {
 }
 
 func (a *actor) findDelivery(b domain.DeliveryStatusBody) (*deliveryRef, error) {
+	// Only the first reference given is looked up (see the query).
+	var err error
+	switch {
+	case b.DeliveryRef != nil:
+		b.DeliveryRef, err = a.spelling("delivery", b.DeliveryRef, deliverySpellings)
+	case b.ConsignmentRef != nil:
+		b.ConsignmentRef, err = a.spelling("consignment", b.ConsignmentRef, consignmentSpellings)
+	default:
+		b.OrderRef, err = a.spelling("order", b.OrderRef, orderSpellings)
+	}
+	if err != nil {
+		return nil, err
+	}
 	var found []deliveryRef
 	rows, err := a.tx.Query(a.ctx, `
 		SELECT d.id, d.number, d.status, d.order_id, d.tracking_url FROM deliveries d

@@ -67,6 +67,11 @@ type OrgReceiptFilter struct {
 	// reference that is Ref or, when Ref has at least domain.MinRefPrefix
 	// characters, starts with it; in any case (docs/design.md#references).
 	Ref string
+	// Resolved keeps only the receipts something resolved (true) or only
+	// those nothing has (false); nil keeps both.
+	Resolved *bool
+	// ExceptReplayed leaves out the receipts a replay resolved.
+	ExceptReplayed bool
 }
 
 func (f OrgReceiptFilter) conds(orgID uuid.UUID) *conds {
@@ -83,6 +88,12 @@ func (f OrgReceiptFilter) condsBut(orgID uuid.UUID) *conds {
 	c.addIf(f.EndpointID != nil, "r.endpoint_id = ?", f.EndpointID)
 	c.addIf(f.ReceivedAfter != nil, "r.received_at > ?", f.ReceivedAfter)
 	c.addIf(f.ReceivedBefore != nil, "r.received_at < ?", f.ReceivedBefore)
+	if f.Resolved != nil {
+		c.parts = append(c.parts, map[bool]string{true: "r.resolved_at IS NOT NULL", false: "r.resolved_at IS NULL"}[*f.Resolved])
+	}
+	if f.ExceptReplayed {
+		c.parts = append(c.parts, "r.resolved_by IS DISTINCT FROM 'replay'")
+	}
 	if f.Ref != "" {
 		c.parts = append(c.parts, "r.id IN ("+refSearch(c, org, f.Ref)+")")
 	}
@@ -151,12 +162,15 @@ type TraceEvent struct {
 // ReceiptTrace reads each as a JSON object its statement builds, whose keys
 // are the json tags.
 type TraceDelivery struct {
-	ID             uuid.UUID            `json:"id"`
-	SubscriptionID uuid.UUID            `json:"subscription_id"`
-	Status         domain.WebhookStatus `json:"status"`
-	Attempts       int                  `json:"attempts"`
-	LastStatusCode *int                 `json:"last_status_code"`
-	UpdatedAt      domain.Timestamp     `json:"updated_at"`
+	ID             uuid.UUID `json:"id"`
+	SubscriptionID uuid.UUID `json:"subscription_id"`
+	// SubscriptionURL is the subscription's receiver, for the console to
+	// name it by (without its path and query).
+	SubscriptionURL string               `json:"subscription_url"`
+	Status          domain.WebhookStatus `json:"status"`
+	Attempts        int                  `json:"attempts"`
+	LastStatusCode  *int                 `json:"last_status_code"`
+	UpdatedAt       domain.Timestamp     `json:"updated_at"`
 }
 
 // Trace is what a post did: the changes its effect made (the effect of the
@@ -195,7 +209,8 @@ func (d *DB) ReceiptTrace(ctx context.Context, orgID uuid.UUID, r Receipt) (Trac
 	}
 	rows, err := d.pool.Query(ctx, `
 		SELECT e.id, e.type, e.created_at, e.data,
-		       coalesce((SELECT jsonb_agg(jsonb_build_object('id', w.id, 'subscription_id', w.subscription_id, 'status', w.status,
+		       coalesce((SELECT jsonb_agg(jsonb_build_object('id', w.id, 'subscription_id', w.subscription_id,
+		                     'subscription_url', (SELECT s.url FROM webhook_subscriptions s WHERE s.org_id = w.org_id AND s.id = w.subscription_id), 'status', w.status,
 		                     'attempts', w.attempts, 'last_status_code', w.last_status_code,
 		                     'updated_at', to_char(w.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
 		                   ORDER BY w.created_at, w.id)

@@ -71,15 +71,25 @@ type orderRef struct {
 // matches yet, it returns nil and the post's parked answer, which names the
 // references the post waits for.
 func (a *actor) findOrder(orderRefText, quoteRefText *string) (*orderRef, domain.InboundResult, error) {
+	orderSpelt, err := a.spelling("order", orderRefText, orderSpellings)
+	if err != nil {
+		return nil, domain.InboundResult{}, err
+	}
+	quoteSpelt := quoteRefText
+	if orderRefText == nil {
+		if quoteSpelt, err = a.spelling("quote", quoteRefText, quoteSpellings); err != nil {
+			return nil, domain.InboundResult{}, err
+		}
+	}
 	var o orderRef
-	err := a.tx.QueryRow(a.ctx, `
+	err = a.tx.QueryRow(a.ctx, `
 		SELECT o.id, o.number, o.status, o.currency, o.total_minor, o.tracking_url FROM orders o
 		WHERE o.org_id = $1 AND (
 		      ($2::text IS NOT NULL AND (o.number = $2 OR o.customer_po_ref = $2))
 		   OR ($2::text IS NULL AND $3::text IS NOT NULL AND o.quote_id = (SELECT id FROM quotes WHERE org_id = $1 AND number = $3)))
 		ORDER BY (o.number = coalesce($2, '')) DESC, o.created_at DESC
 		LIMIT 1
-		FOR UPDATE`, a.org, orderRefText, quoteRefText).Scan(&o.id, &o.number, &o.status, &o.currency, &o.total, &o.trackingURL)
+		FOR UPDATE`, a.org, orderSpelt, quoteSpelt).Scan(&o.id, &o.number, &o.status, &o.currency, &o.total, &o.trackingURL)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The query looks the quote up only without an order reference.
 		keys := waitKey(domain.WaitOrder, orderRefText)
@@ -159,6 +169,11 @@ func (a *actor) OrderInvoice(b domain.OrderInvoiceBody) (domain.InboundResult, e
 	if err := b.FitsOrder(o.number, o.currency, o.total); err != nil {
 		return domain.InboundResult{}, err
 	}
+	invoiceRef, err := a.spelling("invoice", &b.InvoiceRef, orderInvoiceSpellings, o.id)
+	if err != nil {
+		return domain.InboundResult{}, err
+	}
+	b.InvoiceRef = *invoiceRef
 	var prev *domain.InvoiceStatus
 	err = a.tx.QueryRow(a.ctx, `SELECT invoice_status FROM order_invoices WHERE org_id = $1 AND order_id = $2 AND invoice_ref = $3 FOR UPDATE`,
 		a.org, o.id, b.InvoiceRef).Scan(&prev)

@@ -146,9 +146,13 @@ type poRef struct {
 // returns nil and the post's parked answer, which names the number the post
 // waits for.
 func (a *actor) findPO(number string) (*poRef, domain.InboundResult, error) {
+	spelt, err := a.spelling("purchase order", &number, poSpellings)
+	if err != nil {
+		return nil, domain.InboundResult{}, err
+	}
 	var p poRef
-	err := a.tx.QueryRow(a.ctx, `SELECT id, number, status, currency, supplier_ref FROM purchase_orders
-		WHERE org_id = $1 AND number = $2 FOR UPDATE`, a.org, number).Scan(&p.id, &p.number, &p.status, &p.currency, &p.supplierRef)
+	err = a.tx.QueryRow(a.ctx, `SELECT id, number, status, currency, supplier_ref FROM purchase_orders
+		WHERE org_id = $1 AND number = $2 FOR UPDATE`, a.org, *spelt).Scan(&p.id, &p.number, &p.status, &p.currency, &p.supplierRef)
 	if errors.Is(err, pgx.ErrNoRows) {
 		park, err := parked(domain.Describe("purchase order", &number), domain.WaitKey(domain.WaitPurchaseOrder, number))
 		return nil, park, err
@@ -231,6 +235,11 @@ func (a *actor) SupplierInvoice(b domain.SupplierInvoiceBody) (domain.InboundRes
 	if err := b.FitsPurchaseOrder(po.number, po.status, po.currency); err != nil {
 		return domain.InboundResult{}, err
 	}
+	invoiceRef, err := a.spelling("invoice", &b.InvoiceRef, supplierInvoiceSpellings, po.id)
+	if err != nil {
+		return domain.InboundResult{}, err
+	}
+	b.InvoiceRef = *invoiceRef
 	var id uuid.UUID
 	var amount *int64
 	err = a.tx.QueryRow(a.ctx, `SELECT id, amount_minor FROM supplier_invoices WHERE org_id = $1 AND po_id = $2 AND invoice_ref = $3`,

@@ -71,6 +71,9 @@ func (d *DB) UpdateReceipt(ctx context.Context, orgID, id uuid.UUID, u ReceiptUp
 			return err
 		}
 		if previous != u.Outcome {
+			if err := resolveReceipts(ctx, tx, orgID, id, u.Outcome); err != nil {
+				return err
+			}
 			if _, err := endpointOutcome(ctx, tx, orgID, endpoint, u.Outcome, &failing); err != nil {
 				return err
 			}

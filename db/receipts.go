@@ -44,6 +44,9 @@ type Receipt struct {
 	// MappingVersion is the version of the endpoint's mapping that ran on
 	// the post (nil: none ran).
 	MappingVersion *int
+	// Resolution says what resolved a failed or parked post (nil: nothing
+	// has).
+	Resolution *Resolution
 	// Detail, filled by Receipt(): the stored answer, body and headers, and
 	// the body the mapping made (nil when none).
 	Response   json.RawMessage
@@ -203,13 +206,21 @@ func insertReceipt(ctx context.Context, q querier, r NewReceipt) (uuid.UUID, err
 const receiptColumns = `r.id, r.org_id, r.endpoint_id, r.action, r.received_at, r.status_code, r.outcome, r.waiting_for, r.replay_of,
 	r.workflow_id, r.error, r.size_bytes, r.completed_at, r.duration_ms, coalesce(r.refs, '{}'), r.trace_id, r.stage, r.mapping_version,
 	CASE WHEN r.outcome = 'parked' THEN coalesce((SELECT array_agg(w.key ORDER BY w.key) FROM inbound_receipt_waits w
-		WHERE w.org_id = r.org_id AND w.receipt_id = r.id AND w.key <> '*'), '{}') END`
+		WHERE w.org_id = r.org_id AND w.receipt_id = r.id AND w.key <> '*'), '{}') END,
+	r.resolved_by, r.resolved_receipt, r.resolved_at`
 
 func scanReceipt(row pgx.Row, extra ...any) (Receipt, error) {
 	var r Receipt
+	var by *string
+	var byReceipt *uuid.UUID
+	var at *domain.Timestamp
 	dest := append([]any{&r.ID, &r.OrgID, &r.EndpointID, &r.Action, &r.ReceivedAt, &r.StatusCode, &r.Outcome, &r.WaitingFor,
-		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS, &r.Refs, &r.TraceID, &r.Stage, &r.MappingVersion, &r.WaitingKeys}, extra...)
+		&r.ReplayOf, &r.WorkflowID, &r.Error, &r.SizeBytes, &r.CompletedAt, &r.DurationMS, &r.Refs, &r.TraceID, &r.Stage, &r.MappingVersion, &r.WaitingKeys,
+		&by, &byReceipt, &at}, extra...)
 	err := row.Scan(dest...)
+	if by != nil && at != nil {
+		r.Resolution = &Resolution{By: *by, ReceiptID: byReceipt, At: *at}
+	}
 	return r, err
 }
 

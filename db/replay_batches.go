@@ -27,12 +27,17 @@ type NewReplayBatch struct {
 	CreatedBy string
 	// Mapping chooses the mapping each receipt's body is mapped with again.
 	Mapping domain.MappingChoice
+	// IncludeResolved takes the receipts a replay resolved as well;
+	// without it they are left out. (A cancelled receipt is resolved by
+	// its cancellation, and a batch that names the outcome cancelled
+	// takes it.)
+	IncludeResolved bool
 }
 
 // filter is the receipts list filter that selects the batch's receipts.
 func (in NewReplayBatch) filter() OrgReceiptFilter {
 	return OrgReceiptFilter{EndpointID: in.EndpointID, Outcomes: in.Outcomes, ReceivedAfter: in.ReceivedAfter,
-		ReceivedBefore: in.ReceivedBefore, Ref: in.Ref}
+		ReceivedBefore: in.ReceivedBefore, Ref: in.Ref, ExceptReplayed: !in.IncludeResolved}
 }
 
 // ReplayBatch is a bulk replay and its progress.

@@ -97,9 +97,14 @@ func createRequest(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, r domain.New
 // CreateRequest carries out a create_request post (domain.ActionApplier).
 func (a *actor) CreateRequest(b domain.CreateRequestBody) (domain.InboundResult, error) {
 	if b.ExternalRef != nil {
+		spelt, err := a.spelling("request", b.ExternalRef, requestSpellings)
+		if err != nil {
+			return domain.InboundResult{}, err
+		}
+		b.ExternalRef = spelt
 		var id uuid.UUID
 		var title string
-		err := a.tx.QueryRow(a.ctx, `SELECT id, title FROM request_threads WHERE org_id = $1 AND external_ref = $2`,
+		err = a.tx.QueryRow(a.ctx, `SELECT id, title FROM request_threads WHERE org_id = $1 AND external_ref = $2`,
 			a.org, *b.ExternalRef).Scan(&id, &title)
 		if err == nil {
 			res := applied(nil, domain.CreateRequestAnswer{Request: a.requestRef(id, title)})

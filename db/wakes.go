@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -45,9 +46,12 @@ func queueWakes(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, keys []string, 
 	if len(keys) == 0 && len(received) == 0 {
 		return nil
 	}
-	if keys == nil {
-		keys = []string{}
+	// Keys compare ignoring case, as references do (refcase.go).
+	lowered := make([]string, len(keys))
+	for i, k := range keys {
+		lowered[i] = strings.ToLower(k)
 	}
+	keys = lowered
 	if received == nil {
 		received = []uuid.UUID{}
 	}
@@ -57,7 +61,7 @@ func queueWakes(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, keys []string, 
 			SELECT w.org_id, 'inbound', w.receipt_id, coalesce(array_agg(w.key ORDER BY w.key) FILTER (WHERE w.key <> $4), '{}')
 			FROM inbound_receipt_waits w
 			JOIN inbound_receipts r ON r.org_id = w.org_id AND r.id = w.receipt_id AND r.outcome = 'parked'
-			WHERE w.org_id = $1 AND w.key = ANY ($2::text[] || $4::text)
+			WHERE w.org_id = $1 AND lower(w.key) = ANY ($2::text[] || $4::text)
 			GROUP BY w.org_id, w.receipt_id
 			RETURNING 1
 		), matches AS (

@@ -130,7 +130,9 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 		err := tx.QueryRow(ctx, `
 			UPDATE webhook_deliveries w
 			SET attempts = greatest(attempts, $3), status = $4, last_status_code = $5, last_error = $6,
-			    next_attempt_at = $7, transformation_version = $8, body_sent = $9, updated_at = now()
+			    next_attempt_at = $7, transformation_version = $8, body_sent = $9, updated_at = now(),
+			    resolved_by = CASE WHEN $4 = 'succeeded' AND w.resolved_at IS NULL THEN w.resent_by ELSE w.resolved_by END,
+			    resolved_at = CASE WHEN $4 = 'succeeded' AND w.resolved_at IS NULL AND w.resent_by IS NOT NULL THEN now() ELSE w.resolved_at END
 			FROM events e WHERE w.org_id = $1 AND w.id = $2 AND e.org_id = w.org_id AND e.id = w.event_id
 			RETURNING w.id, w.event_id, e.type, w.subscription_id, w.attempts`,
 			a.OrgID, a.DeliveryID, a.Attempt, a.Status, a.StatusCode, a.Error, a.NextAttemptAt, a.TransformationVersion, a.BodySent).Scan(

@@ -31,6 +31,9 @@ type WebhookDelivery struct {
 	// BodySent is the body the transformation made for the last attempt,
 	// as sent; filled by GetWebhookDelivery only (it may be 1 MB).
 	BodySent []byte
+	// Resolution says what delivered a delivery that had failed or was
+	// exhausted: a resend, a recover or a bulk resend (nil: none did).
+	Resolution *Resolution
 	// AttemptLog is filled by GetWebhookDelivery.
 	AttemptLog []WebhookAttempt
 }
@@ -51,7 +54,8 @@ type WebhookAttempt struct {
 }
 
 const webhookDeliveryColumns = `w.id, w.org_id, w.event_id, e.type, w.subscription_id, s.url, w.status, w.attempts,
-	w.last_status_code, w.last_error, w.next_attempt_at, w.created_at, w.updated_at, w.transformation_version`
+	w.last_status_code, w.last_error, w.next_attempt_at, w.created_at, w.updated_at, w.transformation_version,
+	w.resolved_by, w.resend_batch, w.resolved_at`
 
 const webhookDeliveryFrom = ` FROM webhook_deliveries w
 	JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
@@ -59,8 +63,17 @@ const webhookDeliveryFrom = ` FROM webhook_deliveries w
 
 func scanWebhookDelivery(row pgx.Row) (WebhookDelivery, error) {
 	var x WebhookDelivery
+	var by *string
+	var batch *uuid.UUID
+	var at *domain.Timestamp
 	err := row.Scan(&x.ID, &x.OrgID, &x.EventID, &x.EventType, &x.SubscriptionID, &x.URL, &x.Status, &x.Attempts,
-		&x.LastStatusCode, &x.LastError, &x.NextAttemptAt, &x.CreatedAt, &x.UpdatedAt, &x.TransformationVersion)
+		&x.LastStatusCode, &x.LastError, &x.NextAttemptAt, &x.CreatedAt, &x.UpdatedAt, &x.TransformationVersion, &by, &batch, &at)
+	if by != nil && at != nil {
+		x.Resolution = &Resolution{By: *by, At: *at}
+		if *by == ResentByBulk {
+			x.Resolution.BatchID = batch
+		}
+	}
 	return x, err
 }
 
@@ -124,6 +137,9 @@ type DeliveryListFilter struct {
 	// CreatedAfter and CreatedBefore bound when the delivery was created.
 	CreatedAfter  *time.Time
 	CreatedBefore *time.Time
+	// Resolved keeps only the deliveries a resend delivered after they
+	// failed (true) or only the others (false); nil keeps both.
+	Resolved *bool
 }
 
 // ListWebhookDeliveriesPage lists the organisation's deliveries, newest
@@ -145,6 +161,9 @@ func (d *DB) ListWebhookDeliveriesPage(ctx context.Context, orgID uuid.UUID, f D
 		c.parts = append(c.parts, "w.event_id IN (SELECT ev.id FROM events ev WHERE ev.org_id = "+org+
 			" AND ev.receipt_id IN ("+refSearch(c, org, f.Ref)+"))")
 	}
+	if f.Resolved != nil {
+		c.parts = append(c.parts, map[bool]string{true: "w.resolved_at IS NOT NULL", false: "w.resolved_at IS NULL"}[*f.Resolved])
+	}
 	return listPage(ctx, d.pool, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom, "webhook_deliveries", "w", c, p, scanWebhookDelivery)
 }
 
@@ -163,4 +182,20 @@ func (d *DB) RecoverableDeliveries(ctx context.Context, orgID, subscriptionID uu
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookDelivery, error) { return scanWebhookDelivery(r) })
+}
+
+// What asked for a delivery's attempt (webhook_deliveries.resent_by).
+const (
+	ResentBySupport = "resend"
+	ResentByRecover = "recover"
+	ResentByBulk    = "bulk_resend"
+)
+
+// MarkDeliveriesResent records that by (ResentBy...; batch, the bulk
+// resend) asked for an attempt of the organisation's deliveries ids: those
+// that failed or were exhausted and then succeed are resolved by it.
+func (d *DB) MarkDeliveriesResent(ctx context.Context, orgID uuid.UUID, ids []uuid.UUID, by string, batch *uuid.UUID) error {
+	_, err := d.pool.Exec(ctx, `UPDATE webhook_deliveries SET resent_by = $3, resend_batch = $4
+		WHERE org_id = $1 AND id = ANY ($2) AND status IN ('failed', 'exhausted') AND resolved_at IS NULL`, orgID, ids, by, batch)
+	return err
 }

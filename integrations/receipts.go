@@ -37,6 +37,9 @@ type ReceiptSummary struct {
 	// MappingVersion is the version of the endpoint's mapping that ran on
 	// the post (nil: none ran).
 	MappingVersion *int
+	// Resolution says what resolved a failed or parked post (nil: nothing
+	// has).
+	Resolution *db.Resolution
 }
 
 func summarise(r db.Receipt) ReceiptSummary {
@@ -48,7 +51,8 @@ func summarise(r db.Receipt) ReceiptSummary {
 	}
 	return ReceiptSummary{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt, StatusCode: r.StatusCode,
 		Refs: r.Refs, WaitingFor: r.WaitingKeys, WaitingDescription: r.WaitingFor, Outcome: r.Outcome, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
-		SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS, TraceID: r.TraceID, MappingVersion: r.MappingVersion}
+		SizeBytes: r.SizeBytes, CompletedAt: r.CompletedAt, DurationMS: r.DurationMS, TraceID: r.TraceID, MappingVersion: r.MappingVersion,
+		Resolution: r.Resolution}
 }
 
 // ReceiptDetail is a receipt with what was posted, what it was answered and

@@ -92,7 +92,7 @@ func (m *Service) Resend(ctx context.Context, actor Actor, orgID, id uuid.UUID) 
 	if err != nil {
 		return x, err
 	}
-	if err := m.resend(ctx, x); err != nil {
+	if err := m.resend(ctx, x, db.ResentBySupport, nil); err != nil {
 		return x, err
 	}
 	m.audit(ctx, actor, orgID, "delivery.resend", "delivery", id, nil)
@@ -102,10 +102,14 @@ func (m *Service) Resend(ctx context.Context, actor Actor, orgID, id uuid.UUID) 
 // resend makes an attempt of a delivery now: one that is over (succeeded
 // or exhausted) gets a run of one attempt; one still under way is told to
 // attempt at once (or, if its workflow is gone, carried on from where it
-// stands).
-func (m *Service) resend(ctx context.Context, x db.WebhookDelivery) error {
+// stands). by (db.ResentBy...; batch, the bulk resend) is recorded first,
+// so that a failed delivery the attempt delivers reads resolved by it.
+func (m *Service) resend(ctx context.Context, x db.WebhookDelivery, by string, batch *uuid.UUID) error {
 	wf, err := m.workflows()
 	if err != nil {
+		return err
+	}
+	if err := m.DB.MarkDeliveriesResent(ctx, x.OrgID, []uuid.UUID{x.ID}, by, batch); err != nil {
 		return err
 	}
 	over := x.Status == domain.WebhookSucceeded || x.Status == domain.WebhookExhausted || x.Status == domain.WebhookSkipped
@@ -139,7 +143,7 @@ func (m *Service) Recover(ctx context.Context, actor Actor, orgID, subscriptionI
 	}
 	n := 0
 	for _, x := range list {
-		if err := m.resend(ctx, x); err != nil {
+		if err := m.resend(ctx, x, db.ResentByRecover, nil); err != nil {
 			m.audit(ctx, actor, orgID, "subscription.recover", "subscription", subscriptionID,
 				map[string]any{"since": domain.NewTimestamp(since), "resent": n, "interrupted": true})
 			return n, err

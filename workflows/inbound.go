@@ -408,7 +408,52 @@ func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err er
 	}
 	// Let a pending answer update finish before the workflow closes.
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-	return out, recordErr
+	if recordErr != nil {
+		return out, recordErr
+	}
+	return out, w.closeAs(ctx, outcome, message, out)
+}
+
+// failedRuns marks the change that closes the run of a post that did not
+// apply as the Temporal UI shows a failure: failed, error and unmatched
+// end Failed, with a non-retryable application error naming the outcome
+// (closeAs); a post cancelled on purpose ends Canceled. Runs recorded
+// before it completed whatever their outcome.
+const failedRuns = "failed-runs"
+
+// Application error types of the runs that end Failed, one per outcome.
+const (
+	ErrTypeInboundFailed    = "InboundFailed"
+	ErrTypeInboundError     = "InboundError"
+	ErrTypeInboundUnmatched = "InboundUnmatched"
+)
+
+// closeAs is how the run of a post whose outcome is recorded closes: nil
+// (Completed) for a post that applied or changed nothing; for one that did
+// not, an error that makes the run read as it went in the Temporal UI's
+// list and status badge: its message is the line of the run's details
+// (with the answer's status), its details the post's answer. The receipt already holds the outcome:
+// nothing reads a run's result.
+func (w *inbound) closeAs(ctx workflow.Context, outcome domain.Outcome, message string, out domain.InboundOutcome) error {
+	var typ string
+	switch outcome {
+	case domain.OutcomeFailed:
+		typ = ErrTypeInboundFailed
+	case domain.OutcomeError:
+		typ = ErrTypeInboundError
+	case domain.OutcomeUnmatched:
+		typ = ErrTypeInboundUnmatched
+	case domain.OutcomeCancelled:
+	default:
+		return nil
+	}
+	if workflow.GetVersion(ctx, failedRuns, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	if outcome == domain.OutcomeCancelled {
+		return temporal.NewCanceledError(w.line(outcome, "", message, nil))
+	}
+	return temporal.NewNonRetryableApplicationError(w.line(outcome, "", message, &out), typ, nil, out)
 }
 
 // record stores where the post stands; answer, given with the first
@@ -435,6 +480,12 @@ func (w *inbound) show(ctx workflow.Context, outcome domain.Outcome, waitingFor,
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OutcomeAttr.ValueSet(string(outcome))); err != nil {
 		workflow.GetLogger(ctx).Warn("could not set the outcome search attribute", "error", err)
 	}
+	workflow.SetCurrentDetails(ctx, w.line(outcome, waitingFor, message, answer))
+}
+
+// line says where the post stands in one line: its summary, the outcome,
+// the answer's status, and the error or what it waits for.
+func (w *inbound) line(outcome domain.Outcome, waitingFor, message string, answer *domain.InboundOutcome) string {
 	line := w.in.Summary() + ": " + string(outcome)
 	if answer != nil && answer.Status() != 0 {
 		line += fmt.Sprintf(" %d", answer.Status())
@@ -445,5 +496,5 @@ func (w *inbound) show(ctx workflow.Context, outcome domain.Outcome, waitingFor,
 	case waitingFor != "":
 		line += ", waiting for " + waitingFor
 	}
-	workflow.SetCurrentDetails(ctx, line)
+	return line
 }

@@ -137,9 +137,7 @@ func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
 		},
 	}
 	e := c.run(InboundAction, inboundIn, func() any { return new(domain.InboundInput) })
-	if err := e.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	endedAs(t, e.GetWorkflowError(), ErrTypeInboundUnmatched)
 	// The sender was answered 202 at once, not after a week.
 	if answer == nil || answer.Result == nil || answer.Result.Status != 202 || !answerAt.Equal(start) {
 		t.Fatalf("answer %+v at %v", answer, answerAt)
@@ -170,9 +168,7 @@ func TestParkForInTheInputShortensThePark(t *testing.T) {
 	})
 	start := e.Now()
 	e.ExecuteWorkflow(InboundAction, in)
-	if err := e.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	endedAs(t, e.GetWorkflowError(), ErrTypeInboundUnmatched)
 	if attempts != 5 {
 		t.Fatalf("%d attempts, want 5 (every 15 minutes for an hour)", attempts)
 	}
@@ -221,9 +217,10 @@ func TestTheFirstAnswerIsRecordedWithItsOutcomeAndOnlyOnce(t *testing.T) {
 		parks   bool
 		refusal error
 		records int
+		endedAs string
 	}{
 		{name: "applied at once", records: 1},
-		{name: "refused", refusal: temporal.NewNonRetryableApplicationError("no", string(domain.EUNPROCESSABLE), nil), records: 1},
+		{name: "refused", refusal: temporal.NewNonRetryableApplicationError("no", string(domain.EUNPROCESSABLE), nil), records: 1, endedAs: ErrTypeInboundFailed},
 		{name: "parked, then applied", parks: true, records: 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -244,9 +241,7 @@ func TestTheFirstAnswerIsRecordedWithItsOutcomeAndOnlyOnce(t *testing.T) {
 				e.SignalWorkflow(RecordCreatedSignal, nil)
 			}, 5*time.Minute)
 			e.ExecuteWorkflow(InboundAction, inboundIn)
-			if err := e.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
+			endedAs(t, e.GetWorkflowError(), c.endedAs)
 			if len(e.outcomes) != c.records {
 				t.Fatalf("%d records, want %d: %+v", len(e.outcomes), c.records, e.outcomes)
 			}
@@ -457,9 +452,7 @@ func TestSupplierInvoiceWhoseMatchCannotStartIsRecordedAsAnError(t *testing.T) {
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
 		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: "INV-4", Status: domain.MatchAwaitingReceipt}, nil)
 	e.ExecuteWorkflow(InboundAction, in)
-	if err := e.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	endedAs(t, e.GetWorkflowError(), ErrTypeInboundError)
 	if got := e.last(); got.Outcome != domain.OutcomeError || !strings.Contains(got.Error, "three-way match") || strings.Contains(got.Error, "namespace") {
 		t.Fatalf("recorded %+v, want an error naming the match and no internal detail", e.outcomes)
 	}

@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	sdkpb "go.temporal.io/api/sdk/v1"
@@ -47,14 +49,56 @@ func TestInboundRunShowsItsOutcomeAndDetailsForTheTemporalUI(t *testing.T) {
 	e.OnActivity(a.ApplyInbound, mock.Anything, in).
 		Return(domain.InboundResult{}, temporal.NewNonRetryableApplicationError("currency EUR does not match the order's GBP", string(domain.EUNPROCESSABLE), nil)).Once()
 	e.ExecuteWorkflow(InboundAction, in)
-	if err := e.GetWorkflowError(); err != nil {
-		t.Fatal(err)
+	want := "erp_order_status SO-2026-0204: failed 422 currency EUR does not match the order's GBP"
+	// The run ends Failed, its failure the line of its details, and the
+	// post's answer in the failure's details.
+	endedAs(t, e.GetWorkflowError(), ErrTypeInboundFailed)
+	var appErr *temporal.ApplicationError
+	if errors.As(e.GetWorkflowError(), &appErr); appErr.Message() != want {
+		t.Fatalf("the run's failure reads %q, want %q", appErr.Message(), want)
+	}
+	var answer domain.InboundOutcome
+	if err := appErr.Details(&answer); err != nil || answer.Status() != 422 || answer.Code != domain.EUNPROCESSABLE {
+		t.Fatalf("the failure's details %+v (%v), want the post's 422 answer", answer, err)
 	}
 	if !slices.Equal(*got, []string{"failed"}) {
 		t.Fatalf("CommerceOutcome set to %q, want [failed]", *got)
 	}
-	if d, want := details(t, e.TestWorkflowEnvironment), "erp_order_status SO-2026-0204: failed 422 currency EUR does not match the order's GBP"; d != want {
+	if d := details(t, e.TestWorkflowEnvironment); d != want {
 		t.Fatalf("details %q, want %q", d, want)
+	}
+}
+
+// A parked post cancelled on purpose ends Canceled, not Completed or
+// Failed: that is what happened to it.
+func TestACancelledPostsRunEndsCanceled(t *testing.T) {
+	e := newInboundEnv(t)
+	var a *activityStub
+	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).
+		Return(domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil)
+	e.RegisterDelayedCallback(e.CancelWorkflow, time.Hour)
+	e.ExecuteWorkflow(InboundAction, inboundIn)
+	if err := e.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("the run ended with %v, want canceled", err)
+	}
+	if got := e.last(); got.Outcome != domain.OutcomeCancelled {
+		t.Fatalf("recorded %+v, want cancelled", e.outcomes)
+	}
+}
+
+// endedAs checks how a run closed: Failed with a non-retryable application
+// error of type typ, or, typ "", Completed.
+func endedAs(t *testing.T, err error, typ string) {
+	t.Helper()
+	if typ == "" {
+		if err != nil {
+			t.Fatalf("the run failed: %v", err)
+		}
+		return
+	}
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != typ || !appErr.NonRetryable() {
+		t.Fatalf("the run ended with %v, want a non-retryable %s", err, typ)
 	}
 }
 

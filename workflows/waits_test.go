@@ -246,9 +246,7 @@ func TestParkedPostWokenAThousandTimesKeepsEachRunUnder2000Events(t *testing.T) 
 		},
 	}
 	e := c.run(InboundAction, inboundIn, func() any { return new(domain.InboundInput) })
-	if err := e.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	endedAs(t, e.GetWorkflowError(), ErrTypeInboundUnmatched)
 	total, most := c.events()
 	t.Logf("parked post, 1,000 wakes over 7 days: %d runs, %d events in all, at most %d in one run", len(c.runs), total, most)
 	if most >= maxEventsPerRun {

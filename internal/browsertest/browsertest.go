@@ -227,7 +227,7 @@ func (b *Tab) Axe(page string) {
 	// Injected and run in one evaluation: a page that refreshes itself
 	// (the bulk replay's) may reload between two.
 	script := b.axeJS + `
-;axe.run(document, {resultTypes: ['violations']}).then(r => ({
+;axe.run(document, {resultTypes: ['violations'], rules: {'target-size': {enabled: true}}}).then(r => ({
 	url: location.pathname + location.search,
 	width: window.innerWidth,
 	violations: r.violations.map(v => ({

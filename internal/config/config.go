@@ -45,6 +45,9 @@ type Config struct {
 	MaxConnections string
 	// Console says whether the support console is served at /console.
 	Console string
+	// Pprof says whether net/http/pprof's profiles are served under
+	// /debug/pprof/ on the metrics listener (never on the public one).
+	Pprof string
 }
 
 // Var describes one environment variable.
@@ -102,6 +105,9 @@ var Vars = []Var{
 	{Name: "COMMERCE_CONSOLE", Default: "true",
 		Usage: "serve the support console at /console (serve and dev): true or false", flag: "console",
 		field: func(c *Config) *string { return &c.Console }},
+	{Name: "COMMERCE_PPROF", Default: "false",
+		Usage: "serve Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the metrics listener, never the public one: true or false", flag: "pprof",
+		field: func(c *Config) *string { return &c.Pprof }},
 }
 
 // Names returns the names of every environment variable the binary reads.
@@ -138,8 +144,8 @@ func (c *Config) Flags(fs *pflag.FlagSet, names ...string) {
 			}
 			p := v.field(c)
 			fs.StringVar(p, v.flag, *p, v.Usage+" (env "+v.Name+")")
-			if v.Name == "COMMERCE_ALLOW_PRIVATE_TARGETS" {
-				fs.Lookup(v.flag).NoOptDefVal = "true" // --allow-private-targets alone
+			if v.Name == "COMMERCE_ALLOW_PRIVATE_TARGETS" || v.Name == "COMMERCE_PPROF" {
+				fs.Lookup(v.flag).NoOptDefVal = "true" // --allow-private-targets, --pprof alone
 			}
 		}
 	}
@@ -243,6 +249,19 @@ func (c Config) ConsoleOn() (bool, error) {
 	on, err := strconv.ParseBool(c.Console)
 	if err != nil {
 		return false, fmt.Errorf("COMMERCE_CONSOLE is %q, not true or false", c.Console)
+	}
+	return on, nil
+}
+
+// ProfilesOn says whether the runtime profiles are served on the metrics
+// listener (off unless COMMERCE_PPROF is true).
+func (c Config) ProfilesOn() (bool, error) {
+	if c.Pprof == "" {
+		return false, nil
+	}
+	on, err := strconv.ParseBool(c.Pprof)
+	if err != nil {
+		return false, fmt.Errorf("COMMERCE_PPROF is %q, not true or false", c.Pprof)
 	}
 	return on, nil
 }

@@ -138,3 +138,19 @@ func TestUseDevFillsOnlyWhatNeitherEnvironmentNorFlagsSet(t *testing.T) {
 		t.Fatal("UseDev filled a Config it does not know")
 	}
 }
+
+func TestPprofIsOffByDefaultAndOnWithTheFlagAlone(t *testing.T) {
+	t.Setenv("COMMERCE_PPROF", "")
+	c := Load()
+	if on, err := c.ProfilesOn(); on || err != nil {
+		t.Fatalf("default: %v %v, want off", on, err)
+	}
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	c.Flags(fs, "COMMERCE_PPROF")
+	if err := fs.Parse([]string{"--pprof"}); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := c.ProfilesOn(); !on || err != nil {
+		t.Fatalf("--pprof: %v %v, want on", on, err)
+	}
+}

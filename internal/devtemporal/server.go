@@ -22,7 +22,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
-	"go.temporal.io/server/common/dynamicconfig"
 	tlog "go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/metrics"
 	"go.temporal.io/server/common/primitives/timestamp"
@@ -55,6 +54,9 @@ type Config struct {
 	SearchAttributes map[string]enumspb.IndexedValueType
 	// Logger receives the server's own logs (warnings and errors only).
 	Logger *zap.Logger
+	// Caches bounds the history service's caches (DevCacheLimits when
+	// zero).
+	Caches CacheLimits
 }
 
 // Server is a running Temporal server, and its UI when enabled.
@@ -184,20 +186,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}},
 		PublicClient: config.PublicClient{HostPort: frontend},
 	}
+	limits := cfg.Caches
+	if limits == (CacheLimits{}) {
+		limits = DevCacheLimits
+	}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(serverCfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(tlogger),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			// One server: one partition per task queue, so a task never waits
-			// in a partition that no poller is polling to be forwarded.
-			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  []dynamicconfig.ConstrainedValue{{Value: 1}},
-			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): []dynamicconfig.ConstrainedValue{{Value: 1}},
-			// One history shard: at the default 20 reads a second of its
-			// transfer queue, every workflow task waited up to 50 ms to be
-			// dispatched.
-			dynamicconfig.TransferProcessorMaxPollRPS.Key(): []dynamicconfig.ConstrainedValue{{Value: 1000}},
-		}),
+		temporal.WithDynamicConfigClient(dynamicConfig(limits)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("temporal server: %w", err)

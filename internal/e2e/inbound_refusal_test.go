@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/commerce-integration/commerce/domain"
 )
@@ -50,14 +52,21 @@ func TestInboundStorageRefusalFailsAtOnceAndLeaksNothing(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM customers WHERE org_id = $1 AND company = 'Fine plc'`); n != 0 {
 		t.Fatalf("%d customers of the refused post written", n)
 	}
-	// Not retried: the workflow is over, not backing off.
+	// Not retried: the workflow is over (Failed, as the post did), not
+	// backing off, and its failure shows no more than the receipt.
 	d, err := f.Temporal.DescribeWorkflowExecution(ctx, "inbound/"+a.receipt, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := d.WorkflowExecutionInfo.Status; s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-		t.Fatalf("workflow %s, want completed", s)
+	if s := d.WorkflowExecutionInfo.Status; s != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+		t.Fatalf("workflow %s, want failed", s)
 	}
+	var appErr *temporal.ApplicationError
+	if err := f.Temporal.GetWorkflow(ctx, "inbound/"+a.receipt, "").Get(ctx, nil); !errors.As(err, &appErr) {
+		t.Fatalf("the run ended with %v, want an application error", err)
+	}
+	// (the line starts with the action, upsert_customers)
+	leaks("the run's failure", strings.TrimPrefix(appErr.Message(), string(domain.ActionUpsertCustomers)+":"))
 }
 
 // A product row whose category is too long to index is that row's error in

@@ -2,25 +2,28 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
-// In the Temporal UI, where every run's badge reads "Completed", an operator
-// finds a failed post's run by CommerceOutcome and a delivered webhook's by
-// CommerceDeliveryStatus, and each run's summary and details say what it
-// was and how it came out.
+// In the Temporal UI, a failed post's run reads Failed, its failure naming
+// the outcome; an operator finds it by CommerceOutcome and a delivered
+// webhook's by CommerceDeliveryStatus, and each run's summary and details
+// say what it was and how it came out.
 func TestTemporalUIFindsRunsByHowTheyCameOut(t *testing.T) {
 	f := newInbound(t)
 	defer f.Outbox()()
@@ -71,6 +74,18 @@ func TestTemporalUIFindsRunsByHowTheyCameOut(t *testing.T) {
 	summary, details := describe(inboundID)
 	if summary != "order_invoice SO-1" || !strings.HasPrefix(details, "order_invoice SO-1: failed 422 ") {
 		t.Fatalf("the failed post's run reads %q / %q; want its action, reference and outcome", summary, details)
+	}
+	desc, err := f.Temporal.DescribeWorkflowExecution(context.Background(), inboundID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+		t.Fatalf("the failed post's run is %s, want Failed", st)
+	}
+	var appErr *temporal.ApplicationError
+	if err := f.Temporal.GetWorkflow(context.Background(), inboundID, "").Get(context.Background(), nil); !errors.As(err, &appErr) ||
+		appErr.Type() != workflows.ErrTypeInboundFailed || appErr.Message() != details {
+		t.Fatalf("the failed post's run ended with %v, want %s reading %q", err, workflows.ErrTypeInboundFailed, details)
 	}
 
 	var deliveryID string

@@ -26,8 +26,8 @@ func parseID(what, s string) (uuid.UUID, error) {
 }
 
 func orgCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "org", Short: "Create organisations, switch their add-ons, set their match tolerances and subscription caps"}
-	cmd.AddCommand(orgCreateCmd(), orgAddonCmd(), orgTolerancesCmd(), orgSubscriptionCapCmd())
+	cmd := &cobra.Command{Use: "org", Short: "Create organisations, switch their add-ons, set their match tolerances, subscription caps and identity providers"}
+	cmd.AddCommand(orgCreateCmd(), orgAddonCmd(), orgTolerancesCmd(), orgSubscriptionCapCmd(), orgSSOCmd())
 	return cmd
 }
 
@@ -248,7 +248,8 @@ func onOff(b bool) string {
 }
 
 func userCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "user", Short: "Add people to organisations"}
+	cmd := &cobra.Command{Use: "user", Short: "Add people to organisations, disable and enable them"}
+	cmd.AddCommand(userDisableCmd(true), userDisableCmd(false))
 	cfg := config.Load()
 	var org, email, role string
 	add := &cobra.Command{

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/app/worker"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/workflows"
 )
 
@@ -226,6 +228,25 @@ func checkComposeTemporal(t *testing.T, cf composeFile, raw []byte) {
 			for key := range values {
 				if slices.Contains(devOnlyDynamicConfig, key) {
 					t.Errorf("the dynamic config sets %s, a development switch", key)
+				}
+			}
+			// The history caches are bounded as devtemporal.ServerCacheLimits
+			// says (docs/operations.md, Memory). The server reads keys
+			// whatever their case.
+			lower := map[string]any{}
+			for key, v := range values {
+				lower[strings.ToLower(key)] = v
+			}
+			for key, want := range devtemporal.ServerCacheLimits.Settings() {
+				list, _ := lower[strings.ToLower(key)].([]any)
+				var got any
+				if len(list) == 1 {
+					if m, ok := list[0].(map[string]any); ok {
+						got = m["value"]
+					}
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("the dynamic config sets %s to %#v, want [{value: %#v}]", key, lower[strings.ToLower(key)], want)
 				}
 			}
 		}

@@ -41,6 +41,10 @@ func runProcess(ctx context.Context, cfg config.Config, name string, check func(
 			return err
 		}
 	}
+	if _, err := cfg.ProfilesOn(); err != nil {
+		return err
+	}
+	LimitMemory(memoryLimits[name], log)
 	key, err := cfg.ServiceKey()
 	if err != nil {
 		return err
@@ -67,6 +71,10 @@ func runProcess(ctx context.Context, cfg config.Config, name string, check func(
 	rt.ResealSecrets(ctx)
 	return run(rt, ctx)
 }
+
+// memoryLimits are the runtime's soft memory limits of the processes
+// runProcess runs, by name.
+var memoryLimits = map[string]int64{"commerce-api": ServeMemoryLimit, "commerce-worker": WorkerMemoryLimit}
 
 func serveCmd() *cobra.Command {
 	cfg := config.Load()
@@ -100,14 +108,16 @@ func serveCmd() *cobra.Command {
 					_ = l.Close()
 					return err
 				}
+				profiles, _ := cfg.ProfilesOn()
 				rt.Log.Info("serving", zap.String("listen", l.Addr().String()), zap.String("base_url", cfg.BaseURL),
-					zap.String("metrics_listen", cfg.MetricsListen), zap.String("db_acquire_wait", cfg.DBAcquireWait))
+					zap.String("metrics_listen", cfg.MetricsListen), zap.String("db_acquire_wait", cfg.DBAcquireWait),
+					zap.Bool("pprof", profiles))
 				// Serve while Temporal comes up, but stop when its namespace
 				// lacks the search attributes every workflow start needs.
 				g, gctx := errgroup.WithContext(ctx)
 				g.Go(func() error { return ServeHTTP(gctx, l, h, rt.Log) })
 				if ml != nil {
-					g.Go(func() error { return ServeMetrics(gctx, ml, metrics, rt.Log) })
+					g.Go(func() error { return ServeMetrics(gctx, ml, metrics, profiles, rt.Log) })
 				}
 				g.Go(func() error {
 					if err := rt.CheckSearchAttributes(gctx); err != nil && gctx.Err() == nil {
@@ -123,7 +133,7 @@ func serveCmd() *cobra.Command {
 	// Configured by its environment and flags alone, never by a dev directory.
 	cmd.Annotations = map[string]string{OwnSettings: "true"}
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "COMMERCE_DB_ACQUIRE_WAIT", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_LISTEN", "COMMERCE_METRICS_LISTEN", "COMMERCE_MAX_CONNECTIONS",
-		"COMMERCE_BASE_URL", "COMMERCE_TEMPORAL_UI_URL", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_CONSOLE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+		"COMMERCE_BASE_URL", "COMMERCE_TEMPORAL_UI_URL", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_CONSOLE", "COMMERCE_PPROF", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
 
@@ -147,7 +157,7 @@ func workerCmd() *cobra.Command {
 	// Configured by its environment and flags alone, never by a dev directory.
 	cmd.Annotations = map[string]string{OwnSettings: "true"}
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "COMMERCE_DB_MAX_CONNS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "COMMERCE_METRICS_LISTEN",
-		"COMMERCE_NIGHTLY_AT", "COMMERCE_RETENTION_DAYS", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
+		"COMMERCE_NIGHTLY_AT", "COMMERCE_RETENTION_DAYS", "COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_PPROF", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT")
 	return cmd
 }
 

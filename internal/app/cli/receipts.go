@@ -52,12 +52,14 @@ type receiptJSON struct {
 	TemporalUIURL *string         `json:"temporal_ui_url,omitempty"`
 	Trace         *api.Trace      `json:"trace,omitempty"`
 	TraceID       *string         `json:"trace_id,omitempty"`
+	// Resolution is what resolved a failed or parked post (null: nothing).
+	Resolution *api.ReceiptResolution `json:"resolution"`
 }
 
 func newReceiptJSON(r integrations.ReceiptSummary) receiptJSON {
 	j := receiptJSON{ID: r.ID, EndpointID: r.EndpointID, Action: r.Action, ReceivedAt: r.ReceivedAt.String(), StatusCode: r.StatusCode,
 		Outcome: r.Outcome, Refs: r.Refs, WaitingFor: r.WaitingFor, Waiting: r.WaitingDescription, ReplayOf: r.ReplayOf, WorkflowID: r.WorkflowID, Error: r.Error,
-		DurationMS: r.DurationMS, SizeBytes: r.SizeBytes, TraceID: r.TraceID}
+		DurationMS: r.DurationMS, SizeBytes: r.SizeBytes, TraceID: r.TraceID, Resolution: api.NewReceiptResolution(r.Resolution)}
 	if r.CompletedAt != nil {
 		s := r.CompletedAt.String()
 		j.CompletedAt = &s
@@ -98,6 +100,9 @@ func printReceipt(w io.Writer, r receiptJSON) {
 	if r.Error != nil {
 		fmt.Fprintf(w, "error\t%s\n", *r.Error)
 	}
+	if r.Resolution != nil {
+		fmt.Fprintf(w, "resolved\t%s %s\n", resolvedText(r.Resolution), r.Resolution.At)
+	}
 	if r.WorkflowID != nil {
 		fmt.Fprintf(w, "workflow\t%s\n", *r.WorkflowID)
 	}
@@ -128,7 +133,7 @@ func printReceipt(w io.Writer, r receiptJSON) {
 
 func receiptsListCmd() *cobra.Command {
 	cfg := config.Load()
-	var endpoint, outcome, ref string
+	var endpoint, outcome, ref, resolved string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "list --endpoint ENDPOINT_ID [--status failed|parked|...] [--ref REFERENCE] [--limit N]",
@@ -138,7 +143,9 @@ func receiptsListCmd() *cobra.Command {
 			"on the service side, 5xx). --status failed,error,unmatched,cancelled lists every post that did not go through.\n" +
 			"--ref finds a receipt by its id, or the receipts whose body names a reference (an order, quote, invoice,\n" +
 			"purchase order, supplier, delivery or consignment reference, a customer's external id): whole, or its\n" +
-			"first 3 characters or more, in any case.",
+			"first 3 characters or more, in any case. --resolved true|false|any filters by resolution (a replay that\n" +
+			"applied, or a cancellation): a list of failures only (--status of failed, error, unmatched, parked) leaves\n" +
+			"resolved receipts out unless --resolved true or any; other lists show both.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			id, err := parseID("--endpoint", endpoint)
@@ -152,6 +159,14 @@ func receiptsListCmd() *cobra.Command {
 			if err != nil {
 				return usagef("--status: %s", domain.ErrorMessage(err))
 			}
+			var def *bool
+			if db.FailureOutcomes(outcomes) {
+				def = db.Unresolved()
+			}
+			resolvedFilter, err := db.ParseResolved(strings.TrimSpace(resolved), def)
+			if err != nil {
+				return usagef("--resolved: %s", domain.ErrorMessage(err))
+			}
 			list := func(ctx context.Context, d *db.DB) ([]receiptJSON, error) {
 				orgID, err := d.EndpointOrg(ctx, id)
 				if err != nil {
@@ -162,7 +177,7 @@ func receiptsListCmd() *cobra.Command {
 					return nil, err
 				}
 				receipts, err := m.ListReceipts(ctx, orgID,
-					db.OrgReceiptFilter{EndpointID: &id, Outcomes: outcomes, Ref: strings.TrimSpace(ref)}, db.Page{Limit: limit})
+					db.OrgReceiptFilter{EndpointID: &id, Outcomes: outcomes, Ref: strings.TrimSpace(ref), Resolved: resolvedFilter}, db.Page{Limit: limit})
 				receipts = receipts[:min(len(receipts), limit)]
 				out := make([]receiptJSON, len(receipts))
 				for i, r := range receipts {
@@ -171,9 +186,12 @@ func receiptsListCmd() *cobra.Command {
 				return out, err
 			}
 			return printFromDB(cmd, cfg, list, func(w io.Writer, out []receiptJSON) {
-				fmt.Fprintln(w, "ID\tRECEIVED\tSTATUS\tOUTCOME\tREFS\tREPLAY OF\tERROR")
+				fmt.Fprintln(w, "ID\tRECEIVED\tSTATUS\tOUTCOME\tREFS\tREPLAY OF\tRESOLVED\tERROR")
 				for _, r := range out {
-					status, replay, errText := "-", "-", "-"
+					status, replay, errText, resolvedBy := "-", "-", "-", "-"
+					if r.Resolution != nil {
+						resolvedBy = resolvedText(r.Resolution)
+					}
 					if r.StatusCode != nil {
 						status = fmt.Sprint(*r.StatusCode)
 					}
@@ -187,7 +205,7 @@ func receiptsListCmd() *cobra.Command {
 					if len(r.Refs) > 0 {
 						refs = strings.Join(r.Refs, ",")
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReceivedAt, status, r.Outcome, refs, replay, errText)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReceivedAt, status, r.Outcome, refs, replay, resolvedBy, errText)
 				}
 			})
 		},
@@ -195,6 +213,7 @@ func receiptsListCmd() *cobra.Command {
 	cmd.Flags().StringVar(&endpoint, "endpoint", "", "endpoint id (required)")
 	cmd.Flags().StringVar(&outcome, "status", "", "only receipts with these outcomes (comma-separated)")
 	cmd.Flags().StringVar(&ref, "ref", "", "only the receipt with this id, or those naming this reference (whole or its first 3+ characters, any case)")
+	cmd.Flags().StringVar(&resolved, "resolved", "", "true, false or any: by resolution (default false for a list of failures, any otherwise)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "how many")
 	_ = cmd.MarkFlagRequired("endpoint")
 	jsonFlag(cmd)
@@ -352,4 +371,12 @@ func receiptsCancelCmd() *cobra.Command {
 	jsonFlag(cmd)
 	cfg.Flags(cmd.Flags(), "DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
 	return cmd
+}
+
+// resolvedText says what resolved a receipt: "replay <id>" or "cancel".
+func resolvedText(r *api.ReceiptResolution) string {
+	if r.ReceiptID != nil {
+		return r.By + " " + r.ReceiptID.String()
+	}
+	return r.By
 }

@@ -169,7 +169,12 @@ func (rt *Runtime) APIHandler() (handler, series http.Handler, err error) {
 	s := api.New(api.Deps{DB: rt.DB, Service: rt.service, Temporal: rt.Temporal, Logger: rt.Log, Cursors: cursor.New(rt.key),
 		BaseURL: rt.Cfg.BaseURL, Tracing: rt.Tracing})
 	if consoleOn {
-		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: rt.service, Log: rt.Log, BaseURL: rt.Cfg.BaseURL}))
+		targets, err := rt.Cfg.Targets()
+		if err != nil {
+			return nil, nil, err
+		}
+		s.Mount(console.Prefix, console.New(console.Deps{DB: rt.DB, Service: rt.service, Log: rt.Log, BaseURL: rt.Cfg.BaseURL,
+			Sealer: rt.sealer, Targets: targets}))
 	}
 	metrics.Pool("api", rt.DB.Pool().Stat)
 	return s.Handler(), s.Metrics(), nil
@@ -321,11 +326,14 @@ func ListenMetrics(cfg config.Config) (net.Listener, error) {
 	return l, nil
 }
 
-// ServeMetrics answers GET /metrics on l until ctx ends; nothing else is
-// served there.
-func ServeMetrics(ctx context.Context, l net.Listener, metrics http.Handler, log *zap.Logger) error {
+// ServeMetrics answers GET /metrics on l until ctx ends, and the runtime
+// profiles when profiles is set (Profiles); nothing else is served there.
+func ServeMetrics(ctx context.Context, l net.Listener, metrics http.Handler, profiles bool, log *zap.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
+	if profiles {
+		Profiles(mux)
+	}
 	return ServeHTTP(ctx, l, mux, log)
 }
 
@@ -465,6 +473,9 @@ func (rt *Runtime) WorkerProbes(polling *atomic.Bool) http.Handler {
 	mux.HandleFunc("GET /healthz", health.Live)
 	mux.Handle("GET /readyz", health.Handler(checks, rt.Log))
 	mux.Handle("GET /metrics", metrics.Handler(registry))
+	if on, _ := rt.Cfg.ProfilesOn(); on {
+		Profiles(mux)
+	}
 	return mux
 }
 

@@ -70,6 +70,9 @@ func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 		c.internal(w, r, errors.New("no console template "+name))
 		return
 	}
+	if name == "signin" {
+		w.Header().Set("Content-Security-Policy", c.signInCSP())
+	}
 	p.Viewer = viewerOf(r.Context())
 	if refusal, ok := r.Context().Value(refusalKey{}).(string); ok {
 		p.Flash = refusal
@@ -104,8 +107,10 @@ func (c *console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 type confirmData struct {
 	Question, Action, Button, Back string
 	Fields                         url.Values
-	// Selection, for a bulk replay, is what it would take.
+	// Selection, for a bulk replay, is what it would take; Resends, for a
+	// bulk resend.
 	Selection *selectionData
+	Resends   *resendSelection
 }
 
 // confirmed says whether an action's POST carries its confirmation. When
@@ -122,15 +127,21 @@ func (c *console) confirmedShowing(w http.ResponseWriter, r *http.Request, quest
 	if r.PostForm.Get("confirm") == "yes" {
 		return true
 	}
-	fields := url.Values{}
+	c.askConfirmation(w, r, confirmData{Question: question, Button: button, Back: back, Selection: sel})
+	return false
+}
+
+// askConfirmation answers the page that asks d's question, with a button
+// that posts the same form, confirmed, to the same path.
+func (c *console) askConfirmation(w http.ResponseWriter, r *http.Request, d confirmData) {
+	d.Fields = url.Values{}
 	for k, vs := range r.PostForm {
 		if k != "confirm" {
-			fields[k] = vs
+			d.Fields[k] = vs
 		}
 	}
-	c.renderPage(w, r, http.StatusOK, "confirm", page{Nav: "confirm", Data: confirmData{Question: question, Action: r.URL.Path,
-		Button: button, Back: back, Fields: fields, Selection: sel}})
-	return false
+	d.Action = r.URL.Path
+	c.renderPage(w, r, http.StatusOK, "confirm", page{Nav: "confirm", Data: d})
 }
 
 // fail answers with a page saying what went wrong.

@@ -28,6 +28,9 @@ import (
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/integrations"
+	"github.com/commerce-integration/commerce/internal/outbound"
+	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/internal/sso"
 )
 
 // Prefix is the path the console is served under.
@@ -58,6 +61,12 @@ type Deps struct {
 	// BaseURL is the public {base_url}: the inbound URLs shown are under it,
 	// and over https the session cookie is Secure.
 	BaseURL string
+	// Sealer opens and seals organisations' identity provider client
+	// secrets; without it, sign-in through a provider is unavailable.
+	Sealer *secrets.Sealer
+	// Targets is what requests to identity providers may reach (the
+	// SSRF guard's COMMERCE_ALLOW_PRIVATE_TARGETS).
+	Targets outbound.Targets
 }
 
 // LoginURL is the sign-in link of a console login token.
@@ -68,6 +77,8 @@ func LoginURL(baseURL, token string) string {
 type console struct {
 	Deps
 	pages map[string]*template.Template
+	// parties are the identity providers' relying parties, cached.
+	parties *sso.Parties
 	// router serves the console's pages; a refusal serves the page it
 	// goes back to through it (refused).
 	router http.Handler
@@ -78,7 +89,7 @@ func New(d Deps) http.Handler {
 	if d.Log == nil {
 		d.Log = zap.NewNop()
 	}
-	c := &console{Deps: d, pages: parsePages()}
+	c := &console{Deps: d, pages: parsePages(), parties: sso.NewParties(d.Targets)}
 	r := chi.NewRouter()
 	c.router = r
 	r.Use(c.headers)
@@ -87,6 +98,9 @@ func New(d Deps) http.Handler {
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", staticHandler(static)))
 	r.Get("/login/{token}", c.loginPage)
 	r.Post("/login/{token}", c.login)
+	r.Get("/sign-in", c.ssoSignInPage)
+	r.Post("/sign-in", c.ssoBegin)
+	r.Get("/sso/callback", c.ssoCallback)
 	r.Group(func(r chi.Router) {
 		r.Use(c.signedIn)
 		r.Get("/", endpointsPage.serve(c))
@@ -95,15 +109,23 @@ func New(d Deps) http.Handler {
 		r.Get("/receipts/{id}", c.receipt)
 		r.Get("/replays/new", c.newBulkReplay)
 		r.Get("/replays/{id}", c.bulkReplay)
+		r.Get("/bulk", c.bulkActions)
+		r.Get("/resends/new", c.newBulkResend)
+		r.Get("/resends/{id}", c.bulkResend)
 		r.Get("/webhooks", subscriptionsPage.serve(c))
 		r.Get("/webhooks/{id}", c.subscription)
 		r.Get("/deliveries", deliveriesPage.serve(c))
 		r.Get("/deliveries/{id}", c.delivery)
 		r.Get("/events/{id}", c.event)
 		r.Get("/audit", auditPage.serve(c))
+		r.Get("/sessions", c.sessionsPage)
+		r.With(c.ownerOnly).Get("/settings/sso", c.ssoSettingsPage)
 		r.Group(func(r chi.Router) {
 			r.Use(c.checkCSRF)
 			r.Post("/logout", c.logout)
+			r.Post("/sessions/{id}/end", c.endSession)
+			r.With(c.ownerOnly).Post("/settings/sso", c.setSSO)
+			r.With(c.ownerOnly).Post("/settings/sso/remove", c.removeSSO)
 			// A test run stores nothing: members may try a mapping too.
 			r.Post("/endpoints/{id}/mapping/run", c.runMapping)
 			r.Group(func(r chi.Router) {
@@ -119,6 +141,7 @@ func New(d Deps) http.Handler {
 				r.Post("/receipts/{id}/cancel", c.cancel)
 				r.Post("/replays", c.startBulkReplay)
 				r.Post("/replays/{id}/stop", c.stopBulkReplay)
+				r.Post("/resends", c.startBulkResend)
 				r.Post("/webhooks", c.createSubscription)
 				r.Post("/webhooks/{id}/recover", c.recover)
 				r.Post("/webhooks/{id}/active", c.setSubscriptionActive)
@@ -142,8 +165,7 @@ func New(d Deps) http.Handler {
 func (c *console) headers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
-			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Content-Security-Policy", csp("'self'"))
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
@@ -157,8 +179,30 @@ func (c *console) headers(next http.Handler) http.Handler {
 	})
 }
 
-// maxQueryValue bounds a filter value a page reads.
-const maxQueryValue = 200
+// csp is the console's Content-Security-Policy, its forms posting to
+// formAction.
+func csp(formAction string) string {
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+		"form-action " + formAction + "; frame-ancestors 'none'; base-uri 'none'"
+}
+
+// signInCSP is the policy of a page with the sign-in form: its POST is
+// redirected to the organisation's identity provider, which a browser
+// checks against form-action too. Providers are https, or http on a
+// loopback address where private targets are allowed.
+func (c *console) signInCSP() string {
+	if c.Targets == outbound.PublicTargets {
+		return csp("'self' https:")
+	}
+	return csp("'self' https: http://127.0.0.1:* http://[::1]:*")
+}
+
+// maxQueryValue bounds a filter value a page reads, and maxCallbackValue
+// a value an identity provider sends back to the sign-in's callback.
+const (
+	maxQueryValue    = 200
+	maxCallbackValue = 4096
+)
 
 // checkQuery answers 400, naming the filter, a query value no page can use:
 // invalid UTF-8, a NUL or another control character, or one longer than
@@ -166,9 +210,14 @@ const maxQueryValue = 200
 // NUL or invalid UTF-8 in text).
 func (c *console) checkQuery(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := maxQueryValue
+		if r.URL.Path == Prefix+"/sso/callback" {
+			// A provider's authorization code can be a long sealed token.
+			limit = maxCallbackValue
+		}
 		for key, values := range r.URL.Query() {
 			for _, v := range values {
-				if problem := badQueryValue(key, v); problem != "" {
+				if problem := badQueryValue(key, v, limit); problem != "" {
 					c.fail(w, r, http.StatusBadRequest, problem)
 					return
 				}
@@ -178,9 +227,9 @@ func (c *console) checkQuery(next http.Handler) http.Handler {
 	})
 }
 
-func badQueryValue(key, v string) string {
-	if len(v) > maxQueryValue && utf8.ValidString(key) {
-		return "The filter " + strconv.QuoteToASCII(key) + " is longer than " + strconv.Itoa(maxQueryValue) + " characters."
+func badQueryValue(key, v string, limit int) string {
+	if len(v) > limit && utf8.ValidString(key) {
+		return "The filter " + strconv.QuoteToASCII(key) + " is longer than " + strconv.Itoa(limit) + " characters."
 	}
 	return badText("filter", key, v)
 }
@@ -264,6 +313,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, r, err)
 		return
 	}
+	c.auditSignIn(r, u, "link")
 	c.setCookie(w, r, sessionCookie, token, int(db.ConsoleSessionTTL.Seconds()))
 	c.flash(w, r, "Signed in as "+u.Email+" ("+string(u.Role)+") of "+u.OrgName+".")
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)

@@ -84,6 +84,17 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// writes are the audit log's entries but its sign-ins.
+func (f *fixture) writes(entries []db.AuditEntry, err error) ([]db.AuditEntry, error) {
+	var out []db.AuditEntry
+	for _, e := range entries {
+		if e.Action != "console.sign_in" {
+			out = append(out, e)
+		}
+	}
+	return out, err
+}
+
 // browser is a client with its own cookies, not following redirects.
 type browser struct {
 	f *fixture
@@ -238,7 +249,7 @@ func TestMemberReadsButCannotActAndFormsNeedTheirToken(t *testing.T) {
 		"/console/receipts/" + f.receipt:                     "order SO-9 not found",
 		"/console/webhooks":                                  "No subscriptions",
 		"/console/deliveries":                                "No deliveries match",
-		"/console/audit":                                     "Nothing recorded yet",
+		"/console/audit":                                     "console.sign_in",
 		"/console/replays/new":                               "admins and owners",
 	} {
 		status, page := member.get(path)
@@ -336,6 +347,10 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 		!strings.Contains(page, `<td><code>invoice:INV-9</code></td><td>—</td><td>issued</td>`) {
 		t.Fatalf("dry run: %d %s", status, page)
 	}
+	// It names the post by its action and reference, its id a click away.
+	if !strings.Contains(page, `title="Receipt `+f.receipt+`">order_invoice post SO-9</a>`) || strings.Contains(page, ">"+f.receipt+"<") {
+		t.Fatalf("the dry run does not name its post: %s", page)
+	}
 	// A receipt the replay rules refuse says why, on its page, answered
 	// with the refusal's status (409, as the API answers it).
 	owner.post("/console/endpoints/"+f.endpoint+"/pause", url.Values{"csrf": {token}, "confirm": {"yes"}})
@@ -350,11 +365,19 @@ func TestOwnerActsAndTheAuditLogSaysWho(t *testing.T) {
 		t.Fatalf("the dry run wrote a receipt: %d", receipts)
 	}
 
+	// The log names who and what: the user's email, the endpoint's name
+	// linked to its page, where its id is (in the link's title too), never
+	// an id as the text a person reads.
 	_, page = owner.get("/console/audit")
-	for _, want := range []string{"console:owner@acme.example", "endpoint.pause", "endpoint.resume", "endpoint.create"} {
+	for _, want := range []string{"<td class=\"wrap\">owner@acme.example</td>", "endpoint.pause", "endpoint.resume", "endpoint.create",
+		`<a href="/console/endpoints/` + f.endpoint + `/mapping" title="endpoint ` + f.endpoint + `">endpoint ERP invoices</a>`,
+		`">endpoint Carrier</a>`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("audit log lacks %q: %s", want, page)
 		}
+	}
+	if strings.Contains(page, ">"+f.endpoint) || strings.Contains(page, "console:owner") {
+		t.Fatalf("audit log shows an id or an actor's raw form as text: %s", page)
 	}
 }
 
@@ -560,7 +583,7 @@ func TestOwnerSetsASubscriptionsDeliverySettings(t *testing.T) {
 		!strings.Contains(page, "no rate limit, 2 at once, in no particular order") {
 		t.Fatalf("lift the rate: %d %s", status, page)
 	}
-	entries, err := f.d.ListAudit(ctx, f.org.ID, db.Page{Limit: 10})
+	entries, err := f.writes(f.d.ListAudit(ctx, f.org.ID, db.Page{Limit: 10}))
 	if err != nil || len(entries) != 2 || entries[0].Action != "subscription.update" {
 		t.Fatalf("audit %+v %v, want the two updates", entries, err)
 	}
@@ -605,7 +628,7 @@ func TestOwnerSkipsAFailedDelivery(t *testing.T) {
 		!strings.Contains(page, `<span class="badge w-skipped">skipped</span>`) || strings.Contains(page, `action="`+path+`/skip"`) {
 		t.Fatalf("skip: %d %s", status, page)
 	}
-	entries, err := f.d.ListAudit(ctx, f.org.ID, db.Page{Limit: 10})
+	entries, err := f.writes(f.d.ListAudit(ctx, f.org.ID, db.Page{Limit: 10}))
 	if err != nil || len(entries) != 1 || entries[0].Action != "delivery.skip" {
 		t.Fatalf("audit %+v %v", entries, err)
 	}

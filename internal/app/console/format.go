@@ -22,6 +22,9 @@ var titles = map[string]string{
 	"receipts":             "Receipts",
 	"bulk_new":             "Bulk replay",
 	"bulk":                 "Bulk replay",
+	"bulk_list":            "Bulk replays and resends",
+	"resend_new":           "Bulk resend",
+	"resend":               "Bulk resend",
 	"webhooks":             "Webhook subscriptions",
 	"subscription_created": "Subscription created",
 	"deliveries":           "Webhook deliveries",
@@ -29,13 +32,16 @@ var titles = map[string]string{
 	"error":                "Error",
 	"confirm":              "Confirm",
 	"mapping":              "Mapping",
+	"sessions":             "Sessions",
+	"sso":                  "Identity provider",
 }
 
 // parsePages parses each page's template with the layout.
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"signin", "endpoints", "endpoint_created", "receipts", "receipt", "dryrun", "bulk_new", "bulk",
-		"webhooks", "subscription_created", "deliveries", "delivery", "event", "subscription", "audit", "error", "confirm", "mapping"} {
+		"webhooks", "subscription_created", "deliveries", "delivery", "event", "subscription", "audit", "error", "confirm", "mapping", "sessions", "sso",
+		"bulk_list", "resend_new", "resend"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
 	}
 	return pages
@@ -74,6 +80,7 @@ var funcs = template.FuncMap{
 	"shortHash": shortHash,
 	"target":    target,
 	"clip":      clip,
+	"postName":  postName,
 	"hasPrefix": strings.HasPrefix,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
@@ -331,6 +338,17 @@ func target(raw string) string {
 		shown += "?…"
 	}
 	return shown
+}
+
+// postName names an inbound post as a person knows it: its action and its
+// first business reference ("erp_order_status post SO-2026-0204"), cut to
+// a line.
+func postName(action domain.Action, refs []string) string {
+	name := string(action) + " post"
+	if len(refs) > 0 {
+		name += " " + refs[0]
+	}
+	return clip(100, name)
 }
 
 // clip cuts s to at most n characters, the last of them "…".

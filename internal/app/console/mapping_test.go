@@ -152,7 +152,7 @@ func TestMappingEditorForms(t *testing.T) {
 		!strings.Contains(page, "none: ended mapping") {
 		t.Fatalf("end: %d %s", status, page)
 	}
-	entries, err := f.d.ListAudit(context.Background(), f.org.ID, db.Page{Limit: 10})
+	entries, err := f.writes(f.d.ListAudit(context.Background(), f.org.ID, db.Page{Limit: 10}))
 	if err != nil || len(entries) != 3 || entries[0].Action != "endpoint.mapping.remove" || entries[1].Actor != "console:owner@acme.example" {
 		t.Fatalf("audit %+v %v", entries, err)
 	}

@@ -113,6 +113,15 @@ func readReceiptsFilter(r *http.Request) (receiptsFilter, error) {
 	if f.Outcomes, err = domain.ParseOutcomes(strings.Join(f.names, ",")); err != nil {
 		return f, err
 	}
+	// A list of failures leaves out what a replay or a cancellation
+	// resolved, unless asked.
+	var def *bool
+	if db.FailureOutcomes(f.Outcomes) {
+		def = db.Unresolved()
+	}
+	if f.Resolved, err = db.ParseResolved(q.Get("resolved"), def); err != nil {
+		return f, badFilter("The resolved filter is " + strconv.QuoteToASCII(q.Get("resolved")) + ": it takes false, true or any.")
+	}
 	if f.loc, err = formZone(q.Get(zoneField)); err != nil {
 		return f, err
 	}
@@ -155,6 +164,10 @@ func receiptsPageData(c *console, r *http.Request, org uuid.UUID, f receiptsFilt
 	}
 	if len(f.names) > 0 {
 		bulk.Set("outcome", strings.Join(f.names, ","))
+	}
+	if f.Resolved == nil || *f.Resolved {
+		// The list shows resolved receipts: the replay takes them too.
+		bulk.Set("include_resolved", "1")
 	}
 	// Built here and passed as a URL: the template would escape a query
 	// string put in its href as one value (the form then opened with none
@@ -325,7 +338,13 @@ func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r.Context())
 	back := Prefix + "/receipts/" + id.String()
-	if !c.confirmed(w, r, "Cancel the parked receipt "+id.String()+"? It stops waiting for its record; it can be replayed later.",
+	// The question names the post; one the organisation has not is
+	// refused by the cancel below.
+	name := "receipt " + id.String()
+	if rec, err := c.Service.Receipt(r.Context(), v.OrgID, id); err == nil {
+		name = postName(rec.Action, rec.Refs) + " received " + rec.ReceivedAt.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	if !c.confirmed(w, r, "Cancel the parked "+name+"? It stops waiting for its record; it can be replayed later.",
 		"Cancel this 1 receipt", back) {
 		return
 	}

@@ -93,7 +93,8 @@ func (c *console) selection(r *http.Request, in db.NewReplayBatch, eps []integra
 // of the form's page): outcomes, endpoint, the time range in the form's
 // zone, and ref.
 func bulkSelection(orgID uuid.UUID, form url.Values) (db.NewReplayBatch, error) {
-	in := db.NewReplayBatch{OrgID: orgID, DryRun: form.Get("dry_run") != "", Ref: strings.TrimSpace(form.Get("ref"))}
+	in := db.NewReplayBatch{OrgID: orgID, DryRun: form.Get("dry_run") != "", Ref: strings.TrimSpace(form.Get("ref")),
+		IncludeResolved: form.Get("include_resolved") != ""}
 	var err error
 	if in.Outcomes, err = domain.ParseOutcomes(strings.Join(form["outcome"], ",")); err != nil {
 		return in, err

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -196,6 +197,8 @@ type deliveriesData struct {
 	// Zone is the IANA zone the time filters are in (UTC when the
 	// browser's is unknown).
 	Zone string
+	// ResendURL is the bulk resend form with the list's filters.
+	ResendURL template.URL
 }
 
 // deliveriesPage is the organisation's webhook deliveries, newest first,
@@ -223,8 +226,18 @@ var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
 		if err != nil {
 			return nil, err
 		}
+		resend := url.Values{}
+		if f.Status == domain.WebhookFailed || f.Status == domain.WebhookExhausted {
+			resend.Set("status", string(f.Status))
+		}
+		if f.SubscriptionID != nil {
+			resend.Set("subscription", f.SubscriptionID.String())
+		}
+		if f.EventType != "" {
+			resend.Set("event_type", f.EventType)
+		}
 		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs,
-			Zone: zoneName(loc)}, nil
+			Zone: zoneName(loc), ResendURL: template.URL(Prefix + "/resends/new?" + resend.Encode())}, nil // #nosec G203 -- url.Values.Encode escapes every value
 	},
 }
 
@@ -280,6 +293,10 @@ func deliveriesFilter(r *http.Request) (db.DeliveryListFilter, error) {
 		f.ID = &id
 	}
 	f.Ref = strings.TrimSpace(q.Get("ref"))
+	var err error
+	if f.Resolved, err = db.ParseResolved(q.Get("resolved"), nil); err != nil {
+		return f, badFilter("The resolved filter is " + strconv.QuoteToASCII(q.Get("resolved")) + ": it takes false, true or any.")
+	}
 	loc, err := formZone(q.Get(zoneField))
 	if err != nil {
 		return f, err

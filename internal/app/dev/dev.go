@@ -23,6 +23,7 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/config"
+	"github.com/commerce-integration/commerce/internal/devoidc"
 	"github.com/commerce-integration/commerce/internal/devpg"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/internal/logging"
@@ -44,6 +45,9 @@ type devOptions struct {
 	// dev lets webhooks reach loopback receivers only and serves /metrics on
 	// a free port of this machine.
 	targetsGiven, metricsGiven bool
+	// sso starts a development identity provider for the demo
+	// organisation (--sso).
+	sso bool
 }
 
 // Command is `commerce dev`.
@@ -78,13 +82,15 @@ func Command() *cobra.Command {
 	// dev makes the settings of a dev directory; it does not read them.
 	cmd.Annotations = map[string]string{cli.OwnSettings: "true"}
 	cmd.Flags().StringVar(&opts.dir, "dir", ".commerce", "directory for local state (databases, key, dev.json)")
+	cmd.Flags().BoolVar(&opts.sso, "sso", false,
+		"also start a development OpenID Provider on a free loopback port, as the demo organisation's identity provider for demo.example, and print its test users")
 	cmd.Flags().IntVar(&opts.temporalPort, "temporal-port", 7233, "Temporal frontend gRPC port")
 	cmd.Flags().IntVar(&opts.uiPort, "ui-port", 8233, "Temporal Web UI port")
 	cmd.Flags().StringVar(&opts.temporalStore, "temporal-store", "sqlite",
 		"where the embedded Temporal server keeps its state: sqlite (--dir/temporal.db, and temporal-visibility.db for the visibility records) or postgres "+
 			"(persistence and visibility in the databases <db>_temporal and <db>_temporal_visibility of the service's cluster, created when missing)")
 	cfg.Flags(cmd.Flags(), "COMMERCE_LISTEN", "COMMERCE_BASE_URL", "TEMPORAL_NAMESPACE", "COMMERCE_LOG_LEVEL", "COMMERCE_LOG_FORMAT",
-		"COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_METRICS_LISTEN")
+		"COMMERCE_ALLOW_PRIVATE_TARGETS", "COMMERCE_METRICS_LISTEN", "COMMERCE_PPROF")
 	return cmd
 }
 
@@ -120,6 +126,11 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	profiles, err := cfg.ProfilesOn()
+	if err != nil {
+		return err
+	}
+	cli.LimitMemory(cli.DevMemoryLimit, log)
 	if err := os.MkdirAll(opts.dir, 0o755); err != nil {
 		return err
 	}
@@ -269,11 +280,22 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 		return err
 	}
 
+	var idp *devoidc.Provider
+	if opts.sso {
+		if err := step(out, "development identity provider", func() error {
+			idp, err = startDevSSO(ctx, d, cfg, key, state.OrgID, baseURL)
+			return err
+		}); err != nil {
+			return err
+		}
+		defer func() { _ = idp.Close() }()
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return rt.RunWorker(gctx, nil) })
 	g.Go(func() error { return cli.ServeHTTP(gctx, listener, handler, log) })
 	if metricsListener != nil {
-		g.Go(func() error { return cli.ServeMetrics(gctx, metricsListener, metrics, log) })
+		g.Go(func() error { return cli.ServeMetrics(gctx, metricsListener, metrics, profiles, log) })
 	}
 	// Not fatal: the demo receipts are a convenience.
 	if err := step(out, "demo inbound posts", func() error { return postDemoReceipts(gctx, d, handler, state) }); err != nil {
@@ -281,6 +303,9 @@ func runDev(ctx context.Context, cfg config.Config, opts devOptions, out io.Writ
 	}
 	printState(out, opts.dir, state)
 	printConsoleLink(ctx, out, d, cfg, state)
+	if idp != nil {
+		printSSO(out, idp, baseURL)
+	}
 	err = g.Wait()
 	fmt.Fprintln(out, "\nStopping commerce dev.")
 	if errors.Is(err, context.Canceled) {

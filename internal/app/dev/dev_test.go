@@ -212,6 +212,7 @@ func TestDevBringsUpEverythingAndReusesDataOnRestart(t *testing.T) {
 	if ui.StatusCode != 200 {
 		t.Fatalf("Temporal UI answered %d", ui.StatusCode)
 	}
+	failedPostReadsFailedInTheTemporalUI(t, st)
 	ready, err := http.Get(st.BaseURL + "/readyz")
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,26 @@ const StopTimeout = 30 * time.Second
 // (Temporal's default is 5 s).
 const StickyTimeout = 2 * time.Second
 
+// StickyCacheSize is the most workflows the process keeps in the SDK's
+// sticky workflow cache (its state and goroutines, so that its next task
+// does not replay its history); the SDK's default is 10,000. A workflow
+// evicted from it replays its history at its next task, on any worker.
+// The inbound posts' workflows finish within their post; those that wait
+// (parked posts, held deliveries) wait hours, well past any cache.
+const StickyCacheSize = 1000
+
+// setStickyCacheSize sets the SDK's sticky cache size (a test watches it).
+var setStickyCacheSize = worker.SetStickyWorkflowCacheSize
+
+// newWorker is the worker on the service's task queue, its sticky cache
+// bounded at StickyCacheSize: the SDK's cache is one per process, sized
+// when its first worker is made.
+func newWorker(c client.Client) worker.Worker {
+	setStickyCacheSize(StickyCacheSize)
+	return worker.New(c, workflows.TaskQueue, worker.Options{WorkerStopTimeout: StopTimeout,
+		StickyScheduleToStartTimeout: StickyTimeout})
+}
+
 // Deps are what the worker runs on.
 type Deps struct {
 	Cfg      config.Config
@@ -93,8 +113,7 @@ func Run(ctx context.Context, d Deps) error {
 	if err != nil {
 		return err
 	}
-	w := worker.New(d.Temporal, workflows.TaskQueue, worker.Options{WorkerStopTimeout: StopTimeout,
-		StickyScheduleToStartTimeout: StickyTimeout})
+	w := newWorker(d.Temporal)
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
