@@ -112,6 +112,11 @@ type ListWebhookDeliveriesInput struct {
 	SubscriptionID string `query:"subscription_id" format:"uuid" doc:"Only deliveries to this subscription."`
 	Status         string `query:"status" enum:"pending,succeeded,failed,exhausted,held,skipped" doc:"Only deliveries in this state."`
 	EventType      string `query:"event_type" maxLength:"100" doc:"Only deliveries of this event type."`
+	EventID        string `query:"event_id" format:"uuid" doc:"Only the deliveries of this event (one per subscription it went to)."`
+	ID             string `query:"id" format:"uuid" doc:"Only the delivery with this id (as X-Service-Delivery-Id gave it to the receiver)."`
+	Ref            string `query:"ref" maxLength:"200" doc:"Only the deliveries of the events a receipt applied, the receipt found as the receipt list's ref finds it: a receipt id, or a reference its body names, whole or the start of one (3 characters or more), in any case." example:"SO-2026-0202"`
+	CreatedAfter   string `query:"created_after" format:"date-time" doc:"Only deliveries created after this instant (RFC 3339)."`
+	CreatedBefore  string `query:"created_before" format:"date-time" doc:"Only deliveries created before this instant (RFC 3339); a 400 when it is not later than created_after."`
 	Resolved       string `query:"resolved" doc:"By resolution: true (only deliveries a resend, recover or bulk resend delivered after they failed), false (only the others) or any (the default). A resolved delivery has succeeded, so a list of failed or exhausted deliveries never holds one."`
 	SmallPage
 }
@@ -292,16 +297,16 @@ func (s *Server) recoverDeliveries(ctx context.Context, in *RecoverInput) (*Reco
 }
 
 func (s *Server) listWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesInput) (*ListWebhookDeliveriesOutput, error) {
-	f := db.DeliveryListFilter{Status: domain.WebhookStatus(in.Status), EventType: in.EventType}
-	var err error
-	if f.SubscriptionID, err = optionalID("subscription_id", in.SubscriptionID); err != nil {
+	f, err := deliveryListFilter(in)
+	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	if f.Resolved, err = db.ParseResolved(in.Resolved, nil); err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	rows, next, err := newestList(ctx, s, "webhook-deliveries", in.Cursor, in.Limit,
-		[]string{"subscription_id", in.SubscriptionID, "status", in.Status, "event_type", in.EventType, "resolved", in.Resolved},
+		[]string{"subscription_id", in.SubscriptionID, "status", in.Status, "event_type", in.EventType, "event_id", in.EventID,
+			"id", in.ID, "ref", f.Ref, "created_after", in.CreatedAfter, "created_before", in.CreatedBefore, "resolved", in.Resolved},
 		func(p db.Page) ([]db.WebhookDelivery, error) {
 			return s.db.ListWebhookDeliveriesPage(ctx, orgID(ctx), f, p)
 		},
@@ -312,6 +317,33 @@ func (s *Server) listWebhookDeliveries(ctx context.Context, in *ListWebhookDeliv
 	out := &ListWebhookDeliveriesOutput{}
 	out.Body.Deliveries, out.Body.NextCursor = Answers(rows, NewWebhookDelivery), next
 	return out, nil
+}
+
+// deliveryListFilter reads the delivery list's query; a filter that no
+// delivery can match is refused, naming it.
+func deliveryListFilter(in *ListWebhookDeliveriesInput) (db.DeliveryListFilter, error) {
+	f := db.DeliveryListFilter{Status: domain.WebhookStatus(in.Status), EventType: in.EventType, Ref: strings.TrimSpace(in.Ref)}
+	var err error
+	if f.SubscriptionID, err = optionalID("subscription_id", in.SubscriptionID); err != nil {
+		return f, err
+	}
+	if f.EventID, err = optionalID("event_id", in.EventID); err != nil {
+		return f, err
+	}
+	if f.ID, err = optionalID("id", in.ID); err != nil {
+		return f, err
+	}
+	if f.CreatedAfter, err = optionalTime("created_after", in.CreatedAfter); err != nil {
+		return f, err
+	}
+	if f.CreatedBefore, err = optionalTime("created_before", in.CreatedBefore); err != nil {
+		return f, err
+	}
+	if f.CreatedAfter != nil && f.CreatedBefore != nil && !f.CreatedBefore.After(*f.CreatedAfter) {
+		return f, domain.Errorf(domain.EINVALID, "created_before (%s) is not later than created_after (%s): no delivery can match",
+			in.CreatedBefore, in.CreatedAfter)
+	}
+	return f, nil
 }
 
 func (s *Server) getWebhookDelivery(ctx context.Context, in *IDPath) (*WebhookDeliveryOutput, error) {

@@ -127,6 +127,16 @@ type DeliveryListFilter struct {
 	// EventID narrows to one event's deliveries, one per subscription
 	// (read by the index of the event and subscription).
 	EventID *uuid.UUID
+	// ID narrows to one delivery.
+	ID *uuid.UUID
+	// Ref keeps the deliveries of the events that a receipt applied when
+	// that receipt is found by Ref as the receipt list finds it: its id, or
+	// a reference its body names, whole or the start of one, in any case
+	// (docs/design.md#references).
+	Ref string
+	// CreatedAfter and CreatedBefore bound when the delivery was created.
+	CreatedAfter  *time.Time
+	CreatedBefore *time.Time
 	// Resolved keeps only the deliveries a resend delivered after they
 	// failed (true) or only the others (false); nil keeps both.
 	Resolved *bool
@@ -136,11 +146,21 @@ type DeliveryListFilter struct {
 // first, a page at a time.
 func (d *DB) ListWebhookDeliveriesPage(ctx context.Context, orgID uuid.UUID, f DeliveryListFilter, p Page) ([]WebhookDelivery, error) {
 	c := newConds()
-	c.add("w.org_id = ?", orgID)
+	org := c.param(orgID)
+	c.parts = append(c.parts, "w.org_id = "+org)
 	c.addIf(f.Status != "", "w.status = ?", f.Status)
 	c.addIf(f.SubscriptionID != nil, "w.subscription_id = ?", f.SubscriptionID)
 	c.addIf(f.EventType != "", "e.type = ?", f.EventType)
 	c.addIf(f.EventID != nil, "w.event_id = ?", f.EventID)
+	c.addIf(f.ID != nil, "w.id = ?", f.ID)
+	c.addIf(f.CreatedAfter != nil, "w.created_at > ?", f.CreatedAfter)
+	c.addIf(f.CreatedBefore != nil, "w.created_at < ?", f.CreatedBefore)
+	if f.Ref != "" {
+		// The events of the receipts found (index of events by receipt),
+		// then their deliveries (index of deliveries by event).
+		c.parts = append(c.parts, "w.event_id IN (SELECT ev.id FROM events ev WHERE ev.org_id = "+org+
+			" AND ev.receipt_id IN ("+refSearch(c, org, f.Ref)+"))")
+	}
 	if f.Resolved != nil {
 		c.parts = append(c.parts, map[bool]string{true: "w.resolved_at IS NOT NULL", false: "w.resolved_at IS NULL"}[*f.Resolved])
 	}

@@ -40,7 +40,7 @@ var titles = map[string]string{
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"signin", "endpoints", "endpoint_created", "receipts", "receipt", "dryrun", "bulk_new", "bulk",
-		"webhooks", "subscription_created", "deliveries", "delivery", "audit", "error", "confirm", "mapping", "sessions", "sso",
+		"webhooks", "subscription_created", "deliveries", "delivery", "event", "subscription", "audit", "error", "confirm", "mapping", "sessions", "sso",
 		"bulk_list", "resend_new", "resend"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
 	}

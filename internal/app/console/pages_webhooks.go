@@ -194,6 +194,9 @@ type deliveriesData struct {
 	Statuses   []domain.WebhookStatus
 	// Subscriptions are the filter's choices, named by URL.
 	Subscriptions []db.Subscription
+	// Zone is the IANA zone the time filters are in (UTC when the
+	// browser's is unknown).
+	Zone string
 	// ResendURL is the bulk resend form with the list's filters.
 	ResendURL template.URL
 }
@@ -216,6 +219,13 @@ var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
 		if f.SubscriptionID != nil && !slices.ContainsFunc(subs, func(s db.Subscription) bool { return s.ID == *f.SubscriptionID }) {
 			return nil, badFilter("The subscription filter names no subscription of this organisation: " + f.SubscriptionID.String() + ".")
 		}
+		if err := knownFilterIDs(c, r, org, f, rows); err != nil {
+			return nil, err
+		}
+		loc, err := formZone(r.URL.Query().Get(zoneField))
+		if err != nil {
+			return nil, err
+		}
 		resend := url.Values{}
 		if f.Status == domain.WebhookFailed || f.Status == domain.WebhookExhausted {
 			resend.Set("status", string(f.Status))
@@ -227,8 +237,29 @@ var deliveriesPage = listPage[db.DeliveryListFilter, db.WebhookDelivery]{
 			resend.Set("event_type", f.EventType)
 		}
 		return deliveriesData{Deliveries: rows, Next: next, Filter: r.URL.Query(), Statuses: domain.WebhookStatuses, Subscriptions: subs,
-			ResendURL: template.URL(Prefix + "/resends/new?" + resend.Encode())}, nil // #nosec G203 -- url.Values.Encode escapes every value
+			Zone: zoneName(loc), ResendURL: template.URL(Prefix + "/resends/new?" + resend.Encode())}, nil // #nosec G203 -- url.Values.Encode escapes every value
 	},
+}
+
+// knownFilterIDs refuses an event or delivery filter that names no record
+// of the organisation, rather than showing an empty list; a delivery that
+// exists but that the other filters leave out still lists nothing.
+func knownFilterIDs(c *console, r *http.Request, org uuid.UUID, f db.DeliveryListFilter, rows []db.WebhookDelivery) error {
+	if f.EventID != nil {
+		if _, err := c.DB.GetEvent(r.Context(), org, *f.EventID); domain.ErrorCode(err) == domain.ENOTFOUND {
+			return badFilter("The event filter names no event of this organisation: " + f.EventID.String() + ".")
+		} else if err != nil {
+			return err
+		}
+	}
+	if f.ID != nil && len(rows) == 0 {
+		if _, err := c.DB.GetWebhookDelivery(r.Context(), org, *f.ID); domain.ErrorCode(err) == domain.ENOTFOUND {
+			return badFilter("The delivery filter names no delivery of this organisation: " + f.ID.String() + ".")
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deliveriesFilter reads the deliveries page's filters.
@@ -254,9 +285,30 @@ func deliveriesFilter(r *http.Request) (db.DeliveryListFilter, error) {
 		}
 		f.EventID = &id
 	}
+	if raw := strings.TrimSpace(q.Get("id")); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return f, badFilter("The delivery filter names no delivery: " + strconv.QuoteToASCII(raw) + " is not a delivery id.")
+		}
+		f.ID = &id
+	}
+	f.Ref = strings.TrimSpace(q.Get("ref"))
 	var err error
 	if f.Resolved, err = db.ParseResolved(q.Get("resolved"), nil); err != nil {
 		return f, badFilter("The resolved filter is " + strconv.QuoteToASCII(q.Get("resolved")) + ": it takes false, true or any.")
+	}
+	loc, err := formZone(q.Get(zoneField))
+	if err != nil {
+		return f, err
+	}
+	if f.CreatedAfter, err = formTime("From", q.Get("after"), loc); err != nil {
+		return f, err
+	}
+	if f.CreatedBefore, err = formTime("To", q.Get("before"), loc); err != nil {
+		return f, err
+	}
+	if f.CreatedAfter != nil && f.CreatedBefore != nil && f.CreatedAfter.After(*f.CreatedBefore) {
+		return f, badFilter("From (" + inZone(*f.CreatedAfter) + ") is later than To (" + inZone(*f.CreatedBefore) + "): no delivery can match.")
 	}
 	return f, nil
 }
