@@ -55,11 +55,14 @@ func TestEventPageHoldsItsShapeWithLongValues(t *testing.T) {
 		if got := b.Text("#event-entity"); !strings.Contains(got, ref) {
 			t.Errorf("%d px: the entity reads %.60q", width, got)
 		}
+		if got := b.Text("#event-receipt"); got != "order_invoice post SO-9" {
+			t.Errorf("%d px: the event's cause reads %q, want its post's name", width, got)
+		}
 		if status := b.Click("#event-receipt"); status != 200 {
 			t.Fatalf("%d px: the receipt that caused the event: %d", width, status)
 		}
-		if got := b.Text("h1"); !strings.Contains(got, f.receipt) {
-			t.Errorf("%d px: the link led to %q", width, got)
+		if got := b.Text("#receipt-id"); got != f.receipt {
+			t.Errorf("%d px: the link led to receipt %q", width, got)
 		}
 	}
 }

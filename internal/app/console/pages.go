@@ -115,3 +115,17 @@ func inZone(t time.Time) string {
 	}
 	return t.Format("2006-01-02 15:04") + " " + name
 }
+
+// receiptName names the receipt id, when there is one, as a person knows
+// it ("order_invoice post SO-9"), for a link to it; "" when there is none
+// or it is not the organisation's.
+func (c *console) receiptName(r *http.Request, org uuid.UUID, id *uuid.UUID) string {
+	if id == nil {
+		return ""
+	}
+	rec, err := c.Service.Receipt(r.Context(), org, *id)
+	if err != nil {
+		return "receipt " + id.String()
+	}
+	return postName(rec.Action, rec.Refs)
+}

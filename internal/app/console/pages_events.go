@@ -16,6 +16,8 @@ type eventData struct {
 	// Body is the envelope every delivery of the event carries.
 	Body    string
 	Receipt *uuid.UUID
+	// ReceiptName names Receipt.
+	ReceiptName string
 	// Deliveries are the event's deliveries, one per subscription it went
 	// to, each naming its subscription by URL.
 	Deliveries []db.WebhookDelivery
@@ -46,7 +48,10 @@ func (c *console) event(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Body = string(body)
-	if d.Receipt, err = c.DB.EventReceipt(r.Context(), v.OrgID, id); err != nil {
+	if d.Receipt, err = c.DB.EventReceipt(r.Context(), v.OrgID, id); err == nil {
+		d.ReceiptName = c.receiptName(r, v.OrgID, d.Receipt)
+	}
+	if err != nil {
 		c.failErr(w, r, err)
 		return
 	}

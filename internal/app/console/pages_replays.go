@@ -130,11 +130,17 @@ func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 		what = "Dry-run the replay of"
 	}
 	var sel *selectionData
+	endpoint := ""
 	if r.PostForm.Get("confirm") != "yes" {
 		eps, err := c.allEndpoints(r, v.OrgID)
 		if err != nil {
 			c.failErr(w, r, err)
 			return
+		}
+		for _, e := range eps {
+			if in.EndpointID != nil && e.ID == *in.EndpointID {
+				endpoint = e.Name
+			}
 		}
 		if sel, err = c.selection(r, in, eps); err != nil {
 			c.refused(w, r, back, err)
@@ -145,7 +151,7 @@ func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if sel.Count == 0 {
-			c.refused(w, r, back, domain.Errorf(domain.EINVALID, "no receipt matches these filters (%s)", describeSelection(in)))
+			c.refused(w, r, back, domain.Errorf(domain.EINVALID, "no receipt matches these filters (%s)", describeSelection(in, endpoint)))
 			return
 		}
 	}
@@ -153,7 +159,7 @@ func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 	if sel != nil {
 		count = sel.Count
 	}
-	if !c.confirmedShowing(w, r, what+" the "+strconv.Itoa(count)+" receipt(s) these filters select ("+describeSelection(in)+")?",
+	if !c.confirmedShowing(w, r, what+" the "+strconv.Itoa(count)+" receipt(s) these filters select ("+describeSelection(in, endpoint)+")?",
 		what+" "+strconv.Itoa(count)+" receipt(s)", back, sel) {
 		return
 	}
@@ -169,15 +175,20 @@ func (c *console) startBulkReplay(w http.ResponseWriter, r *http.Request) {
 	c.done(w, r, Prefix+"/replays/"+b.ID.String(), kind+" started over "+strconv.Itoa(b.Total)+" receipt(s).")
 }
 
-// describeSelection names a bulk replay's filters in words.
-func describeSelection(in db.NewReplayBatch) string {
+// describeSelection names a bulk replay's filters in words, its endpoint
+// by endpointName (by its id when that is "").
+func describeSelection(in db.NewReplayBatch, endpointName string) string {
 	outcomes := make([]string, len(in.Outcomes))
 	for i, o := range in.Outcomes {
 		outcomes[i] = string(o)
 	}
 	parts := []string{"outcome " + strings.Join(outcomes, " or ")}
 	if in.EndpointID != nil {
-		parts = append(parts, "endpoint "+in.EndpointID.String())
+		name := endpointName
+		if name == "" {
+			name = in.EndpointID.String()
+		}
+		parts = append(parts, "endpoint "+strconv.Quote(clip(100, name)))
 	}
 	if in.ReceivedAfter != nil {
 		parts = append(parts, "received from "+inZone(*in.ReceivedAfter))

@@ -354,6 +354,7 @@ func (c *console) delivery(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, r, err)
 		return
 	}
+	d.ReceiptName = c.receiptName(r, v.OrgID, d.Receipt)
 	c.renderPage(w, r, http.StatusOK, "delivery", page{Nav: "deliveries", Title: clip(120, x.EventType+" to "+target(x.URL)), Data: d})
 }
 
@@ -364,6 +365,8 @@ type deliveryData struct {
 	Body    string
 	Headers [][2]string
 	Receipt *uuid.UUID
+	// ReceiptName names Receipt.
+	ReceiptName string
 }
 
 func (c *console) resend(w http.ResponseWriter, r *http.Request) {
