@@ -47,6 +47,9 @@ func TestEventPageHoldsItsShapeWithLongValues(t *testing.T) {
 		if status := b.Open("/console/events/" + event); status != 200 {
 			t.Fatalf("%d px: the event's page: %d", width, status)
 		}
+		if width == 1280 {
+			b.Screenshot("event")
+		}
 		var html string
 		b.Eval("the page's markup", `document.documentElement.outerHTML`, &html)
 		if strings.Contains(html, "s3cret") {

@@ -89,6 +89,9 @@ func TestBulkResendPagesShowTheSelectionAndTheReports(t *testing.T) {
 		if status := b.Open("/console/resends/" + resend.String()); status != 200 {
 			t.Fatalf("%d px: the bulk resend's page answered %d", width, status)
 		}
+		if width == 1280 {
+			b.Screenshot("bulk-resend-report")
+		}
 		if b.Text("#resend-total") != "2" || b.Text("#resend-resent") != "1" || b.Text("#resend-not-resent") != "1" ||
 			!strings.Contains(b.Text("#resend-problems"), why) {
 			t.Errorf("%d px: the report reads total %s, resent %s, not resent %s, problems %q", width,
@@ -96,6 +99,9 @@ func TestBulkResendPagesShowTheSelectionAndTheReports(t *testing.T) {
 		}
 		if status := b.Open("/console/bulk"); status != 200 {
 			t.Fatalf("%d px: the past bulk actions answered %d", width, status)
+		}
+		if width == 1280 {
+			b.Screenshot("bulk-actions")
 		}
 		if !b.Present(`#bulk-resends a[href="/console/resends/`+resend.String()+`"]`) || !b.Present(`#bulk-replays a[href="/console/replays/`+replay.String()+`"]`) {
 			t.Errorf("%d px: the past bulk actions do not link the bulk resend and the bulk replay", width)

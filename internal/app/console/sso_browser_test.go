@@ -20,6 +20,7 @@ func (f *ssoFixture) ssoSignInTab(email, says string) {
 	if status := b.Open("/console/sign-in"); status != http.StatusOK {
 		f.t.Fatalf("the sign-in page: %d", status)
 	}
+	b.Screenshot("sign-in")
 	b.Run("type the email", chromedp.SetValue("#sso-signin input[name=email]", email, chromedp.ByQuery))
 	if status := b.Click("#sso-signin button"); status != http.StatusOK || b.Text("h1") != "Development identity provider" {
 		f.t.Fatalf("the provider's login page: %d %q", status, b.Text("h1"))
@@ -86,6 +87,7 @@ func TestSessionsAndProviderSettingsInABrowser(t *testing.T) {
 	if rows != 2 || !strings.Contains(b.Text("#sessions"), "(this one)") {
 		t.Fatalf("%d sessions listed: %s", rows, b.Text("#sessions"))
 	}
+	b.Screenshot("sessions")
 	// The row that is not this one.
 	b.Run("pick the other session", chromedp.Evaluate(`(() => { for (const tr of document.querySelectorAll("#sessions tbody tr")) {
 		if (!tr.textContent.includes("(this one)")) { tr.querySelector("button").id = "end-other"; } } })()`, nil))
@@ -95,6 +97,7 @@ func TestSessionsAndProviderSettingsInABrowser(t *testing.T) {
 	if status := b.Open("/console/settings/sso"); status != http.StatusOK || !strings.Contains(b.Text("#sso-current"), f.idp.Issuer) {
 		t.Fatalf("the settings page: %d %q", status, b.Text("#sso-current"))
 	}
+	b.Screenshot("sso-settings")
 	b.Run("change the admin values", chromedp.SetValue("#sso-form input[name=admin_values]", "commerce-admins, ops", chromedp.ByQuery))
 	if status := b.Click("#sso-form button"); status != http.StatusOK || !strings.Contains(b.Text("#flash"), "Saved") {
 		t.Fatalf("saving: %d %q", status, b.Text("#flash"))

@@ -42,6 +42,9 @@ func TestSubscriptionPageHoldsItsShapeWithLongValues(t *testing.T) {
 		if status := b.Open(path); status != 200 {
 			t.Fatalf("%d px: the subscription's page: %d", width, status)
 		}
+		if width == 1280 {
+			b.Screenshot("subscription")
+		}
 		var html string
 		b.Eval("the page's markup", `document.documentElement.outerHTML`, &html)
 		if strings.Contains(html, "s3cret") {
