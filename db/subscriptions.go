@@ -315,9 +315,31 @@ func (d *DB) UpdateSubscription(ctx context.Context, orgID, id uuid.UUID, ch Sub
 
 // DeleteSubscription removes one of the organisation's subscriptions with
 // its deliveries and their attempts.
+//
+// The delete takes its deliveries' row locks before the subscription's, in
+// the order a recorded attempt takes them (its delivery, then its
+// subscription's health): a delete that locked the subscription first and
+// then cascaded to a delivery whose attempt was being recorded deadlocked
+// with it. A deadlock that still happens (a delivery made and attempted
+// between the two) is tried again, at most three times.
 func (d *DB) DeleteSubscription(ctx context.Context, orgID, id uuid.UUID) error {
-	tag, err := d.pool.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`, orgID, id)
-	if err == nil && tag.RowsAffected() == 0 {
+	var deleted int64
+	var err error
+	for range 3 {
+		err = d.inTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2 ORDER BY id FOR UPDATE`,
+				orgID, id); err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`, orgID, id)
+			deleted = tag.RowsAffected()
+			return err
+		})
+		if pe := pgError(err); pe == nil || pe.Code != "40P01" {
+			break
+		}
+	}
+	if err == nil && deleted == 0 {
 		return domain.Errorf(domain.ENOTFOUND, "subscription not found")
 	}
 	return err
