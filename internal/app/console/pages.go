@@ -123,7 +123,7 @@ func (c *console) receiptName(r *http.Request, org uuid.UUID, id *uuid.UUID) str
 	if id == nil {
 		return ""
 	}
-	rec, err := c.Service.Receipt(r.Context(), org, *id)
+	rec, err := c.DB.GetReceipt(r.Context(), org, *id)
 	if err != nil {
 		return "receipt " + id.String()
 	}

@@ -341,7 +341,7 @@ func (c *console) cancel(w http.ResponseWriter, r *http.Request) {
 	// The question names the post; one the organisation has not is
 	// refused by the cancel below.
 	name := "receipt " + id.String()
-	if rec, err := c.Service.Receipt(r.Context(), v.OrgID, id); err == nil {
+	if rec, err := c.DB.GetReceipt(r.Context(), v.OrgID, id); err == nil {
 		name = postName(rec.Action, rec.Refs) + " received " + rec.ReceivedAt.UTC().Format("2006-01-02 15:04 UTC")
 	}
 	if !c.confirmed(w, r, "Cancel the parked "+name+"? It stops waiting for its record; it can be replayed later.",
