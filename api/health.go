@@ -30,15 +30,18 @@ func ReadinessChecks(d *db.DB, tc client.Client) []health.Check {
 }
 
 // DatabaseChecks are the checks every process requires: Postgres answers,
-// and its schema is the one this binary expects.
+// and its schema is at least the one this binary expects. A schema ahead
+// of the binary is ready: migrations only add (docs/versioning.md), so a
+// replica of the previous release keeps serving, and staying in its load
+// balancer, from the moment the new release migrates until it is replaced.
 func DatabaseChecks(d *db.DB) []health.Check {
 	return []health.Check{
 		{Name: "postgres", Required: true, Probe: d.Ping},
 		{Name: "schema", Required: true, Reason: fmt.Sprintf("not at version %d: run `commerce migrate`", db.LatestVersion()),
 			Probe: func(ctx context.Context) error {
 				v, err := d.SchemaVersion(ctx)
-				if err == nil && v != db.LatestVersion() {
-					err = fmt.Errorf("schema version %d, want %d", v, db.LatestVersion())
+				if err == nil && v < db.LatestVersion() {
+					err = fmt.Errorf("schema version %d, want at least %d", v, db.LatestVersion())
 				}
 				return err
 			}},

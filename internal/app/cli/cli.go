@@ -143,14 +143,16 @@ func connectAPI(ctx context.Context, cfg config.Config, tr *tracing.Tracing) (*d
 }
 
 // openDB connects to the configured database and checks that its schema is
-// the one this binary expects.
+// at least the one this binary expects. A schema ahead is taken: migrations
+// only add (docs/versioning.md), so a process of the previous release that
+// restarts during a rolling upgrade comes back instead of refusing.
 func openDB(ctx context.Context, cfg config.Config, tr *tracing.Tracing) (*db.DB, error) {
 	d, err := ConnectDB(ctx, cfg, tr)
 	if err != nil {
 		return nil, err
 	}
 	v, err := d.SchemaVersion(ctx)
-	if err != nil || v != db.LatestVersion() {
+	if err != nil || v < db.LatestVersion() {
 		d.Close()
 		if err != nil {
 			return nil, fmt.Errorf("the database has no commerce schema (run `commerce migrate`): %w", err)

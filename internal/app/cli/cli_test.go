@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/commerce-integration/commerce/api"
+	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/cursor"
 	"github.com/commerce-integration/commerce/internal/testdb"
@@ -229,6 +231,24 @@ func TestCommandsRefuseAnUnmigratedDatabase(t *testing.T) {
 	code, _, errOut := run(t, u, "org", "create", "--name", "Acme")
 	if code != 1 || !strings.Contains(errOut, "commerce migrate") {
 		t.Fatalf("exit %d, stderr %q; want a pointer to `commerce migrate`", code, errOut)
+	}
+}
+
+// A schema behind the binary is refused; one ahead of it, as a rolling
+// upgrade leaves the previous release's processes, is taken.
+func TestCommandsRefuseASchemaBehindAndTakeOneAhead(t *testing.T) {
+	d := testdb.New(t)
+	for _, c := range []struct {
+		shift int32
+		code  int
+	}{{-1, 1}, {+2, 0}} {
+		if _, err := d.Pool().Exec(context.Background(), `UPDATE schema_version SET version = $1`, db.LatestVersion()+c.shift); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run(t, d.URL, "org", "create", "--name", fmt.Sprintf("Acme %d", c.shift))
+		if code != c.code || (c.code == 1 && !strings.Contains(errOut, "commerce migrate")) {
+			t.Errorf("schema at latest%+d: exit %d, stderr %q; want exit %d", c.shift, code, errOut, c.code)
+		}
 	}
 }
 
