@@ -214,8 +214,12 @@ func (u *upgrade) replace(ctx context.Context, kind string, i int) error {
 	} else if _, err := u.startWorker(ctx, i); err != nil {
 		return err
 	}
-	u.printf("%s %d: %s replaced by the new release in %.1fs (SIGTERM, then started)\n", kind, i+1, filepath.Base(u.oldBin), time.Since(started).Seconds())
-	return nil
+	u.printf("%s %d: the old release's replaced by the new one in %.1fs (SIGTERM, then started)\n", kind, i+1, time.Since(started).Seconds())
+	// Posts go on between one replacement and the next.
+	at := u.answered.get()
+	return u.waitFor(ctx, "posts answered after the replacement", 30*time.Second, func() (bool, error) {
+		return u.answered.get() >= min(at+2, u.opts.Posts), nil
+	})
 }
 
 func (u *upgrade) urlOf(i int) string { return "http://127.0.0.1:" + strconv.Itoa(u.apiPorts[i]) }

@@ -42,12 +42,14 @@ type upgrade struct {
 	sideToken      string // the endpoint of the parked and failed posts
 	res            UpgradeResult
 	began          time.Time
+	answered       counter // posts answered
 	urls           map[*receiver]string
 }
 
 // UpgradeResult is what a rolling upgrade did and what it found.
 type UpgradeResult struct {
 	Posts, Applied      int // posts sent while it rolled; applied once each
+	DuringRoll          int // posts answered between the first replica stopped and the last started
 	PostsLost, Doubled  int
 	Parked, Woken       int // posts parked by the old release; applied after their order came
 	FailedPosts         int // refused posts the bulk replay replayed
@@ -84,7 +86,7 @@ func (r UpgradeResult) print(w io.Writer) {
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, "  !", p)
 	}
-	fmt.Fprintf(w, "\nposts while rolling   %d sent, %d applied once, %d lost, %d doubled\n", r.Posts, r.Applied, r.PostsLost, r.Doubled)
+	fmt.Fprintf(w, "\nposts                 %d sent (%d answered during the roll), %d applied once, %d lost, %d doubled\n", r.Posts, r.DuringRoll, r.Applied, r.PostsLost, r.Doubled)
 	fmt.Fprintf(w, "parked by the old     %d, %d applied once their order came\n", r.Parked, r.Woken)
 	fmt.Fprintf(w, "bulk replay           of %d refused posts, %s\n", r.FailedPosts, r.BulkReplay)
 	fmt.Fprintf(w, "deliveries            %d events, %d delivered once to the healthy receiver\n", r.Deliveries, r.Delivered)
@@ -242,6 +244,7 @@ func (u *upgrade) run(ctx context.Context) (UpgradeResult, error) {
 	u.printf("old release: %d parked and %d refused posts answered %v\n", upgradeParked, upgradeFailed, outcomes)
 
 	// Posts all along, paced to last through the roll.
+	// A quarter of them before the migration, the rest from it on.
 	answers := make([]answer, u.opts.Posts)
 	var posting sync.WaitGroup
 	next := make(chan int)
@@ -249,16 +252,22 @@ func (u *upgrade) run(ctx context.Context) (UpgradeResult, error) {
 		posting.Go(func() {
 			for i := range next {
 				answers[i] = u.post(ctx, hc, i)
+				u.answered.add(1)
 			}
 		})
 	}
-	paced := make(chan struct{})
+	paced, rolling := make(chan struct{}), make(chan struct{})
 	pace := 80 * time.Millisecond
 	go func() {
 		defer close(next)
 		for i := range u.opts.Posts {
 			if i == u.opts.Posts/4 {
 				close(paced)
+				select {
+				case <-rolling:
+				case <-ctx.Done():
+					return
+				}
 			}
 			select {
 			case next <- i:
@@ -290,6 +299,7 @@ func (u *upgrade) run(ctx context.Context) (UpgradeResult, error) {
 	u.printf("old release: %d deliveries awaiting the nightly retry, %d held; bulk replay %s %s\n", u.res.Nightly, u.heldCount(), batch.ID, batch.Status)
 
 	// The new release's migration, under the old replicas.
+	close(rolling)
 	started := time.Now()
 	if err := migrateWith(ctx, u.newBin, u.dbURL); err != nil {
 		return u.res, err
@@ -301,7 +311,7 @@ func (u *upgrade) run(ctx context.Context) (UpgradeResult, error) {
 	u.printf("an old API replica after the migration: reads answer 200, /readyz %d\n", u.res.OldReadyz)
 
 	// One at a time: the API replicas, then the workers.
-	rollStart := time.Now()
+	rollStart, before := time.Now(), u.answered.get()
 	u.bins.commerce = u.newBin
 	for i := range u.apis {
 		if err := u.replace(ctx, "api", i); err != nil {
@@ -314,7 +324,7 @@ func (u *upgrade) run(ctx context.Context) (UpgradeResult, error) {
 			return u.res, err
 		}
 	}
-	u.res.Roll = time.Since(rollStart)
+	u.res.Roll, u.res.DuringRoll = time.Since(rollStart), u.answered.get()-before
 	posting.Wait()
 
 	// The work left, finished on the new release.
