@@ -104,7 +104,9 @@ func buildOld(ctx context.Context, root, commit, dir string, out func(string, ..
 		return "", fmt.Errorf("git archive %s: %w", commit, err)
 	}
 	bin := filepath.Join(dir, "commerce-old")
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "nodev", "-ldflags=-s -w", "-o", bin, "./cmd/commerce")
+	// -trimpath: the export's directory differs each time; without it
+	// no package of the old tree would be taken from the build cache.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "nodev", "-ldflags=-s -w", "-o", bin, "./cmd/commerce")
 	cmd.Dir = src
 	if o, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build the commerce of %s: %w\n%s", commit, err, o)
