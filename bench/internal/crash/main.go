@@ -33,6 +33,7 @@ func Main(name string, o Options) {
 	flag.StringVar(&o.TemporalStore, "temporal-store", o.TemporalStore, "embedded shape: the Temporal server's persistence, sqlite or postgres")
 	split := flag.Int("cpu-split", 0, "prod shape: instead of the runs, two runs without faults (N posts with N deliveries, then N deliveries alone) and each process's CPU per post and per delivery")
 	flag.StringVar(&o.Bin, "bin", o.Bin, "a commerce binary to run (built from the module when empty): the worker, and in the prod shape the APIs too")
+	flag.StringVar(&o.Upgrade, "upgrade", o.Upgrade, "prod shape: instead of the runs, a rolling upgrade from this git ref (a previous release, e.g. v0.1.0) to this checkout")
 	flag.Parse()
 	o.Faults = []Fault{} // none: a run without faults
 	for f := range strings.SplitSeq(*faultList, ",") {
@@ -43,6 +44,13 @@ func Main(name string, o Options) {
 	o.Out = os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.Upgrade != "" {
+		if err := MainUpgrade(ctx, o); err != nil {
+			fmt.Fprintln(os.Stderr, name+":", err)
+			os.Exit(upgradeExit(err))
+		}
+		return
+	}
 	if *split > 0 {
 		if err := SplitCPU(ctx, o, *split); err != nil {
 			fmt.Fprintln(os.Stderr, name+":", err)

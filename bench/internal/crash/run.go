@@ -66,6 +66,9 @@ type Options struct {
 	// is started again (FaultTemporal).
 	TemporalDown time.Duration
 	Out          io.Writer
+	// Upgrade is a git ref of a previous release: the run is a rolling
+	// upgrade from it to this checkout (RunUpgrade) instead of faults.
+	Upgrade string
 }
 
 // Fault is what a run breaks in the middle of its burst.
@@ -259,6 +262,11 @@ type setup struct {
 	// keepLogs keeps the run's directory (its processes' logs) when it
 	// lost or doubled anything.
 	keepLogs bool
+	// migrate and prepare, when set, stand in for db.Migrate and data (a
+	// rolling upgrade migrates with, and makes its data for, the release
+	// it starts from).
+	migrate func(ctx context.Context, dbURL string) error
+	prepare func(ctx context.Context, sealer *secrets.Sealer) error
 }
 
 func (s *setup) close() {
@@ -297,7 +305,11 @@ func (s *setup) start(ctx context.Context) error {
 	}
 	s.dbURL = dbURL
 	s.stops = append(s.stops, drop)
-	if _, err := db.Migrate(ctx, dbURL); err != nil {
+	migrate := s.migrate
+	if migrate == nil {
+		migrate = func(ctx context.Context, dbURL string) error { _, err := db.Migrate(ctx, dbURL); return err }
+	}
+	if err := migrate(ctx, dbURL); err != nil {
 		return err
 	}
 	// The harness's own connections are named, so that their CPU is not
@@ -429,6 +441,9 @@ func (s *setup) start(ctx context.Context) error {
 // order_invoice endpoint per 100 posts, a key for the customers route, and
 // the subscription to the receiver.
 func (s *setup) data(ctx context.Context, sealer *secrets.Sealer) error {
+	if s.prepare != nil {
+		return s.prepare(ctx, sealer)
+	}
 	org, _, err := s.d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Crash Ltd", OwnerEmail: "owner@crash.example"})
 	if err != nil {
 		return err
