@@ -128,8 +128,8 @@ func (o *Options) validate() error {
 	}
 	for _, f := range o.Faults {
 		switch {
-		case f != FaultWorker && f != FaultAPI && f != FaultTemporal:
-			return fmt.Errorf("fault %q: want worker, api or temporal", f)
+		case f != FaultWorker && f != FaultAPI && f != FaultTemporal && !netFault(f):
+			return fmt.Errorf("fault %q: want worker, api, temporal, postgres, postgres-restart, latency, partition-db or partition-temporal", f)
 		case f != FaultWorker && o.Shape == ShapeEmbedded:
 			return fmt.Errorf("fault %q needs -shape prod: the embedded shape runs the API and Temporal in the harness's process", f)
 		case f == FaultAPI && o.APIs < 2:
@@ -259,6 +259,9 @@ type setup struct {
 	// keepLogs keeps the run's directory (its processes' logs) when it
 	// lost or doubled anything.
 	keepLogs bool
+	// net: the private Postgres and toxiproxy of the database and network
+	// faults (dbfaults.go).
+	net *netSetup
 }
 
 func (s *setup) close() {
@@ -295,8 +298,12 @@ func (s *setup) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.dbURL = dbURL
 	s.stops = append(s.stops, drop)
+	sharedURL := dbURL // Temporal's databases stay beside it
+	if dbURL, err = s.privateDatabase(ctx, dbURL); err != nil {
+		return err
+	}
+	s.dbURL = dbURL
 	if _, err := db.Migrate(ctx, dbURL); err != nil {
 		return err
 	}
@@ -326,11 +333,14 @@ func (s *setup) start(ctx context.Context) error {
 	if err := s.data(ctx, sealer); err != nil {
 		return err
 	}
+	if err := s.makeReadKey(ctx); err != nil {
+		return err
+	}
 
 	var temporalAddress string
 	if s.opts.Shape == ShapeProd {
 		started := time.Now()
-		t, dropTemporal, err := setupTemporal(ctx, s.bins, s.compose, dbURL, dir)
+		t, dropTemporal, err := setupTemporal(ctx, s.bins, s.compose, sharedURL, dir)
 		if err != nil {
 			return err
 		}
@@ -377,6 +387,9 @@ func (s *setup) start(ctx context.Context) error {
 		"COMMERCE_LOG_FORMAT=json", "COMMERCE_LOG_LEVEL=info", "COMMERCE_METRICS_LISTEN=127.0.0.1:0"}
 	s.workerEnv = append(slices.Clone(env), s.compose.envOf("worker")...)
 	s.apiEnv = append(slices.Clone(env), s.compose.envOf("api")...)
+	if err := s.routeThroughProxies(ctx, temporalAddress); err != nil {
+		return err
+	}
 	s.stops = append(s.stops, func() {
 		s.mu.Lock()
 		ps := append(slices.Clone(s.apis), s.workers...)
@@ -557,6 +570,8 @@ type FaultResult struct {
 	// ReadyWhileDown: with the Temporal server down, every API replica's
 	// /readyz answered 200 and its verbose answer named Temporal down.
 	ReadyWhileDown bool
+	// Outage: a database or network fault's checks (dbfaults.go).
+	Outage *Outage
 }
 
 // readyWithTemporalDown asks every API replica's /readyz and
@@ -824,6 +839,11 @@ func (s *setup) strike(ctx context.Context, f *FaultResult, start time.Time) err
 		s.cpu.begin(s.temporal.proc)
 		f.Back = time.Since(struck)
 		fmt.Fprintf(out, "  %5.1fs  Temporal server pid %d answering, %.1fs after the kill\n", time.Since(start).Seconds(), s.temporal.proc.pid(), f.Back.Seconds())
+	default:
+		if err := s.strikeNet(ctx, f, start); err != nil {
+			return err
+		}
+		struck = time.Now() // the stall is measured from the heal
 	}
 	// The stall: until the next post is applied (none left: none).
 	for applied0 < s.opts.Posts {
