@@ -24,7 +24,8 @@ import (
 // The database and network faults (production shape).
 const (
 	// FaultPostgres: the service's Postgres postmaster gets SIGKILL and is
-	// started again (crash recovery) PostgresDown later. The service's
+	// started again (crash recovery) PostgresDown later, which with the
+	// recovery brings it back within about 10 s. The service's
 	// database then lives in a private cluster of the run's own
 	// (internal/devpg), so that the machine's shared server is not touched;
 	// Temporal's databases stay on the shared server.
@@ -48,7 +49,7 @@ const (
 
 // How long each of these faults lasts.
 const (
-	PostgresDown  = 5 * time.Second
+	PostgresDown  = 2 * time.Second
 	LatencyAdded  = 200 * time.Millisecond
 	SlowFor       = 10 * time.Second
 	PartitionFor  = 15 * time.Second
