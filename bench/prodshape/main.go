@@ -1,10 +1,18 @@
 // Command prodshape runs docker-compose.yml's production shape as
 // processes on this machine and breaks it in the middle of a burst: a
 // worker SIGKILLed, an API replica SIGKILLed with requests in flight, the
-// Temporal server SIGKILLed and restarted. It checks that nothing was lost
-// and nothing doubled, and prints how long each part took to come back.
+// Temporal server SIGKILLed and restarted; and, when asked, the service's
+// Postgres SIGKILLed (postgres) or shut down fast (postgres-restart) and
+// started again, 200 ms of latency to Postgres (latency), and silent
+// partitions from Postgres (partition-db) and between the workers and
+// Temporal (partition-temporal) through a toxiproxy built from its module.
+// It checks that nothing was lost and nothing doubled, and prints how long
+// each part took to come back; for the database and network faults, that
+// the API answered 503 with Retry-After and /readyz said so while Postgres
+// was away, and that work resumed within 5 s of the heal.
 //
 //	go run ./bench/prodshape [-runs 3] [-posts 500] [-deliveries 500] [-clients 8] [-faults worker,api,temporal]
+//	go run ./bench/prodshape -runs 1 -kill-at 0.1 -fault-every 0.15 -faults postgres,postgres-restart,latency,partition-db,partition-temporal
 //
 // It builds the Temporal server and its SQL tool from the module go.mod
 // pins, and `commerce` as the image does (-tags nodev); the first build

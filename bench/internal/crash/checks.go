@@ -71,7 +71,7 @@ type Result struct {
 // replica that was not ready while the Temporal server was down.
 func (r Result) Failed() bool {
 	for _, f := range r.Faults {
-		if f.Fault == FaultTemporal && !f.ReadyWhileDown {
+		if f.Fault == FaultTemporal && !f.ReadyWhileDown || f.Outage != nil && len(f.Outage.Problems(f.Fault)) > 0 {
 			return true
 		}
 	}
@@ -89,6 +89,13 @@ func (r *Result) problem(format string, args ...any) {
 func (r Result) printProblems(w io.Writer) {
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, "  !", p)
+	}
+	for _, f := range r.Faults {
+		if f.Outage != nil {
+			for _, p := range f.Outage.Problems(f.Fault) {
+				fmt.Fprintln(w, "  !", p)
+			}
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ func Main(name string, o Options) {
 	flag.IntVar(&o.Clients, "clients", o.Clients, "posts in flight at once")
 	flag.Float64Var(&o.KillAt, "kill-at", o.KillAt, "share of the work (posts applied + deliveries made) done when the first fault strikes")
 	flag.Float64Var(&o.FaultEvery, "fault-every", o.FaultEvery, "share of the work between one fault and the next")
-	faultList := flag.String("faults", strings.Join(faults, ","), "faults to strike, in order: worker, api, temporal (api and temporal need -shape prod), or none")
+	faultList := flag.String("faults", strings.Join(faults, ","), "faults to strike, in order: worker, api, temporal, postgres (SIGKILL), postgres-restart (fast shutdown), latency (200 ms to Postgres), partition-db, partition-temporal (all but worker need -shape prod), or none")
 	flag.DurationVar(&o.Settle, "settle", o.Settle, "how long a run waits, after the last fault, for everything to settle")
 	flag.DurationVar(&o.TemporalDown, "temporal-down", o.TemporalDown, "how long the Temporal server stays down after its SIGKILL")
 	flag.StringVar(&o.Shape, "shape", o.Shape, "embedded (Temporal and the API in this process) or prod (docker-compose.yml's shape as processes)")

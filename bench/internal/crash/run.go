@@ -131,8 +131,8 @@ func (o *Options) validate() error {
 	}
 	for _, f := range o.Faults {
 		switch {
-		case f != FaultWorker && f != FaultAPI && f != FaultTemporal:
-			return fmt.Errorf("fault %q: want worker, api or temporal", f)
+		case f != FaultWorker && f != FaultAPI && f != FaultTemporal && !netFault(f):
+			return fmt.Errorf("fault %q: want worker, api, temporal, postgres, postgres-restart, latency, partition-db or partition-temporal", f)
 		case f != FaultWorker && o.Shape == ShapeEmbedded:
 			return fmt.Errorf("fault %q needs -shape prod: the embedded shape runs the API and Temporal in the harness's process", f)
 		case f == FaultAPI && o.APIs < 2:
@@ -267,6 +267,9 @@ type setup struct {
 	// it starts from).
 	migrate func(ctx context.Context, dbURL string) error
 	prepare func(ctx context.Context, sealer *secrets.Sealer) error
+	// net: the private Postgres and toxiproxy of the database and network
+	// faults (dbfaults.go).
+	net *netSetup
 }
 
 func (s *setup) close() {
@@ -303,8 +306,12 @@ func (s *setup) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.dbURL = dbURL
 	s.stops = append(s.stops, drop)
+	sharedURL := dbURL // Temporal's databases stay beside it
+	if dbURL, err = s.privateDatabase(ctx, dbURL); err != nil {
+		return err
+	}
+	s.dbURL = dbURL
 	migrate := s.migrate
 	if migrate == nil {
 		migrate = func(ctx context.Context, dbURL string) error { _, err := db.Migrate(ctx, dbURL); return err }
@@ -338,11 +345,14 @@ func (s *setup) start(ctx context.Context) error {
 	if err := s.data(ctx, sealer); err != nil {
 		return err
 	}
+	if err := s.makeReadKey(ctx); err != nil {
+		return err
+	}
 
 	var temporalAddress string
 	if s.opts.Shape == ShapeProd {
 		started := time.Now()
-		t, dropTemporal, err := setupTemporal(ctx, s.bins, s.compose, dbURL, dir)
+		t, dropTemporal, err := setupTemporal(ctx, s.bins, s.compose, sharedURL, dir)
 		if err != nil {
 			return err
 		}
@@ -389,6 +399,9 @@ func (s *setup) start(ctx context.Context) error {
 		"COMMERCE_LOG_FORMAT=json", "COMMERCE_LOG_LEVEL=info", "COMMERCE_METRICS_LISTEN=127.0.0.1:0"}
 	s.workerEnv = append(slices.Clone(env), s.compose.envOf("worker")...)
 	s.apiEnv = append(slices.Clone(env), s.compose.envOf("api")...)
+	if err := s.routeThroughProxies(ctx, temporalAddress); err != nil {
+		return err
+	}
 	s.stops = append(s.stops, func() {
 		s.mu.Lock()
 		ps := append(slices.Clone(s.apis), s.workers...)
@@ -572,6 +585,8 @@ type FaultResult struct {
 	// ReadyWhileDown: with the Temporal server down, every API replica's
 	// /readyz answered 200 and its verbose answer named Temporal down.
 	ReadyWhileDown bool
+	// Outage: a database or network fault's checks (dbfaults.go).
+	Outage *Outage
 }
 
 // readyWithTemporalDown asks every API replica's /readyz and
@@ -839,6 +854,11 @@ func (s *setup) strike(ctx context.Context, f *FaultResult, start time.Time) err
 		s.cpu.begin(s.temporal.proc)
 		f.Back = time.Since(struck)
 		fmt.Fprintf(out, "  %5.1fs  Temporal server pid %d answering, %.1fs after the kill\n", time.Since(start).Seconds(), s.temporal.proc.pid(), f.Back.Seconds())
+	default:
+		if err := s.strikeNet(ctx, f, start); err != nil {
+			return err
+		}
+		struck = time.Now() // the stall is measured from the heal
 	}
 	// The stall: until the next post is applied (none left: none).
 	for applied0 < s.opts.Posts {
