@@ -32,6 +32,7 @@ func Main(name string, o Options) {
 	flag.IntVar(&o.Workers, "workers", o.Workers, "prod shape: `commerce worker` processes")
 	flag.StringVar(&o.TemporalStore, "temporal-store", o.TemporalStore, "embedded shape: the Temporal server's persistence, sqlite or postgres")
 	split := flag.Int("cpu-split", 0, "prod shape: instead of the runs, two runs without faults (N posts with N deliveries, then N deliveries alone) and each process's CPU per post and per delivery")
+	soak := SoakFlags()
 	flag.StringVar(&o.Bin, "bin", o.Bin, "a commerce binary to run (built from the module when empty): the worker, and in the prod shape the APIs too")
 	flag.Parse()
 	o.Faults = []Fault{} // none: a run without faults
@@ -43,6 +44,17 @@ func Main(name string, o Options) {
 	o.Out = os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if soak.Duration > 0 {
+		res, err := Soak(ctx, o, *soak)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, name+":", err)
+			os.Exit(2)
+		}
+		if res.Failed() {
+			os.Exit(1)
+		}
+		return
+	}
 	if *split > 0 {
 		if err := SplitCPU(ctx, o, *split); err != nil {
 			fmt.Fprintln(os.Stderr, name+":", err)

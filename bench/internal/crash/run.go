@@ -66,6 +66,9 @@ type Options struct {
 	// is started again (FaultTemporal).
 	TemporalDown time.Duration
 	Out          io.Writer
+	// Env is more environment for the commerce processes, TemporalEnv for
+	// the Temporal server (prod shape): a soak turns profiles and metrics on.
+	Env, TemporalEnv []string
 }
 
 // Fault is what a run breaks in the middle of its burst.
@@ -335,6 +338,7 @@ func (s *setup) start(ctx context.Context) error {
 			return err
 		}
 		s.stops = append(s.stops, dropTemporal)
+		t.env = append(t.env, s.opts.TemporalEnv...)
 		s.temporal = t
 		s.stops = append(s.stops, func() {
 			if t.proc != nil {
@@ -375,8 +379,8 @@ func (s *setup) start(ctx context.Context) error {
 	env := []string{"DATABASE_URL=" + dbURL, "TEMPORAL_ADDRESS=" + temporalAddress, "TEMPORAL_NAMESPACE=default",
 		"COMMERCE_SECRET_KEY=" + serviceKey, "COMMERCE_ALLOW_PRIVATE_TARGETS=true", "COMMERCE_BASE_URL=http://crash.example",
 		"COMMERCE_LOG_FORMAT=json", "COMMERCE_LOG_LEVEL=info", "COMMERCE_METRICS_LISTEN=127.0.0.1:0"}
-	s.workerEnv = append(slices.Clone(env), s.compose.envOf("worker")...)
-	s.apiEnv = append(slices.Clone(env), s.compose.envOf("api")...)
+	s.workerEnv = append(append(slices.Clone(env), s.compose.envOf("worker")...), s.opts.Env...)
+	s.apiEnv = append(append(slices.Clone(env), s.compose.envOf("api")...), s.opts.Env...)
 	s.stops = append(s.stops, func() {
 		s.mu.Lock()
 		ps := append(slices.Clone(s.apis), s.workers...)
