@@ -39,7 +39,8 @@ var soakBounds = map[string]struct{ limit, floor float64 }{
 	famP99:        {0.20, 50}, // ms: a shared machine's scheduling alone moves a p99 by tens of ms
 }
 
-// judge compares, for every series but the p50s (plotted, not judged), the
+// judge compares, for every series but the p50s and the writes' p99
+// (plotted, not judged), the
 // mean of the first tenth of the judged window (at least two samples) with
 // the mean of its last tenth: with a sample every 10 s, the first and last
 // two minutes of a 20-minute window. Means of a few samples, not single
@@ -57,10 +58,10 @@ func judge(samples []SoakSample, from time.Duration) []Judgement {
 	edge := max(2, int(math.Ceil(float64(len(w))/10)))
 	var out []Judgement
 	for _, key := range seriesKeys(samples) {
-		fam, _, _ := strings.Cut(key, "/")
+		fam, what, _ := strings.Cut(key, "/")
 		b, ok := soakBounds[fam]
-		if !ok {
-			continue
+		if !ok || (fam == famP99 && what == "write") {
+			continue // the writes, one every few seconds, are too few for a p99: plotted only
 		}
 		j := Judgement{Series: key, Start: meanOf(w[:edge], key), End: meanOf(w[len(w)-edge:], key), Limit: b.limit, Floor: b.floor}
 		if math.IsNaN(j.Start) || math.IsNaN(j.End) {

@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/commerce-integration/commerce/bench/internal/harness"
 	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
-	"github.com/commerce-integration/commerce/bench/internal/harness"
 )
 
 // soakOrders are the confirmed orders the soak's invoices name, spread so
