@@ -49,3 +49,60 @@ func TestTheProductionShapeLosesAndDoublesNothingThroughItsFaults(t *testing.T) 
 		}
 	}
 }
+
+// TestTheProductionShapeHoldsSteadyThroughASoak runs the soak for two
+// minutes at a small rate (4 posts, 2 reads and a write every few seconds)
+// and checks that its verdict comes from real samples: one every 10 s, each
+// with a resident size and a goroutine count for every API, worker and the
+// Temporal server; and that it passes: no series grew beyond its bound.
+func TestTheProductionShapeHoldsSteadyThroughASoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the production-shape harness builds the Temporal server and runs it as a process: skipped under -short")
+	}
+	so := crash.DefaultSoak()
+	so.Duration, so.Rate, so.Reads, so.Writes, so.Out = 2*time.Minute, 4, 2, 0.3, t.TempDir()
+	o := Defaults()
+	o.Out = t.Output()
+	res, err := crash.Soak(t.Context(), o, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int(so.Duration / so.Every); len(res.Samples) != want {
+		t.Fatalf("%d samples, want %d (one every %s)", len(res.Samples), want, so.Every)
+	}
+	procs := []string{"api-1", "api-2", "worker-1", "worker-2", "temporal"}
+	for i, s := range res.Samples {
+		if want := time.Duration(i+1) * so.Every; s.At != want {
+			t.Errorf("sample %d at %s, want %s", i, s.At, want)
+		}
+		for _, p := range procs {
+			if rss, g := s.Values["rss_mib/"+p], s.Values["goroutines/"+p]; !(rss > 0) || !(g > 0) {
+				t.Errorf("sample %d: %s has resident size %v MiB and %v goroutines", i, p, rss, g)
+			}
+		}
+		if !(s.Values["db_conns/service-db"] > 0) || !(s.Values["db_conns/temporal-dbs"] > 0) {
+			t.Errorf("sample %d: %v connections to the service's database, %v to Temporal's", i, s.Values["db_conns/service-db"], s.Values["db_conns/temporal-dbs"])
+		}
+	}
+	judged := map[string]bool{}
+	for _, j := range res.Judged {
+		judged[j.Series] = true
+	}
+	for _, p := range procs {
+		if !judged["rss_mib/"+p] || !judged["goroutines/"+p] || !judged["open_files/"+p] {
+			t.Errorf("%s's resident size, goroutines or open files not judged: %v", p, judged)
+		}
+	}
+	if !judged["p99_ms/post"] || !judged["p99_ms/read"] {
+		t.Errorf("the posts' or the reads' p99 not judged: %v", judged)
+	}
+	if res.Load["post"].OK == 0 || res.Load["post"].Refused409 == 0 || res.Load["read"].OK == 0 || res.Load["failing receiver"].Status5xx == 0 {
+		t.Errorf("the load was not the mix it should be: %+v", res.Load)
+	}
+	if len(res.Profiles) != 4 {
+		t.Errorf("heap profiles %v, want an API's and a worker's at the judged window's start and at the end", res.Profiles)
+	}
+	if res.Failed() {
+		t.Errorf("the soak's verdict is FAIL: %+v", res.Judged)
+	}
+}

@@ -32,6 +32,7 @@ func Main(name string, o Options) {
 	flag.IntVar(&o.Workers, "workers", o.Workers, "prod shape: `commerce worker` processes")
 	flag.StringVar(&o.TemporalStore, "temporal-store", o.TemporalStore, "embedded shape: the Temporal server's persistence, sqlite or postgres")
 	split := flag.Int("cpu-split", 0, "prod shape: instead of the runs, two runs without faults (N posts with N deliveries, then N deliveries alone) and each process's CPU per post and per delivery")
+	soak := SoakFlags()
 	flag.StringVar(&o.Bin, "bin", o.Bin, "a commerce binary to run (built from the module when empty): the worker, and in the prod shape the APIs too")
 	flag.StringVar(&o.Upgrade, "upgrade", o.Upgrade, "prod shape: instead of the runs, a rolling upgrade from this git ref (a previous release, e.g. v0.1.0) to this checkout")
 	flag.Parse()
@@ -48,6 +49,17 @@ func Main(name string, o Options) {
 		if err := MainUpgrade(ctx, o); err != nil {
 			fmt.Fprintln(os.Stderr, name+":", err)
 			os.Exit(upgradeExit(err))
+		}
+		return
+	}
+	if soak.Duration > 0 {
+		res, err := Soak(ctx, o, *soak)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, name+":", err)
+			os.Exit(2)
+		}
+		if res.Failed() {
+			os.Exit(1)
 		}
 		return
 	}

@@ -69,6 +69,9 @@ type Options struct {
 	// Upgrade is a git ref of a previous release: the run is a rolling
 	// upgrade from it to this checkout (RunUpgrade) instead of faults.
 	Upgrade string
+	// Env is more environment for the commerce processes, TemporalEnv for
+	// the Temporal server (prod shape): a soak turns profiles and metrics on.
+	Env, TemporalEnv []string
 }
 
 // Fault is what a run breaks in the middle of its burst.
@@ -357,6 +360,7 @@ func (s *setup) start(ctx context.Context) error {
 			return err
 		}
 		s.stops = append(s.stops, dropTemporal)
+		t.env = append(t.env, s.opts.TemporalEnv...)
 		s.temporal = t
 		s.stops = append(s.stops, func() {
 			if t.proc != nil {
@@ -397,8 +401,8 @@ func (s *setup) start(ctx context.Context) error {
 	env := []string{"DATABASE_URL=" + dbURL, "TEMPORAL_ADDRESS=" + temporalAddress, "TEMPORAL_NAMESPACE=default",
 		"COMMERCE_SECRET_KEY=" + serviceKey, "COMMERCE_ALLOW_PRIVATE_TARGETS=true", "COMMERCE_BASE_URL=http://crash.example",
 		"COMMERCE_LOG_FORMAT=json", "COMMERCE_LOG_LEVEL=info", "COMMERCE_METRICS_LISTEN=127.0.0.1:0"}
-	s.workerEnv = append(slices.Clone(env), s.compose.envOf("worker")...)
-	s.apiEnv = append(slices.Clone(env), s.compose.envOf("api")...)
+	s.workerEnv = append(append(slices.Clone(env), s.compose.envOf("worker")...), s.opts.Env...)
+	s.apiEnv = append(append(slices.Clone(env), s.compose.envOf("api")...), s.opts.Env...)
 	if err := s.routeThroughProxies(ctx, temporalAddress); err != nil {
 		return err
 	}
