@@ -65,6 +65,7 @@ type Server struct {
 	ui       *uiserver.Server
 	frontend string
 	uiURL    string
+	metrics  string
 }
 
 // Start creates the store's schema when needed, registers the namespace with
@@ -202,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("temporal server start: %w", err)
 	}
-	s := &Server{temporal: srv, frontend: frontend}
+	s := &Server{temporal: srv, frontend: frontend, metrics: "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(ports[0])) + "/metrics"}
 	if err := waitDial(ctx, frontend, 30*time.Second); err != nil {
 		_ = srv.Stop()
 		return nil, err
@@ -231,6 +232,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 // FrontendAddress is the host:port SDK clients dial.
 func (s *Server) FrontendAddress() string { return s.frontend }
+
+// MetricsURL is where the server serves its Prometheus metrics (every
+// service of the process on the one listener).
+func (s *Server) MetricsURL() string { return s.metrics }
 
 // UIURL is the Web UI's base URL, or "" when the UI is disabled.
 func (s *Server) UIURL() string { return s.uiURL }

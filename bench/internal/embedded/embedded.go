@@ -45,16 +45,22 @@ func StoreFlag(p *string) {
 // client, and the worker made on it, have the interceptors given (the
 // tracing ones of a traced run).
 func Temporal(ctx context.Context, acts *activities.Activities, store string, interceptors ...interceptor.ClientInterceptor) (client.Client, func(), error) {
+	tc, _, stop, err := Server(ctx, acts, store, interceptors...)
+	return tc, stop, err
+}
+
+// Server is Temporal, and also returns the server (for its metrics).
+func Server(ctx context.Context, acts *activities.Activities, store string, interceptors ...interceptor.ClientInterceptor) (client.Client, *devtemporal.Server, func(), error) {
 	switch store {
 	case StoreSQLite, "", StorePostgres:
 	default:
-		return nil, nil, fmt.Errorf("-temporal-store %q: want one of %s", store, strings.Join(Stores, ", "))
+		return nil, nil, nil, fmt.Errorf("-temporal-store %q: want one of %s", store, strings.Join(Stores, ", "))
 	}
 	fmt.Printf("starting the embedded Temporal server (%s) ... ", cmp.Or(store, StoreSQLite))
 	started := time.Now()
 	dir, err := os.MkdirTemp("", "bench-temporal-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stops := []func(){func() { _ = os.RemoveAll(dir) }}
 	stop := func() {
@@ -70,7 +76,7 @@ func Temporal(ctx context.Context, acts *activities.Activities, store string, in
 		p, err := devtemporal.PostgresFor(harness.BenchURL())
 		if err != nil {
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		p.Database, p.VisibilityDatabase = "commerce_bench_temporal", "commerce_bench_temporal_visibility"
 		_ = p.Drop()
@@ -80,25 +86,25 @@ func Temporal(ctx context.Context, acts *activities.Activities, store string, in
 	tsrv, err := devtemporal.Start(ctx, cfg)
 	if err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stops = append(stops, tsrv.Stop)
 	tc, err := client.DialContext(ctx, client.Options{HostPort: tsrv.FrontendAddress(), Namespace: "default", Logger: quiet{},
 		Interceptors: interceptors})
 	if err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stops = append(stops, tc.Close)
 	w := worker.New(tc, workflows.TaskQueue, worker.Options{})
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stops = append(stops, w.Stop)
 	fmt.Printf("%.1fs\n", time.Since(started).Seconds())
-	return tc, stop, nil
+	return tc, tsrv, stop, nil
 }
 
 // quiet is a Temporal SDK logger that drops everything.
