@@ -72,6 +72,9 @@ type Options struct {
 	// Env is more environment for the commerce processes, TemporalEnv for
 	// the Temporal server (prod shape): a soak turns profiles and metrics on.
 	Env, TemporalEnv []string
+	// TemporalCache, when set, replaces the compose file's host-level
+	// workflow cache size of the Temporal server (prod shape).
+	TemporalCache int
 }
 
 // Fault is what a run breaks in the middle of its burst.
@@ -355,6 +358,9 @@ func (s *setup) start(ctx context.Context) error {
 	var temporalAddress string
 	if s.opts.Shape == ShapeProd {
 		started := time.Now()
+		if s.opts.TemporalCache > 0 {
+			s.compose = s.compose.withHostCache(s.opts.TemporalCache)
+		}
 		t, dropTemporal, err := setupTemporal(ctx, s.bins, s.compose, sharedURL, dir)
 		if err != nil {
 			return err

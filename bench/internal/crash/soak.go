@@ -5,10 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 )
@@ -29,6 +32,10 @@ type SoakOptions struct {
 	// InFlight bounds the requests in flight: a tick that finds it full
 	// sends nothing and counts the request as shed.
 	InFlight int
+	// Warmup is load before the first sample, not sampled: the Temporal
+	// server starts its pollers and fills its caches in its first minute
+	// under load, which a short run would otherwise judge as growth.
+	Warmup time.Duration
 }
 
 // DefaultSoak is the steady load of a long run: 16 posts a second (55%
@@ -48,6 +55,7 @@ func SoakFlags() *SoakOptions {
 	flag.Float64Var(&s.Reads, "soak-reads", s.Reads, "soak: REST reads a second")
 	flag.Float64Var(&s.Writes, "soak-writes", s.Writes, "soak: REST writes (customers created) a second")
 	flag.DurationVar(&s.Every, "soak-every", s.Every, "soak: sampling interval")
+	flag.DurationVar(&s.Warmup, "soak-warmup", s.Warmup, "soak: load before the first sample, neither sampled nor judged")
 	return &s
 }
 
@@ -151,6 +159,16 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (SoakResult, error) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { ld.run(loadCtx) })
+	if so.Warmup > 0 {
+		out("soak: warming up for %s\n", so.Warmup)
+		select {
+		case <-ctx.Done():
+			stopLoad()
+			wg.Wait()
+			return res, ctx.Err()
+		case <-time.After(so.Warmup):
+		}
+	}
 	sm := newSampler(s, procs, ld)
 	start := time.Now()
 	tick := time.NewTicker(so.Every)
@@ -226,4 +244,26 @@ func (s *setup) soakProcs(promURL string) ([]soakProc, error) {
 		}
 	}
 	return out, nil
+}
+
+// withHostCache is c with the Temporal server's host-level workflow cache
+// (history.hostLevelCacheMaxSize in its dynamic config) holding n
+// workflows: a short soak sizes it to fill within its warm-up.
+func (c compose) withHostCache(n int) compose {
+	const name = "temporal-dynamicconfig"
+	var dc map[string]any
+	if err := yaml.Unmarshal([]byte(c.Configs[name].Content), &dc); err != nil || dc == nil {
+		dc = map[string]any{}
+	}
+	dc["history.hostLevelCacheMaxSize"] = []map[string]any{{"value": n}}
+	raw, err := yaml.Marshal(dc)
+	if err != nil {
+		return c
+	}
+	configs := maps.Clone(c.Configs)
+	entry := configs[name]
+	entry.Content = string(raw)
+	configs[name] = entry
+	c.Configs = configs
+	return c
 }
