@@ -66,6 +66,13 @@ func (d *DB) ClaimWebhookDeliveries(ctx context.Context, limit int) ([]domain.We
 // admissionSubscriptions locks, in id order (relays lock alike, and never
 // deadlock), the subscriptions with deliveries waiting to be admitted and
 // not claimed, those that waited longest first.
+//
+// Admission locks a subscription FOR NO KEY UPDATE, as every lock taken on
+// a subscription to change its state does: it excludes the others, and not
+// the key-share lock with which inserting a delivery checks its foreign key.
+// FOR UPDATE excluded that too, and a relay inserting deliveries for two
+// subscriptions deadlocked with an admission that held one and waited for
+// the other.
 func admissionSubscriptions(ctx context.Context, tx pgx.Tx, limit int) ([]admissionState, error) {
 	rows, err := tx.Query(ctx, `
 		WITH waiting AS (
@@ -74,7 +81,7 @@ func admissionSubscriptions(ctx context.Context, tx pgx.Tx, limit int) ([]admiss
 			  AND (start_claimed_until IS NULL OR start_claimed_until < now())
 			GROUP BY subscription_id ORDER BY since LIMIT $1),
 		locked AS (
-			SELECT s.* FROM webhook_subscriptions s WHERE s.id IN (SELECT subscription_id FROM waiting) ORDER BY s.id FOR UPDATE)
+			SELECT s.* FROM webhook_subscriptions s WHERE s.id IN (SELECT subscription_id FROM waiting) ORDER BY s.id FOR NO KEY UPDATE)
 		SELECT l.id, l.org_id, l.active, l.rate_limit_per_second, l.max_in_flight, l.ordering, l.failing_since IS NOT NULL,
 		       l.probe_at, l.next_slot_at, now(),
 		       (SELECT count(*) FROM webhook_in_flight f WHERE f.org_id = l.org_id AND f.subscription_id = l.id AND f.until > now())
@@ -237,7 +244,7 @@ func (d *DB) AdmitRetry(ctx context.Context, orgID, deliveryID uuid.UUID, tries 
 		var status domain.WebhookStatus
 		err := tx.QueryRow(ctx, `
 			WITH l AS (SELECT s.* FROM webhook_subscriptions s JOIN webhook_deliveries w ON w.org_id = s.org_id AND w.subscription_id = s.id
-			           WHERE w.org_id = $1 AND w.id = $2 FOR UPDATE OF s)
+			           WHERE w.org_id = $1 AND w.id = $2 FOR NO KEY UPDATE OF s)
 			SELECT l.id, l.org_id, l.active, l.rate_limit_per_second, l.max_in_flight, l.ordering, l.failing_since IS NOT NULL,
 			       l.probe_at, l.next_slot_at, now(),
 			       (SELECT count(*) FROM webhook_in_flight f WHERE f.org_id = l.org_id AND f.subscription_id = l.id AND f.until > now()

@@ -2,6 +2,8 @@ package db_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,5 +345,71 @@ func TestPerEntityOrderingAndTheRateAreKeptByAdmission(t *testing.T) {
 	}
 	if third := claim(); len(third) != 1 || entityOf(third[0]) != "customer:B" {
 		t.Fatalf("admitted %d after B's first was skipped, want B's second", len(third))
+	}
+}
+
+// Relays that insert deliveries and relays that admit them run at once on
+// every worker: an insert's foreign-key check takes a key-share lock on
+// each subscription it delivers to, and admission locks the subscriptions
+// it admits for. Neither waits for the other, so under any interleaving
+// none deadlocks (as relays did when admission locked FOR UPDATE: one
+// inserting for two subscriptions while another held one and waited for
+// the other).
+func TestRelayingAndAdmittingAtOnceNeverDeadlock(t *testing.T) {
+	f := newOpsFixture(t)
+	ctx := context.Background()
+	for range 8 {
+		f.subscribe(domain.EventCustomerCreated)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	errs := make(chan error, 6)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { // events arrive and are relayed
+			for time.Now().Before(deadline) {
+				if _, err := f.d.Pool().Exec(ctx, `INSERT INTO events (id, org_id, type, data)
+					SELECT gen_random_uuid(), $1, 'customer.created', '{}' FROM generate_series(1, 5)`, f.org); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := f.d.RelayEvents(ctx, 100); err != nil {
+					errs <- fmt.Errorf("relaying: %w", err)
+					return
+				}
+			}
+		})
+		wg.Go(func() { // deliveries are admitted, started and recorded
+			for time.Now().Before(deadline) {
+				refs, err := f.d.ClaimWebhookDeliveries(ctx, 100)
+				if err != nil {
+					errs <- fmt.Errorf("admitting: %w", err)
+					return
+				}
+				ids := make([]uuid.UUID, len(refs))
+				for i, r := range refs {
+					ids[i] = r.ID
+				}
+				if err := f.d.MarkWebhookDeliveriesStarted(ctx, ids); err != nil {
+					errs <- err
+					return
+				}
+				for _, r := range refs {
+					code := 200
+					if _, err := f.d.RecordWebhookAttempt(ctx, db.WebhookAttemptRecord{OrgID: f.org, DeliveryID: r.ID, Attempt: 1,
+						StartedAt: time.Now(), StatusCode: &code, Status: domain.WebhookSucceeded}); err != nil {
+						errs <- fmt.Errorf("recording: %w", err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'`, f.org); n == 0 {
+		t.Fatal("no delivery was admitted and recorded: the test raced nothing")
 	}
 }

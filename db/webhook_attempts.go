@@ -208,7 +208,7 @@ func subscriptionHealth(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID, loc
 	sql := `SELECT consecutive_failures, failing_since, probe_interval_seconds, probe_at, last_failure_status, last_failure_error,
 		url, now() FROM webhook_subscriptions WHERE org_id = $1 AND id = $2`
 	if lock {
-		sql += ` FOR UPDATE`
+		sql += ` FOR NO KEY UPDATE`
 	}
 	var interval *int
 	err = tx.QueryRow(ctx, sql, orgID, id).Scan(
