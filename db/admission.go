@@ -74,18 +74,7 @@ func (d *DB) ClaimWebhookDeliveries(ctx context.Context, limit int) ([]domain.We
 // subscriptions deadlocked with an admission that held one and waited for
 // the other.
 func admissionSubscriptions(ctx context.Context, tx pgx.Tx, limit int) ([]admissionState, error) {
-	rows, err := tx.Query(ctx, `
-		WITH waiting AS (
-			SELECT subscription_id, min(created_at) AS since FROM webhook_deliveries
-			WHERE workflow_started_at IS NULL AND status = ANY ($2::text[])
-			  AND (start_claimed_until IS NULL OR start_claimed_until < now())
-			GROUP BY subscription_id ORDER BY since LIMIT $1),
-		locked AS (
-			SELECT s.* FROM webhook_subscriptions s WHERE s.id IN (SELECT subscription_id FROM waiting) ORDER BY s.id FOR NO KEY UPDATE)
-		SELECT l.id, l.org_id, l.active, l.rate_limit_per_second, l.max_in_flight, l.ordering, l.failing_since IS NOT NULL,
-		       l.probe_at, l.next_slot_at, now(),
-		       (SELECT count(*) FROM webhook_in_flight f WHERE f.org_id = l.org_id AND f.subscription_id = l.id AND f.until > now())
-		FROM locked l JOIN waiting w ON w.subscription_id = l.id ORDER BY w.since`, limit, domain.AwaitingAdmission)
+	rows, err := tx.Query(ctx, admissionSubscriptionsSQL, limit, domain.AwaitingAdmission)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +84,31 @@ func admissionSubscriptions(ctx context.Context, tx pgx.Tx, limit int) ([]admiss
 		return s, err
 	})
 }
+
+// admissionSubscriptionsSQL reads, for each subscription, its oldest
+// delivery waiting to be admitted with one probe of
+// webhook_deliveries_awaiting (migration 027), so that a round's cost
+// follows the number of subscriptions, not of deliveries waiting: a
+// subscription failing for hours holds thousands, and a round that
+// aggregated them all (as this did) took tens of milliseconds each, many
+// times a second, until the relays' rounds took the machine. ($1 the most
+// subscriptions, $2 the statuses awaiting admission.)
+const admissionSubscriptionsSQL = `
+		WITH waiting AS (
+			SELECT s.id AS subscription_id, q.since FROM webhook_subscriptions s
+			CROSS JOIN LATERAL (
+				SELECT w.created_at AS since FROM webhook_deliveries w
+				WHERE w.org_id = s.org_id AND w.subscription_id = s.id AND w.workflow_started_at IS NULL
+				  AND w.status = ANY ($2::text[]) AND w.status IN ('pending', 'held')
+				  AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())
+				ORDER BY w.created_at, w.id LIMIT 1) q
+			ORDER BY q.since LIMIT $1),
+		locked AS (
+			SELECT s.* FROM webhook_subscriptions s WHERE s.id IN (SELECT subscription_id FROM waiting) ORDER BY s.id FOR NO KEY UPDATE)
+		SELECT l.id, l.org_id, l.active, l.rate_limit_per_second, l.max_in_flight, l.ordering, l.failing_since IS NOT NULL,
+		       l.probe_at, l.next_slot_at, now(),
+		       (SELECT count(*) FROM webhook_in_flight f WHERE f.org_id = l.org_id AND f.subscription_id = l.id AND f.until > now())
+		FROM locked l JOIN waiting w ON w.subscription_id = l.id ORDER BY w.since`
 
 // admit carries out domain.AdmissionState.Claim for s, with room for room
 // more deliveries, and claims those it admits.

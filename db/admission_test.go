@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -412,4 +413,72 @@ func TestRelayingAndAdmittingAtOnceNeverDeadlock(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'`, f.org); n == 0 {
 		t.Fatal("no delivery was admitted and recorded: the test raced nothing")
 	}
+}
+
+// A relay's round reads each subscription's oldest waiting delivery, not
+// every waiting delivery: a subscription failing for hours holds thousands,
+// and rounds come many times a second. With 3,000 held, the round's first
+// statement reads a handful of deliveries (its plan, from Postgres itself),
+// and still finds both subscriptions and admits the healthy one's.
+func TestARelayRoundReadsNoMoreDeliveriesWhenThousandsAreHeld(t *testing.T) {
+	f := newOpsFixture(t)
+	ctx := context.Background()
+	failing := f.subscribe(domain.EventCustomerCreated)
+	healthy := f.subscribe(domain.EventOrderInvoiceRecorded)
+	f.exec(`INSERT INTO events (id, org_id, type, data) SELECT gen_random_uuid(), $1, 'customer.created', '{}' FROM generate_series(1, 3000)`, f.org)
+	f.exec(`INSERT INTO events (id, org_id, type, data) VALUES (gen_random_uuid(), $1, $2, '{}')`, f.org, domain.EventOrderInvoiceRecorded)
+	f.relay()
+	f.exec(`UPDATE webhook_deliveries SET status = 'held' WHERE subscription_id = $1`, failing)
+	f.exec(`UPDATE webhook_subscriptions SET consecutive_failures = 5, failing_since = now(), probe_at = now() + interval '1 hour' WHERE id = $1`, failing)
+	f.exec(`ANALYZE webhook_deliveries`)
+
+	tx, err := f.d.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var raw []byte
+	if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+db.AdmissionSubscriptionsSQL, 100, domain.AwaitingAdmission).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN answered %s (%v)", raw, err)
+	}
+	read := deliveriesRead(plans[0].Plan)
+	if read > 20 {
+		t.Errorf("the round's first statement read %.0f deliveries with 3,000 held, want a few per subscription; its plan: %s", read, raw)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	refs := f.claim()
+	if len(refs) != 1 || refs[0].SubscriptionID != healthy {
+		t.Fatalf("admitted %+v, want the healthy subscription's one delivery", refs)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND status = 'held' AND workflow_started_at IS NULL`, failing); n != 3000 {
+		t.Fatalf("%d deliveries still held, want 3000", n)
+	}
+}
+
+// deliveriesRead sums, over a plan's nodes that scan webhook_deliveries,
+// the rows they returned and the rows their filters removed, all loops
+// counted.
+func deliveriesRead(node map[string]any) float64 {
+	num := func(k string) float64 { v, _ := node[k].(float64); return v }
+	var n float64
+	if node["Relation Name"] == "webhook_deliveries" {
+		loops := max(num("Actual Loops"), 1)
+		n += (num("Actual Rows") + num("Rows Removed by Filter") + num("Rows Removed by Index Recheck")) * loops
+	}
+	children, _ := node["Plans"].([]any)
+	for _, c := range children {
+		if m, ok := c.(map[string]any); ok {
+			n += deliveriesRead(m)
+		}
+	}
+	return n
 }

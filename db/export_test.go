@@ -19,3 +19,6 @@ func MigrateTo(ctx context.Context, url string, target int32) (MigrateResult, er
 func Emit(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, e domain.Event) error {
 	return emit(ctx, tx, orgID, e)
 }
+
+// AdmissionSubscriptionsSQL is the statement a relay's round begins with.
+const AdmissionSubscriptionsSQL = admissionSubscriptionsSQL
