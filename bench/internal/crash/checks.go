@@ -50,7 +50,11 @@ type Result struct {
 	// support resent.
 	DownDeliveries, DownDelivered int
 	Held, HeldSpent               int
-	Refused, Resent               int
+	// HeldProbed of the held deliveries were tried by the failing spell's
+	// probes while the receiver was still down, spending Probes attempts
+	// refused (at most as many as the probe schedule fits in the spell).
+	HeldProbed, Probes int
+	Refused, Resent    int
 
 	Faults   []FaultResult
 	Settled  time.Duration // from the first post until everything was quiet
@@ -424,15 +428,65 @@ func (s *setup) checkDown(res *Result, events map[string][]uuid.UUID, deliveries
 			res.Repeats += got[d.id.String()] - 1
 		}
 		if held[d.id] && (d.attempts != 1 || !sent[1]) {
-			res.HeldSpent++
-			res.problem("down %s: delivery %s was held, then made %d attempts (the receiver saw %v)", key, d.id, d.attempts, sent)
+			// A probe of the failing spell tries the oldest held delivery:
+			// refused while the receiver is down, it spends that attempt.
+			// Any other attempt spent by a held delivery is wrong.
+			if probed, ok := probedThenArrived(sent, d.attempts); ok {
+				res.HeldProbed++
+				res.Probes += probed
+			} else {
+				res.HeldSpent++
+				res.problem("down %s: delivery %s was held, then made %d attempts (the receiver saw %v)", key, d.id, d.attempts, sent)
+			}
 		}
+	}
+	first, up := s.down.downSpell()
+	if most := probesBefore(first, up); res.Probes > most {
+		res.problem("held deliveries spent %d attempts as probes while the receiver was down (%s), more than the %d probes its failing spell can have made",
+			res.Probes, up.Sub(first).Round(time.Second), most)
 	}
 	for ev := range arrivals {
 		if id, err := uuid.Parse(ev); err != nil || !known[id] {
 			res.Unexpected++
 			res.problem("the down receiver got event %s, which no post made", ev)
 		}
+	}
+}
+
+// probedThenArrived reports whether a delivery's attempts, as the
+// receiver saw them (attempt number to answered 2xx), are refused probes
+// and then one success, all counted: the success is the last attempt and
+// every one before it was refused. It returns the refused ones.
+func probedThenArrived(sent map[int]bool, attempts int) (int, bool) {
+	if attempts < 2 || len(sent) != attempts || !sent[attempts] {
+		return 0, false
+	}
+	for n := 1; n < attempts; n++ {
+		if ok, seen := sent[n]; !seen || ok {
+			return 0, false
+		}
+	}
+	return attempts - 1, true
+}
+
+// probesBefore is the most probes a failing spell can have made before up,
+// the spell having begun no earlier than first (the receiver's first
+// refusal: the spell needs failures to begin). The probes come
+// domain.ProbeFirst after the spell begins, then after waits that double
+// (1, 2, 4 ... minutes, up to domain.ProbeMax), so the k-th (from 0) comes
+// no earlier than first plus the waits before it.
+func probesBefore(first, up time.Time) int {
+	if first.IsZero() || up.IsZero() {
+		return 0
+	}
+	n, at, wait := 0, first, domain.ProbeFirst
+	for {
+		at = at.Add(wait)
+		if !at.Before(up) {
+			return n
+		}
+		n++
+		wait = min(wait*2, domain.ProbeMax)
 	}
 }
 
@@ -476,8 +530,8 @@ func printTable(w io.Writer, results []Result) {
 		fmt.Fprintf(w, "     | deliveries to a subscription of %d a second, ordered per entity: %d out of order; at most %d arrived in one second\n",
 			subscriptionRate, r.OutOfOrder, r.PeakPerSecond)
 		if r.DownDeliveries > 0 {
-			fmt.Fprintf(w, "     | a subscription whose receiver was down until the faults were struck: %d/%d delivered; %d requests refused, %d failed deliveries resent; %d held, %d of them spent an attempt\n",
-				r.DownDelivered, r.DownDeliveries, r.Refused, r.Resent, r.Held, r.HeldSpent)
+			fmt.Fprintf(w, "     | a subscription whose receiver was down until the faults were struck: %d/%d delivered; %d requests refused, %d failed deliveries resent; %d held, %d of them tried by %d probes refused, %d spent an attempt otherwise\n",
+				r.DownDelivered, r.DownDeliveries, r.Refused, r.Resent, r.Held, r.HeldProbed, r.Probes, r.HeldSpent)
 		}
 		if r.Unexpected > 0 || r.ExtraRuns > 0 {
 			fmt.Fprintf(w, "     | %d unexpected events, receipts or requests; %d extra workflow executions\n", r.Unexpected, r.ExtraRuns)

@@ -27,8 +27,11 @@ type receiver struct {
 	// tries are the attempt numbers (X-Service-Attempt) each delivery id
 	// was sent with, and whether one of them was answered 2xx.
 	tries map[string]map[int]bool
-	// refused counts the requests answered 503 while down.
-	refused int
+	// refused counts the requests answered 503 while down; firstRefused
+	// is the first of them, and upAt when the receiver last came up.
+	refused      int
+	firstRefused time.Time
+	upAt         time.Time
 	// first is each event's first arrival, in arrival order, with its time.
 	first []arrival
 }
@@ -80,6 +83,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if _, seen := byAttempt[attempt]; !seen {
 			byAttempt[attempt] = false
 		}
+		if rc.refused == 0 {
+			rc.firstRefused = now
+		}
 		rc.refused++
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
@@ -93,6 +99,24 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	byDelivery[deliveryID]++
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// setDown takes the receiver down, or brings it up and notes when.
+func (rc *receiver) setDown(down bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.down.Store(down)
+	if !down {
+		rc.upAt = time.Now()
+	}
+}
+
+// downSpell is when the receiver first refused a request and when it
+// last came up (zero times where neither happened).
+func (rc *receiver) downSpell() (firstRefused, up time.Time) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.firstRefused, rc.upAt
 }
 
 // events is how many distinct events have arrived.
