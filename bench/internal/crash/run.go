@@ -273,6 +273,10 @@ type setup struct {
 	// it starts from).
 	migrate func(ctx context.Context, dbURL string) error
 	prepare func(ctx context.Context, sealer *secrets.Sealer) error
+	// orders, when more than one, spreads the posts' invoices over that
+	// many orders (orderRef); otherwise every invoice is on SO-CRASH, so
+	// that the per-entity subscription's order check sees them all.
+	orders int
 	// net: the private Postgres and toxiproxy of the database and network
 	// faults (dbfaults.go).
 	net *netSetup
@@ -515,7 +519,7 @@ func (s *setup) data(ctx context.Context, sealer *secrets.Sealer) error {
 	// the subscription is failing, and the invoices' later deliveries are
 	// held, with no attempt spent, until it is up and one succeeds.
 	s.down = newReceiver()
-	s.down.down.Store(true)
+	s.down.setDown(true)
 	downURL, stopDown, err := harness.Serve(s.down)
 	if err != nil {
 		return err
@@ -709,7 +713,7 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 		// The faults struck, the receiver that was down is up again, and
 		// support resends what failed while it was down (as the console's
 		// Resend would); the first success releases the held deliveries.
-		s.down.down.Store(false)
+		s.down.setDown(false)
 		fmt.Fprintf(out, "  %5.1fs  the down receiver up: %d requests refused, %d deliveries held\n",
 			time.Since(start).Seconds(), s.down.refusals(), s.heldCount())
 		go s.resendFailed(ctx, hc)
@@ -1048,7 +1052,7 @@ func (s *setup) sampleBackends(ctx context.Context, name string) {
 // or a 429 (after its Retry-After) is sent again to the next replica, for
 // up to two minutes, as a sender's retries would.
 func (s *setup) post(ctx context.Context, c *http.Client, i int) answer {
-	body := fmt.Sprintf(`{"order_ref": "SO-CRASH", "invoice_ref": %q, "amount_minor": 100, "currency": "GBP"}`, invoiceRef(i))
+	body := fmt.Sprintf(`{"order_ref": %q, "invoice_ref": %q, "amount_minor": 100, "currency": "GBP"}`, s.orderRef(i), invoiceRef(i))
 	a := answer{sent: time.Now()}
 	for try := 0; ; try++ {
 		a.tries = try + 1
@@ -1099,6 +1103,14 @@ func (a answer) finish() answer {
 }
 
 func invoiceRef(i int) string { return fmt.Sprintf("CRASH-%05d", i) }
+
+// orderRef is the order post i's invoice is for.
+func (s *setup) orderRef(i int) string {
+	if s.orders <= 1 {
+		return "SO-CRASH"
+	}
+	return fmt.Sprintf("SO-CRASH-%02d", i%s.orders)
+}
 
 func customerRef(i int) string { return fmt.Sprintf("CRASH-C-%05d", i) }
 

@@ -2,6 +2,7 @@ package crash
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -117,13 +118,29 @@ func buildOld(ctx context.Context, root, commit, dir string, out func(string, ..
 }
 
 // migrateWith runs `bin migrate` on dbURL.
+//
+// The database server is shared with whatever else runs on the machine: a
+// migration refused a connection because the server has none left
+// (SQLSTATE 53300, "too many clients") is tried again, for up to a minute.
 func migrateWith(ctx context.Context, bin, dbURL string) error {
-	cmd := exec.CommandContext(ctx, bin, "migrate")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "COMMERCE_LOG_FORMAT=json")
-	if o, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s migrate: %w\n%s", filepath.Base(bin), err, o)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cmd := exec.CommandContext(ctx, bin, "migrate")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "COMMERCE_LOG_FORMAT=json")
+		o, err := cmd.CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		full := bytes.Contains(o, []byte("53300")) || bytes.Contains(o, []byte("too many clients"))
+		if !full || time.Now().After(deadline) {
+			return fmt.Errorf("%s migrate: %w\n%s", filepath.Base(bin), err, o)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	return nil
 }
 
 // RunUpgrade rehearses a rolling upgrade from o.Upgrade to this checkout

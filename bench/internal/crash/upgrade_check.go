@@ -82,6 +82,11 @@ func (u *upgrade) check(ctx context.Context, answers []answer) error {
 	if r.HeldSeen == 0 || r.Nightly == 0 {
 		r.problem("the failing subscription had %d held and %d awaiting the nightly retry: the rehearsal did not hold any", r.HeldSeen, r.Nightly)
 	}
+	if r.Matches != upgradeMatches {
+		r.problem("the old release left %d of %d supplier invoices waiting for goods: the rehearsal did not hold them", r.Matches, upgradeMatches)
+	} else if r.Matched != r.Matches {
+		r.problem("%d of the %d matches waiting for goods across the upgrade matched once the goods came", r.Matched, r.Matches)
+	}
 	if r.BulkReplay == "running" || r.BulkReplay == "" {
 		r.problem("the bulk replay started by the old release is %q", r.BulkReplay)
 	}

@@ -29,6 +29,12 @@ const (
 	// upgradeLater is the order the parked invoices name, loaded once the
 	// new release runs.
 	upgradeLater = "SO-LATER"
+	// upgradeOrders is how many orders the paced posts' invoices are on.
+	upgradeOrders = 16
+	// upgradeMatches are supplier invoices for purchase orders with no
+	// goods received yet: each a three-way match waiting for its goods,
+	// received once the new release runs.
+	upgradeMatches = 5
 )
 
 // upgrade is a rolling-upgrade rehearsal: a run's setup on the old
@@ -37,6 +43,7 @@ type upgrade struct {
 	*setup
 	oldBin, newBin string
 	sideToken      string // the endpoint of the parked and failed posts
+	matchToken     string // the endpoint of the supplier invoices
 	res            UpgradeResult
 	began          time.Time
 	answered       counter // posts answered
@@ -49,6 +56,7 @@ type UpgradeResult struct {
 	DuringRoll          int // posts answered between the first replica stopped and the last started
 	PostsLost, Doubled  int
 	Parked, Woken       int // posts parked by the old release; applied after their order came
+	Matches, Matched    int // three-way matches the old release left waiting for goods; matched once the goods came
 	FailedPosts         int // refused posts the bulk replay replayed
 	BulkReplay          string
 	Deliveries          int // invoice events; delivered once each to the healthy receiver
@@ -70,7 +78,7 @@ type UpgradeResult struct {
 // nondeterminism failure.
 func (r UpgradeResult) Failed() bool {
 	return len(r.Problems) > 0 || r.Nondeterministic > 0 || r.PostsLost > 0 || r.Doubled > 0 ||
-		r.Applied != r.Posts || r.Woken != r.Parked || r.Delivered != r.Deliveries || r.OldOpen > 0
+		r.Applied != r.Posts || r.Woken != r.Parked || r.Matched != r.Matches || r.Delivered != r.Deliveries || r.OldOpen > 0
 }
 
 func (r *UpgradeResult) problem(format string, args ...any) {
@@ -85,6 +93,7 @@ func (r UpgradeResult) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nposts                 %d sent (%d answered during the roll), %d applied once, %d lost, %d doubled\n", r.Posts, r.DuringRoll, r.Applied, r.PostsLost, r.Doubled)
 	fmt.Fprintf(w, "parked by the old     %d, %d applied once their order came\n", r.Parked, r.Woken)
+	fmt.Fprintf(w, "waiting matches       %d left waiting for goods by the old, %d matched once the goods came\n", r.Matches, r.Matched)
 	fmt.Fprintf(w, "bulk replay           of %d refused posts, %s\n", r.FailedPosts, r.BulkReplay)
 	fmt.Fprintf(w, "deliveries            %d events, %d delivered once to the healthy receiver\n", r.Deliveries, r.Delivered)
 	fmt.Fprintf(w, "failing subscription  %d held, %d awaiting the nightly retry, %d delivered in the end\n", r.HeldSeen, r.Nightly, r.DownDelivered)
@@ -108,8 +117,22 @@ func (u *upgrade) data(ctx context.Context, _ *secrets.Sealer) error {
 		return err
 	}
 	u.org = org.ID
-	seed, err := domain.ParseSeed([]byte(`{"orders": [{"number": "SO-CRASH", "status": "confirmed",
-		"lines": [{"description": "Bolts", "qty": 1000000, "unit_price_minor": 1000}]}]}`))
+	// The posts' invoices are spread over upgradeOrders orders: the healthy
+	// subscription orders per entity, so the invoices of one order go one
+	// at a time, each after the one before succeeded, and all on one order
+	// would take longer to deliver than the rest of the rehearsal.
+	u.orders = upgradeOrders
+	orders := []string{`{"number": "SO-CRASH", "status": "confirmed", "lines": [{"description": "Bolts", "qty": 1000000, "unit_price_minor": 1000}]}`}
+	for i := range u.orders {
+		orders = append(orders, fmt.Sprintf(`{"number": %q, "status": "confirmed", "lines": [{"description": "Bolts", "qty": 1000000, "unit_price_minor": 1000}]}`, u.orderRef(i)))
+	}
+	var pos []string
+	for i := range upgradeMatches {
+		pos = append(pos, fmt.Sprintf(`{"number": %q, "supplier": "Steel Co", "status": "acknowledged",
+			"lines": [{"description": "Rod", "qty": 3, "unit_price_minor": 1000}]}`, upgradePO(i)))
+	}
+	seed, err := domain.ParseSeed([]byte(`{"orders": [` + strings.Join(orders, ",") + `],
+		"suppliers": [{"name": "Steel Co", "currency": "GBP"}], "purchase_orders": [` + strings.Join(pos, ",") + `]}`))
 	if err != nil {
 		return err
 	}
@@ -126,12 +149,18 @@ func (u *upgrade) data(ctx context.Context, _ *secrets.Sealer) error {
 	}
 	// The last endpoint takes the parked and the refused posts.
 	u.sideToken = u.tokens[len(u.tokens)-1]
+	e, err := u.d.CreateEndpoint(ctx, nil, db.NewEndpoint{OrgID: u.org, AsEmail: "owner@upgrade.example",
+		Name: "supplier invoices", Action: domain.ActionSupplierInvoice})
+	if err != nil {
+		return err
+	}
+	u.matchToken = e.Token
 	if _, u.apiKey, err = u.d.CreateAPIKey(ctx, u.org, "upgrade", []domain.Scope{domain.ScopeWebhooksWrite, domain.ScopeWebhooksRead,
 		domain.ScopeInboundRead, domain.ScopeInboundReplay}); err != nil {
 		return err
 	}
 	u.rc, u.down = newReceiver(), newReceiver()
-	u.down.down.Store(true)
+	u.down.setDown(true)
 	u.urls = map[*receiver]string{}
 	for _, rc := range []*receiver{u.rc, u.down} {
 		url, stop, err := harness.Serve(rc)
@@ -189,7 +218,17 @@ func (u *upgrade) subscribe(ctx context.Context, hc *http.Client, rc *receiver, 
 // and answers its outcome.
 func (u *upgrade) sidePost(ctx context.Context, hc *http.Client, order, ref string, amount int) (string, error) {
 	body := fmt.Sprintf(`{"order_ref": %q, "invoice_ref": %q, "amount_minor": %d, "currency": "GBP"}`, order, ref, amount)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.urlOf(0)+"/api/in/"+u.sideToken, strings.NewReader(body))
+	return u.postTo(ctx, hc, u.sideToken, ref, body)
+}
+
+// upgradePO is the i-th purchase order a waiting match is for.
+func upgradePO(i int) string { return fmt.Sprintf("P-WAIT-%02d", i) }
+
+// postTo posts body to the endpoint of token, with the Idempotency-Key
+// "upgrade-"+ref, through API replica 0, and answers its status and
+// outcome.
+func (u *upgrade) postTo(ctx context.Context, hc *http.Client, token, ref, body string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.urlOf(0)+"/api/in/"+token, strings.NewReader(body))
 	if err != nil {
 		return "", err
 	}
@@ -238,7 +277,20 @@ func (u *upgrade) run(ctx context.Context) (UpgradeResult, error) {
 		}
 		outcomes[o]++
 	}
-	u.printf("old release: %d parked and %d refused posts answered %v\n", upgradeParked, upgradeFailed, outcomes)
+	for i := range upgradeMatches {
+		ref := fmt.Sprintf("SI-WAIT-%02d", i)
+		o, err := u.postTo(ctx, hc, u.matchToken, ref, fmt.Sprintf(`{"po_number": %q, "invoice_ref": %q, "amount_minor": 3000, "invoiced_qty": 3}`, upgradePO(i), ref))
+		if err != nil {
+			return u.res, err
+		}
+		outcomes[o]++
+	}
+	u.res.Matches, err = u.matches(ctx, domain.MatchAwaitingReceipt)
+	if err != nil {
+		return u.res, err
+	}
+	u.printf("old release: %d parked and %d refused posts, %d supplier invoices (%d matches waiting for goods) answered %v\n",
+		upgradeParked, upgradeFailed, upgradeMatches, u.res.Matches, outcomes)
 
 	// Posts all along, paced to last through the roll.
 	// A quarter of them before the migration, the rest from it on.
@@ -334,9 +386,21 @@ func (u *upgrade) run(ctx context.Context) (UpgradeResult, error) {
 	if _, err := u.d.Seed(ctx, u.org, later); err != nil {
 		return u.res, err
 	}
-	u.down.down.Store(false)
+	var receipts []string
+	for i := range upgradeMatches {
+		receipts = append(receipts, fmt.Sprintf(`{"po_number": %q, "received_at": %q, "lines": [{"position": 1, "qty": 3}]}`,
+			upgradePO(i), time.Now().UTC().Format(time.RFC3339)))
+	}
+	goods, err := domain.ParseSeed([]byte(`{"goods_receipts": [` + strings.Join(receipts, ",") + `]}`))
+	if err != nil {
+		return u.res, err
+	}
+	if _, err := u.d.Seed(ctx, u.org, goods); err != nil {
+		return u.res, err
+	}
+	u.down.setDown(false)
 	go u.resendFailed(ctx, hc)
-	u.printf("new release: %s loaded, the failing receiver answers 2xx, its failed deliveries resent\n", upgradeLater)
+	u.printf("new release: %s and the waiting matches' goods loaded, the failing receiver answers 2xx, its failed deliveries resent\n", upgradeLater)
 	if err := u.waitFor(ctx, "everything to settle", u.opts.Settle, func() (bool, error) {
 		st, err := u.state(ctx)
 		if err != nil {
@@ -344,11 +408,14 @@ func (u *upgrade) run(ctx context.Context) (UpgradeResult, error) {
 		}
 		code, raw, _ := u.call(ctx, hc, u.urlOf(0), http.MethodGet, "/api/v1/inbound/replays/"+batch.ID, nil)
 		_ = json.Unmarshal(raw, &batch)
-		return code == http.StatusOK && batch.Status != "running" && st.quiet() && st.parked == 0, nil
+		return code == http.StatusOK && batch.Status != "running" && st.quiet() && st.parked == 0 && st.waitingMatches == 0, nil
 	}); err != nil {
 		u.res.problem("%v", err)
 	}
 	u.res.BulkReplay = batch.Status
+	if u.res.Matched, err = u.matches(ctx, domain.MatchMatched); err != nil {
+		return u.res, err
+	}
 	u.res.Settle = time.Since(settleStart)
 	close(u.sampleStop)
 	if err := u.check(ctx, answers); err != nil {
@@ -387,7 +454,7 @@ func (u *upgrade) waitFor(ctx context.Context, what string, d time.Duration, don
 // posts still parked.
 type upgradeState struct {
 	state
-	parked int
+	parked, waitingMatches int
 }
 
 func (u *upgrade) state(ctx context.Context) (upgradeState, error) {
@@ -396,6 +463,16 @@ func (u *upgrade) state(ctx context.Context) (upgradeState, error) {
 		return upgradeState{}, err
 	}
 	var parked int
-	err = u.d.Pool().QueryRow(ctx, `SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND outcome = 'parked'`, u.org).Scan(&parked)
-	return upgradeState{st, parked}, err
+	if err := u.d.Pool().QueryRow(ctx, `SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND outcome = 'parked'`, u.org).Scan(&parked); err != nil {
+		return upgradeState{}, err
+	}
+	waiting, err := u.matches(ctx, domain.MatchAwaitingReceipt)
+	return upgradeState{st, parked, waiting}, err
+}
+
+// matches counts the supplier invoices whose three-way match is in status.
+func (u *upgrade) matches(ctx context.Context, status domain.MatchStatus) (int, error) {
+	var n int
+	err := u.d.Pool().QueryRow(ctx, `SELECT count(*) FROM supplier_invoices WHERE org_id = $1 AND match_status = $2`, u.org, status).Scan(&n)
+	return n, err
 }
