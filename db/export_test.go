@@ -22,3 +22,7 @@ func Emit(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, e domain.Event) error
 
 // AdmissionSubscriptionsSQL is the statement a relay's round begins with.
 const AdmissionSubscriptionsSQL = admissionSubscriptionsSQL
+
+// ResolveByReplaySQL resolve, for an applied receipt, its original's
+// failures.
+var ResolveByReplaySQL = resolveByReplaySQL

@@ -2,6 +2,8 @@ package db_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -204,5 +206,77 @@ func TestResentFailedDeliveriesAreResolved(t *testing.T) {
 	rows, err := f.d.ListWebhookDeliveriesPage(ctx, f.org, db.DeliveryListFilter{Resolved: &yes}, db.Page{Limit: 10})
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("resolved deliveries %d (%v), want 3", len(rows), err)
+	}
+}
+
+// Every post applied resolves its original's failures, so the statement
+// must cost the same however many posts the organisation has had refused:
+// with 2,000 failed receipts, and planned as a prepared statement is (a
+// generic plan) and with fresh statistics, it reads a few receipts, not
+// the failed ones. Its plan is read from Postgres.
+func TestResolvingAnAppliedPostReadsOnlyItsOriginalsReceipts(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", OwnerEmail: "o@acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReceiptsOf(t, d, org.ID)
+	failed := r.post(nil, domain.OutcomeFailed)
+	if _, err := d.Pool().Exec(ctx, `
+		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, outcome)
+		SELECT gen_random_uuid(), $1, $2, 'erp_order_status', now() - interval '1 day', '\x7b7d', 2, 'failed' FROM generate_series(1, 2000)`,
+		org.ID, r.ep); err != nil {
+		t.Fatal(err)
+	}
+	replay := r.post(&failed, domain.OutcomePending)
+	for i, mode := range []string{"force_generic_plan", "force_custom_plan", "force_generic_plan", "force_custom_plan"} {
+		analyzed := i >= 2
+		func() {
+			read := 0.0
+			tx, err := d.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			stmts := []string{`SET LOCAL plan_cache_mode = ` + mode}
+			if analyzed {
+				stmts = append([]string{`ANALYZE inbound_receipts`}, stmts...)
+			}
+			for k, sql := range db.ResolveByReplaySQL {
+				stmts = append(stmts, fmt.Sprintf(`PREPARE resolve%d_%d (uuid, uuid) AS %s`, i, k, sql))
+			}
+			for _, q := range stmts {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			var plansRead []string
+			for k := range db.ResolveByReplaySQL {
+				var raw []byte
+				explain := fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE resolve%d_%d ('%s', '%s')`, i, k, org.ID, replay)
+				if err := tx.QueryRow(ctx, explain).Scan(&raw); err != nil {
+					t.Fatalf("%s: %v", explain, err)
+				}
+				var plans []struct {
+					Plan map[string]any `json:"Plan"`
+				}
+				if err := json.Unmarshal(raw, &plans); err != nil || len(plans) != 1 {
+					t.Fatalf("EXPLAIN answered %s (%v)", raw, err)
+				}
+				read += rowsRead(plans[0].Plan, "inbound_receipts")
+				plansRead = append(plansRead, string(raw))
+			}
+			if read > 10 {
+				t.Errorf("%s, analyzed %v: resolving read %.0f receipts with 2,001 failed, want the original and its replays; the plans: %s", mode, analyzed, read, plansRead)
+			}
+			var resolved int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND resolved_receipt = $2`, org.ID, replay).Scan(&resolved); err != nil {
+				t.Fatal(err)
+			}
+			if resolved != 1 {
+				t.Errorf("%s: %d receipts resolved by the replay, want its original", mode, resolved)
+			}
+		}()
 	}
 }
