@@ -92,10 +92,31 @@ func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing) cl
 		// The SDK's series (workflow task schedule-to-start among them)
 		// beside the process's own on /metrics.
 		MetricsHandler: metrics.Temporal(),
-		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{
-			grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: 5 * time.Second})}},
+		ConnectionOptions: client.ConnectionOptions{
+			KeepAliveTime:    KeepAliveTime,
+			KeepAliveTimeout: KeepAliveTimeout,
+			DialOptions: []grpc.DialOption{
+				grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: MinConnectTimeout})}},
 	}
 }
+
+// The client's connection to the frontend is checked, and given up, much
+// sooner than the SDK's defaults (a ping after 30 s without a read, 15 s
+// for its answer, 20 s for a connection attempt), for a network that drops
+// packets without closing anything. A worker's long polls sent into such a
+// partition are lost with no error: its pollers wait out their minute-long
+// deadline while the connection looks open. With a ping 10 s after the
+// last read (the frontend's frontend.keepAliveMinTime, the most often it
+// lets a client ping) and 3 s for its answer, the worker drops the
+// connection 13 s into a partition and dials again; an attempt that is
+// not answered in 2 s is given up and made again (after ReconnectBackoff),
+// so the first attempt after the network heals starts within 4 s of it and
+// the pollers poll on the new connection.
+const (
+	KeepAliveTime     = 10 * time.Second
+	KeepAliveTimeout  = 3 * time.Second
+	MinConnectTimeout = 2 * time.Second
+)
 
 // DialTemporal connects to Temporal, retrying while it is not up yet (in a
 // compose stack the server starts after the service) until ctx ends.
