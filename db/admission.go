@@ -74,7 +74,7 @@ func (d *DB) ClaimWebhookDeliveries(ctx context.Context, limit int) ([]domain.We
 // subscriptions deadlocked with an admission that held one and waited for
 // the other.
 func admissionSubscriptions(ctx context.Context, tx pgx.Tx, limit int) ([]admissionState, error) {
-	rows, err := tx.Query(ctx, admissionSubscriptionsSQL, limit, domain.AwaitingAdmission)
+	rows, err := tx.Query(ctx, admissionSubscriptionsSQL, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -91,15 +91,16 @@ func admissionSubscriptions(ctx context.Context, tx pgx.Tx, limit int) ([]admiss
 // follows the number of subscriptions, not of deliveries waiting: a
 // subscription failing for hours holds thousands, and a round that
 // aggregated them all (as this did) took tens of milliseconds each, many
-// times a second, until the relays' rounds took the machine. ($1 the most
-// subscriptions, $2 the statuses awaiting admission.)
-const admissionSubscriptionsSQL = `
+// times a second, until the relays' rounds took the machine. The statuses
+// are written into the statement, so that the planner can use the partial
+// index. ($1 the most subscriptions.)
+var admissionSubscriptionsSQL = `
 		WITH waiting AS (
 			SELECT s.id AS subscription_id, q.since FROM webhook_subscriptions s
 			CROSS JOIN LATERAL (
 				SELECT w.created_at AS since FROM webhook_deliveries w
 				WHERE w.org_id = s.org_id AND w.subscription_id = s.id AND w.workflow_started_at IS NULL
-				  AND w.status = ANY ($2::text[]) AND w.status IN ('pending', 'held')
+				  AND w.status IN (` + statusLiterals(domain.AwaitingAdmission) + `)
 				  AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())
 				ORDER BY w.created_at, w.id LIMIT 1) q
 			ORDER BY q.since LIMIT $1),

@@ -21,7 +21,7 @@ func Emit(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, e domain.Event) error
 }
 
 // AdmissionSubscriptionsSQL is the statement a relay's round begins with.
-const AdmissionSubscriptionsSQL = admissionSubscriptionsSQL
+var AdmissionSubscriptionsSQL = admissionSubscriptionsSQL
 
 // ResolveByReplaySQL resolve, for an applied receipt, its original's
 // failures.

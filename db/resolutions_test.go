@@ -215,18 +215,14 @@ func TestResentFailedDeliveriesAreResolved(t *testing.T) {
 // generic plan) and with fresh statistics, it reads a few receipts, not
 // the failed ones. Its plan is read from Postgres.
 func TestResolvingAnAppliedPostReadsOnlyItsOriginalsReceipts(t *testing.T) {
-	d := testdb.New(t)
-	ctx := context.Background()
-	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", OwnerEmail: "o@acme.example"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newReceiptsOf(t, d, org.ID)
+	f := newOpsFixture(t)
+	d, ctx := f.d, context.Background()
+	r := newReceiptsOf(t, d, f.org)
 	failed := r.post(nil, domain.OutcomeFailed)
 	if _, err := d.Pool().Exec(ctx, `
 		INSERT INTO inbound_receipts (id, org_id, endpoint_id, action, received_at, body, size_bytes, outcome)
 		SELECT gen_random_uuid(), $1, $2, 'erp_order_status', now() - interval '1 day', '\x7b7d', 2, 'failed' FROM generate_series(1, 2000)`,
-		org.ID, r.ep); err != nil {
+		f.org, r.ep); err != nil {
 		t.Fatal(err)
 	}
 	replay := r.post(&failed, domain.OutcomePending)
@@ -254,7 +250,7 @@ func TestResolvingAnAppliedPostReadsOnlyItsOriginalsReceipts(t *testing.T) {
 			var plansRead []string
 			for k := range db.ResolveByReplaySQL {
 				var raw []byte
-				explain := fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE resolve%d_%d ('%s', '%s')`, i, k, org.ID, replay)
+				explain := fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE resolve%d_%d ('%s', '%s')`, i, k, f.org, replay)
 				if err := tx.QueryRow(ctx, explain).Scan(&raw); err != nil {
 					t.Fatalf("%s: %v", explain, err)
 				}
@@ -271,7 +267,7 @@ func TestResolvingAnAppliedPostReadsOnlyItsOriginalsReceipts(t *testing.T) {
 				t.Errorf("%s, analyzed %v: resolving read %.0f receipts with 2,001 failed, want the original and its replays; the plans: %s", mode, analyzed, read, plansRead)
 			}
 			var resolved int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND resolved_receipt = $2`, org.ID, replay).Scan(&resolved); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM inbound_receipts WHERE org_id = $1 AND resolved_receipt = $2`, f.org, replay).Scan(&resolved); err != nil {
 				t.Fatal(err)
 			}
 			if resolved != 1 {

@@ -44,8 +44,8 @@ const (
 // AwaitingAdmission are the statuses of a delivery whose workflow waits to
 // be admitted: pending, or held by a failing spell. The index a relay's
 // round reads them from (webhook_deliveries_awaiting, migration 027) holds
-// the deliveries in these statuses, and the round's statement names them
-// too: a status added here needs it added to both.
+// the deliveries in these statuses: a status added here needs it added
+// there.
 var AwaitingAdmission = []WebhookStatus{WebhookPending, WebhookHeld}
 
 // EntityBlockers are the statuses of an earlier delivery (in event order)
