@@ -10,21 +10,15 @@ import (
 // TestTheProductionShapeSurvivesItsDatabaseAndNetworkFaults runs the
 // harness at a small size through the database and network faults in
 // turn: the service's Postgres SIGKILLed and restarted, shut down fast and
-// started, 200 ms of latency, a silent partition from Postgres. Nothing is
-// lost or doubled; while Postgres is away the API answers 503 with
-// Retry-After and /readyz says so; and work completes again within 5
-// seconds of each heal. The silent partition between the workers and
-// Temporal (-faults partition-temporal) is left to the harness: at this
-// size it strikes when only one delivery can be in flight (every invoice
-// is on one order, ordered per entity), and when the server had handed
-// that delivery's task to a poll the partition swallowed, the next
-// completion waits for the task's timeout: 5.1 s after the heal in one CI
-// run, though the workers were polling again by then.
+// started, 200 ms of latency, a silent partition from Postgres, and the
+// same partition between the workers and Temporal. Nothing is lost or
+// doubled; while Postgres is away the API answers 503 with Retry-After and
+// /readyz says so; and work completes again within 5 seconds of each heal.
 func TestTheProductionShapeSurvivesItsDatabaseAndNetworkFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the production-shape harness builds the Temporal server and runs it as a process: skipped under -short")
 	}
-	faults := []crash.Fault{crash.FaultPostgres, crash.FaultPostgresRestart, crash.FaultLatency, crash.FaultPartitionDB}
+	faults := []crash.Fault{crash.FaultPostgres, crash.FaultPostgresRestart, crash.FaultLatency, crash.FaultPartitionDB, crash.FaultPartitionTemporal}
 	o := Defaults()
 	o.Runs, o.Posts, o.Deliveries, o.Settle, o.Out = 1, 60, 80, 3*time.Minute, t.Output()
 	o.Faults, o.KillAt, o.FaultEvery = faults, 0.1, 0.15

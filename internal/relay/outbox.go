@@ -38,13 +38,33 @@ type Outbox struct {
 
 	// pacing holds the starts waiting for their slots (pace).
 	pacing sync.WaitGroup
+	// again, set by Run, wakes the relay for another round after a round
+	// or a paced start failed, sooner than the sweep (retryAfter).
+	again func()
+}
+
+// RetryFirst is how soon the relay tries again after a round, or a paced
+// start, failed: deliveries whose workflows could not be started (Temporal
+// unreachable for a while) are started again within about this long of
+// Temporal's return, rather than at the next sweep or notification. Each
+// failure in a row doubles the wait, up to the sweep.
+const RetryFirst = time.Second
+
+// retryAfter is the wait before the retry that follows n failures in a row.
+func retryAfter(n int, sweep time.Duration) time.Duration {
+	d := RetryFirst
+	for range min(n-1, 16) {
+		d *= 2
+	}
+	return min(d, sweep)
 }
 
 // batch is how many events or deliveries one round takes.
 const batch = 500
 
 // Run relays until ctx ends, reconnecting 5 s after a failure (the only
-// other time ListenEvents returns).
+// other time ListenEvents returns). A round or a paced start that fails is
+// tried again after RetryFirst, then at doubling waits up to the sweep.
 func (o *Outbox) Run(ctx context.Context) {
 	sweep := o.Sweep
 	if sweep == 0 {
@@ -52,6 +72,23 @@ func (o *Outbox) Run(ctx context.Context) {
 	}
 	wake := make(chan struct{}, 1)
 	done := make(chan struct{})
+	notify := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	// A failure (of a round, or of a paced start) wakes the relay again
+	// after retryAfter; a round that succeeds resets the count.
+	var mu sync.Mutex
+	failures := 0
+	o.again = func() {
+		mu.Lock()
+		failures++
+		wait := retryAfter(failures, sweep)
+		mu.Unlock()
+		time.AfterFunc(wait, notify)
+	}
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
@@ -61,16 +98,15 @@ func (o *Outbox) Run(ctx context.Context) {
 			case <-wake:
 			}
 			if _, err := o.Drain(ctx); err != nil && ctx.Err() == nil {
-				o.Log.Warn("relaying events failed; retrying at the next sweep", zap.Error(err))
+				o.Log.Warn("relaying events failed; retrying soon", zap.Error(err))
+				o.again()
+			} else if err == nil {
+				mu.Lock()
+				failures = 0
+				mu.Unlock()
 			}
 		}
 	}()
-	notify := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
 	notify()
 	repeat(ctx, 5*time.Second, func() {
 		if err := o.DB.ListenEvents(ctx, sweep, notify); err != nil && ctx.Err() == nil {
@@ -157,6 +193,9 @@ func (o *Outbox) pace(ctx context.Context, refs []domain.WebhookDeliveryRef) {
 			}
 			if err != nil && ctx.Err() == nil {
 				o.Log.Warn("starting a paced delivery failed; the next round takes it", zap.Stringer("delivery_id", r.ID), zap.Error(err))
+				if o.again != nil {
+					o.again()
+				}
 			}
 		})
 	}

@@ -266,7 +266,7 @@ type setup struct {
 	// cpu adds up each kind of process's CPU over the burst (prod shape).
 	cpu *cpuBook
 	// keepLogs keeps the run's directory (its processes' logs) when it
-	// lost or doubled anything.
+	// lost or doubled anything, or a fault's outage broke its bounds.
 	keepLogs bool
 	// migrate and prepare, when set, stand in for db.Migrate and data (a
 	// rolling upgrade migrates with, and makes its data for, the release
@@ -804,7 +804,9 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 	if s.cpu != nil {
 		res.CPU = s.cpu.close()
 	}
-	s.keepLogs = res.Failed()
+	s.keepLogs = res.Failed() || slices.ContainsFunc(faults, func(f FaultResult) bool {
+		return f.Outage != nil && len(f.Outage.Problems(f.Fault)) > 0
+	})
 	return res, nil
 }
 

@@ -1,0 +1,110 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/commerce-integration/commerce/db"
+	"github.com/commerce-integration/commerce/internal/secrets"
+	"github.com/commerce-integration/commerce/internal/testdb"
+	"github.com/commerce-integration/commerce/workflows"
+)
+
+// flakyTemporal answers the first fails workflow starts with an error, as
+// a Temporal frontend that cannot be reached does, and records the IDs of
+// the starts after them.
+type flakyTemporal struct {
+	client.Client
+	mu      sync.Mutex
+	fails   int
+	calls   int
+	started chan string
+}
+
+func (f *flakyTemporal) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.fails > 0 {
+		f.fails--
+		return nil, errors.New("connection error: the frontend is unreachable")
+	}
+	f.started <- o.ID
+	return nil, nil
+}
+
+// TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep:
+// with the sweep an hour away and no event after the first, the relay
+// itself comes back to a delivery whose workflow it could not start (three
+// starts refused in a row), as it would after Temporal was unreachable.
+func TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := testdb.New(t)
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", Currency: "EUR", OwnerEmail: "o@acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := secrets.NewSealer(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: org.ID, URL: "https://erp.example.com/hooks"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool().Exec(ctx, `INSERT INTO events (id, org_id, type, data) VALUES (gen_random_uuid(), $1, 'customer.created', '{}')`, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	tc := &flakyTemporal{fails: 3, started: make(chan string, 1)}
+	o := &Outbox{DB: d.DB, Workflows: workflows.NewClient(tc, "default"), Log: zap.NewNop(), Sweep: time.Hour}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.Run(ctx)
+	}()
+	// Three failures wait 1, 2 and 4 s: the start comes about 7 s in.
+	select {
+	case id := <-tc.started:
+		tc.mu.Lock()
+		calls := tc.calls
+		tc.mu.Unlock()
+		if calls != 4 {
+			t.Errorf("the delivery %s was started on call %d, want the fourth (three refused)", id, calls)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the delivery was not started again within a minute of its refused starts (the sweep is an hour away)")
+	}
+	var status string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := d.Pool().QueryRow(ctx, `SELECT CASE WHEN workflow_started_at IS NULL THEN 'not started' ELSE 'started' END FROM webhook_deliveries WHERE org_id = $1`, org.ID).Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status == "started" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status != "started" {
+		t.Errorf("the delivery reads %s after its workflow started", status)
+	}
+	cancel()
+	<-done
+}
+
+func TestTheRetryWaitDoublesUpToTheSweep(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want time.Duration
+	}{{1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {4, 8 * time.Second}, {5, 10 * time.Second}, {1000, 10 * time.Second}} {
+		if got := retryAfter(c.n, 10*time.Second); got != c.want {
+			t.Errorf("after %d failures in a row: %s, want %s", c.n, got, c.want)
+		}
+	}
+}
