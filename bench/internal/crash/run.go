@@ -280,6 +280,10 @@ type setup struct {
 	// net: the private Postgres and toxiproxy of the database and network
 	// faults (dbfaults.go).
 	net *netSetup
+	// server, when set, is the Postgres server the run makes its
+	// databases on (the service's and Temporal's); otherwise the one
+	// CRASH_DATABASE_URL names, or the local one.
+	server string
 }
 
 func (s *setup) close() {
@@ -312,7 +316,13 @@ func (s *setup) start(ctx context.Context) error {
 		_ = os.RemoveAll(dir)
 	})
 
-	dbURL, drop, err := procs.Database(ctx, "CRASH_DATABASE_URL", "crash")
+	var dbURL string
+	var drop func()
+	if s.server != "" {
+		dbURL, drop, err = procs.DatabaseOn(ctx, s.server, "crash")
+	} else {
+		dbURL, drop, err = procs.Database(ctx, "CRASH_DATABASE_URL", "crash")
+	}
 	if err != nil {
 		return err
 	}

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
 
+	"github.com/commerce-integration/commerce/internal/devpg"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 )
 
@@ -36,6 +39,9 @@ type SoakOptions struct {
 	// server starts its pollers and fills its caches in its first minute
 	// under load, which a short run would otherwise judge as growth.
 	Warmup time.Duration
+	// SharedDB makes the run's databases on the server CRASH_DATABASE_URL
+	// names (or the local one) instead of a private cluster (soakCluster).
+	SharedDB bool
 }
 
 // DefaultSoak is the steady load of a long run: 10 posts a second (55%
@@ -60,6 +66,7 @@ func SoakFlags() *SoakOptions {
 	flag.Float64Var(&s.Writes, "soak-writes", s.Writes, "soak: REST writes (customers created) a second")
 	flag.DurationVar(&s.Every, "soak-every", s.Every, "soak: sampling interval")
 	flag.DurationVar(&s.Warmup, "soak-warmup", s.Warmup, "soak: load before the first sample, neither sampled nor judged")
+	flag.BoolVar(&s.SharedDB, "soak-shared-db", false, "soak: make the databases on CRASH_DATABASE_URL's server (or the local one) instead of a private cluster with PostgreSQL's default settings")
 	return &s
 }
 
@@ -144,6 +151,13 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (SoakResult, error) {
 		bins.commerce = o.Bin
 	}
 	s := &setup{opts: o, bins: bins, compose: cf}
+	if !so.SharedDB {
+		var stop func()
+		if s.server, stop, err = soakCluster(ctx, out); err != nil {
+			return res, err
+		}
+		defer stop() // after s.close, which drops the run's databases in it
+	}
 	defer s.close()
 	if err := s.start(ctx); err != nil {
 		return res, err
@@ -216,6 +230,49 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (SoakResult, error) {
 	out("\nplots: %v\n", plots)
 	printProfileTops(ctx, o.Out, res.Dir, api, worker)
 	return res, nil
+}
+
+// soakCluster starts a private PostgreSQL cluster, initialised with the
+// server's default settings, for a long run's databases (the service's and
+// the Temporal server's two), and returns its URL and a function that stops
+// it and removes it. A server shared with other programs may run without
+// autovacuum (test servers often do): its tables then keep every
+// dead row and are planned without statistics, which a run of 30 minutes
+// would judge as the service's drift. Production servers vacuum and
+// analyse; so does this cluster.
+func soakCluster(ctx context.Context, out func(string, ...any)) (string, func(), error) {
+	base, err := os.MkdirTemp("", "soak-pg-")
+	if err != nil {
+		return "", nil, err
+	}
+	// The cluster runs as another user when the harness is root: let it in.
+	if err := os.Chmod(base, 0o755); err != nil { // #nosec G302 -- a directory the cluster's user must reach
+		_ = os.RemoveAll(base)
+		return "", nil, err
+	}
+	started := time.Now()
+	pg, err := devpg.Start(ctx, filepath.Join(base, "pg"))
+	if err != nil {
+		_ = os.RemoveAll(base)
+		return "", nil, err
+	}
+	stop := func() {
+		_ = pg.Stop()
+		_ = os.RemoveAll(base)
+	}
+	var autovacuum string
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err == nil {
+		err = conn.QueryRow(ctx, `SHOW autovacuum`).Scan(&autovacuum)
+		conn.Close(ctx)
+	}
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	out("soak: a private PostgreSQL cluster on port %d for the run's databases (autovacuum %s), in %.1fs\n",
+		pg.Port(), autovacuum, time.Since(started).Seconds())
+	return pg.URL("postgres"), stop, nil
 }
 
 // judgedFrom is where the judged window starts: the last 20 minutes of a

@@ -62,9 +62,19 @@ func Database(ctx context.Context, env, name string) (string, func(), error) {
 	if base == "" {
 		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	}
-	u, err := url.Parse(base)
+	dbURL, drop, err := DatabaseOn(ctx, base, name)
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", env, err)
+	}
+	return dbURL, drop, nil
+}
+
+// DatabaseOn creates a database named commerce_<name>_<random> on the
+// server base connects to and returns its URL and a function that drops it.
+func DatabaseOn(ctx context.Context, base, name string) (string, func(), error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", nil, err
 	}
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
