@@ -12,7 +12,7 @@ import (
 )
 
 // Version is the release: a semantic version tag (CHANGELOG.md).
-var Version = "v0.2.0-dev"
+var Version = "v0.2.0"
 
 // Info is what a binary says of itself.
 type Info struct {
