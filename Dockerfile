@@ -12,7 +12,7 @@ COPY . .
 # the memory (docs/benchmarks.md).
 # VERSION is the release tag the image is built for (CHANGELOG.md); the
 # binary reports it in `commerce version`, /healthz and commerce_build_info.
-ARG VERSION=v0.2.0
+ARG VERSION=v0.3.0-dev
 RUN CGO_ENABLED=0 go build -tags nodev -trimpath \
     -ldflags="-s -w -X github.com/commerce-integration/commerce/internal/version.Version=${VERSION}" -o /out/commerce ./cmd/commerce
 

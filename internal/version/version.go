@@ -1,6 +1,6 @@
 // Package version says which release this binary is. Version is set at
 // build time by the release build (-ldflags "-X
-// github.com/commerce-integration/commerce/internal/version.Version=v0.2.0");
+// github.com/commerce-integration/commerce/internal/version.Version=v0.3.0");
 // a build from a checkout reads the next release with "-dev". Revision
 // is the commit the binary was built from, where Go recorded it.
 package version
@@ -12,7 +12,7 @@ import (
 )
 
 // Version is the release: a semantic version tag (CHANGELOG.md).
-var Version = "v0.2.0"
+var Version = "v0.3.0-dev"
 
 // Info is what a binary says of itself.
 type Info struct {
