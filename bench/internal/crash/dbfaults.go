@@ -143,22 +143,13 @@ func (s *setup) privateDatabase(ctx context.Context, dbURL string) (string, erro
 	if !s.needs(FaultPostgres, FaultPostgresRestart) {
 		return dbURL, nil
 	}
-	base, err := os.MkdirTemp("", "crash-pg-")
-	if err != nil {
-		return "", err
-	}
-	s.stops = append(s.stops, func() { _ = os.RemoveAll(base) })
-	// The cluster runs as another user when the harness is root: let it in.
-	if err := os.Chmod(base, 0o755); err != nil { // #nosec G302 -- a directory the cluster's user must reach
-		return "", err
-	}
 	started := time.Now()
-	pg, err := devpg.Start(ctx, filepath.Join(base, "pg"))
+	pg, stop, err := privateCluster(ctx)
 	if err != nil {
 		return "", err
 	}
 	s.net.pg = pg
-	s.stops = append(s.stops, func() { _ = pg.Stop() })
+	s.stops = append(s.stops, stop)
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
 	if err != nil {
 		return "", err
@@ -169,6 +160,29 @@ func (s *setup) privateDatabase(ctx context.Context, dbURL string) (string, erro
 	}
 	fmt.Fprintf(s.opts.Out, "  private Postgres cluster on port %d for the service's database, in %.1fs\n", pg.Port(), time.Since(started).Seconds())
 	return pg.URL("crash"), nil
+}
+
+// privateCluster initialises a PostgreSQL cluster of the run's own, with
+// the server's default settings, in a new temporary directory, and starts
+// it; stop stops it and removes the directory.
+func privateCluster(ctx context.Context) (pg *devpg.Cluster, stop func(), err error) {
+	base, err := os.MkdirTemp("", "crash-pg-")
+	if err != nil {
+		return nil, nil, err
+	}
+	// The cluster runs as another user when the harness is root: let it in.
+	if err := os.Chmod(base, 0o755); err != nil { // #nosec G302 -- a directory the cluster's user must reach
+		_ = os.RemoveAll(base)
+		return nil, nil, err
+	}
+	if pg, err = devpg.Start(ctx, filepath.Join(base, "pg")); err != nil {
+		_ = os.RemoveAll(base)
+		return nil, nil, err
+	}
+	return pg, func() {
+		_ = pg.Stop()
+		_ = os.RemoveAll(base)
+	}, nil
 }
 
 // routeThroughProxies starts toxiproxy when the run's faults need it and

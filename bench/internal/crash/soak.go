@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
 
-	"github.com/commerce-integration/commerce/internal/devpg"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 )
 
@@ -241,24 +239,10 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (SoakResult, error) {
 // would judge as the service's drift. Production servers vacuum and
 // analyse; so does this cluster.
 func soakCluster(ctx context.Context, out func(string, ...any)) (string, func(), error) {
-	base, err := os.MkdirTemp("", "soak-pg-")
-	if err != nil {
-		return "", nil, err
-	}
-	// The cluster runs as another user when the harness is root: let it in.
-	if err := os.Chmod(base, 0o755); err != nil { // #nosec G302 -- a directory the cluster's user must reach
-		_ = os.RemoveAll(base)
-		return "", nil, err
-	}
 	started := time.Now()
-	pg, err := devpg.Start(ctx, filepath.Join(base, "pg"))
+	pg, stop, err := privateCluster(ctx)
 	if err != nil {
-		_ = os.RemoveAll(base)
 		return "", nil, err
-	}
-	stop := func() {
-		_ = pg.Stop()
-		_ = os.RemoveAll(base)
 	}
 	var autovacuum string
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
