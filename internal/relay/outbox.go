@@ -38,25 +38,61 @@ type Outbox struct {
 
 	// pacing holds the starts waiting for their slots (pace).
 	pacing sync.WaitGroup
-	// again, set by Run, wakes the relay for another round after a round
-	// or a paced start failed, sooner than the sweep (retryAfter).
-	again func()
+	// retry, set by Run, wakes the relay for another round after a round
+	// or a paced start failed, sooner than the sweep.
+	retry *retry
 }
 
 // RetryFirst is how soon the relay tries again after a round, or a paced
 // start, failed: deliveries whose workflows could not be started (Temporal
 // unreachable for a while) are started again within about this long of
 // Temporal's return, rather than at the next sweep or notification. Each
-// failure in a row doubles the wait, up to the sweep.
+// retry that fails again doubles the wait, up to the sweep.
 const RetryFirst = time.Second
 
-// retryAfter is the wait before the retry that follows n failures in a row.
-func retryAfter(n int, sweep time.Duration) time.Duration {
-	d := RetryFirst
-	for range min(n-1, 16) {
-		d *= 2
+// retry schedules the relay's next round after a failure. Failures while a
+// retry is already scheduled join it: many paced starts failing at once
+// (Temporal away) are one failure, not many, so the wait doubles once per
+// failed retry and at most one timer is pending.
+type retry struct {
+	mu       sync.Mutex
+	failures int  // retries scheduled since the last round that succeeded
+	pending  bool // a retry is scheduled and has not fired
+	sweep    time.Duration
+	wake     func()
+}
+
+// failed schedules a retry unless one is pending, and reports its wait
+// (zero when it joined the pending one).
+func (r *retry) failed() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending {
+		return 0
 	}
-	return min(d, sweep)
+	r.pending = true
+	r.failures++
+	wait := RetryFirst
+	for range min(r.failures-1, 16) {
+		wait *= 2
+	}
+	wait = min(wait, r.sweep)
+	time.AfterFunc(wait, r.fire)
+	return wait
+}
+
+func (r *retry) fire() {
+	r.mu.Lock()
+	r.pending = false
+	r.mu.Unlock()
+	r.wake()
+}
+
+// succeeded starts the waits from RetryFirst again.
+func (r *retry) succeeded() {
+	r.mu.Lock()
+	r.failures = 0
+	r.mu.Unlock()
 }
 
 // batch is how many events or deliveries one round takes.
@@ -78,17 +114,7 @@ func (o *Outbox) Run(ctx context.Context) {
 		default:
 		}
 	}
-	// A failure (of a round, or of a paced start) wakes the relay again
-	// after retryAfter; a round that succeeds resets the count.
-	var mu sync.Mutex
-	failures := 0
-	o.again = func() {
-		mu.Lock()
-		failures++
-		wait := retryAfter(failures, sweep)
-		mu.Unlock()
-		time.AfterFunc(wait, notify)
-	}
+	o.retry = &retry{sweep: sweep, wake: notify}
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
@@ -99,11 +125,9 @@ func (o *Outbox) Run(ctx context.Context) {
 			}
 			if _, err := o.Drain(ctx); err != nil && ctx.Err() == nil {
 				o.Log.Warn("relaying events failed; retrying soon", zap.Error(err))
-				o.again()
+				o.retry.failed()
 			} else if err == nil {
-				mu.Lock()
-				failures = 0
-				mu.Unlock()
+				o.retry.succeeded()
 			}
 		}
 	}()
@@ -193,8 +217,8 @@ func (o *Outbox) pace(ctx context.Context, refs []domain.WebhookDeliveryRef) {
 			}
 			if err != nil && ctx.Err() == nil {
 				o.Log.Warn("starting a paced delivery failed; the next round takes it", zap.Stringer("delivery_id", r.ID), zap.Error(err))
-				if o.again != nil {
-					o.again()
+				if o.retry != nil { // nil when Drain is called without Run
+					o.retry.failed()
 				}
 			}
 		})

@@ -98,13 +98,41 @@ func TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep(t *tes
 	<-done
 }
 
-func TestTheRetryWaitDoublesUpToTheSweep(t *testing.T) {
-	for _, c := range []struct {
-		n    int
-		want time.Duration
-	}{{1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {4, 8 * time.Second}, {5, 10 * time.Second}, {1000, 10 * time.Second}} {
-		if got := retryAfter(c.n, 10*time.Second); got != c.want {
-			t.Errorf("after %d failures in a row: %s, want %s", c.n, got, c.want)
+// TestRetriesDoubleUpToTheSweepAndFailuresAtOnceShareOne: each retry that
+// fails again waits twice as long, up to the sweep; failures while a retry
+// is pending (many paced starts refused at once) join it instead of
+// doubling the wait or scheduling more; a success starts again from 1 s.
+func TestRetriesDoubleUpToTheSweepAndFailuresAtOnceShareOne(t *testing.T) {
+	woken := make(chan struct{}, 100)
+	r := &retry{sweep: 10 * time.Second, wake: func() { woken <- struct{}{} }}
+	fire := func() { // the pending retry's timer, without waiting for it
+		t.Helper()
+		r.mu.Lock()
+		pending := r.pending
+		r.mu.Unlock()
+		if !pending {
+			t.Fatal("no retry pending")
 		}
+		r.fire()
+		<-woken
+	}
+	if got := r.failed(); got != time.Second {
+		t.Fatalf("the first failure waits %s, want 1s", got)
+	}
+	for range 20 {
+		if got := r.failed(); got != 0 {
+			t.Fatalf("a failure while a retry is pending scheduled another, in %s", got)
+		}
+	}
+	for _, want := range []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
+		fire()
+		if got := r.failed(); got != want {
+			t.Fatalf("the next failed retry waits %s, want %s", got, want)
+		}
+	}
+	fire()
+	r.succeeded()
+	if got := r.failed(); got != time.Second {
+		t.Errorf("after a success the first failure waits %s, want 1s", got)
 	}
 }
