@@ -3,16 +3,15 @@ package db
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/commerce-integration/commerce/domain"
 )
 
-// KeyAuth is what one authentication round trip learns about a REST call:
-// who it is for, the key's rate-limit decision, and the state of the add-on
-// the route needs (if any).
+// KeyAuth is what authentication learns about a REST call: who it is for,
+// the key's rate-limit decision, and the state of the add-on the route
+// needs (if any).
 type KeyAuth struct {
 	Principal domain.Principal
 	Rate      RateDecision
@@ -27,9 +26,9 @@ type KeyAuth struct {
 // AddonOpen reports whether the route may answer a read.
 func (a KeyAuth) AddonOpen() bool { return a.AddonOn || a.AddonHeld }
 
-// The statement behind AuthenticateKey: find the key by hash, take one call
-// from its rate-limit bucket (unless revoked), touch last_used_at at most
-// once a minute, and read the route's add-on ($2: stock, route, source or
+// The statement behind AuthenticateKey: find the key by hash, touch
+// last_used_at at most once a minute (so the statement writes nothing on
+// most calls), and read the route's add-on ($2: stock, route, source or
 // empty); whether rows of it are held is only looked up when it is off.
 var authSQL = `
 WITH k AS (
@@ -38,13 +37,12 @@ WITH k AS (
 	               WHEN 'source' THEN o.addon_source ELSE true END AS addon_on
 	FROM api_keys k JOIN organisations o ON o.id = k.org_id
 	WHERE k.key_hash = $1
-), rl AS (` + gcraTake("k.org_id", "k.id", "k WHERE NOT k.revoked", APIKeyLimit) + `
 ), touched AS (
 	UPDATE api_keys SET last_used_at = now()
 	WHERE id = (SELECT id FROM k WHERE NOT revoked)
 	  AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
 )
-SELECT k.id, k.org_id, k.scopes, k.revoked, rl.allowed, rl.tat, now(), k.addon_on,
+SELECT k.id, k.org_id, k.scopes, k.revoked, k.addon_on,
        CASE WHEN k.addon_on THEN false
             WHEN $2 = 'stock' THEN EXISTS (SELECT 1 FROM stock_lines s WHERE s.org_id = k.org_id)
                                 OR EXISTS (SELECT 1 FROM stock_movements m WHERE m.org_id = k.org_id)
@@ -52,28 +50,27 @@ SELECT k.id, k.org_id, k.scopes, k.revoked, rl.allowed, rl.tat, now(), k.addon_o
             WHEN $2 = 'source' THEN EXISTS (SELECT 1 FROM suppliers s WHERE s.org_id = k.org_id)
                                  OR EXISTS (SELECT 1 FROM purchase_orders p WHERE p.org_id = k.org_id)
             ELSE false END
-FROM k LEFT JOIN rl ON true`
+FROM k`
 
-// AuthenticateKey looks up an API key by its SHA-256, takes one call from
-// its rate limit and reads the state of the route's add-on (addon may be
-// empty), in one round trip. An unknown or revoked key is EUNAUTHORIZED; the
-// rate decision is returned for the caller to enforce.
+// AuthenticateKey looks up an API key by its SHA-256 and the state of the
+// route's add-on (addon may be empty) in one round trip, then takes one call
+// from the key's rate limit through this process's lease of it
+// (keylease.go), which costs a write only when a lease is taken. An unknown
+// or revoked key is EUNAUTHORIZED and takes nothing; the rate decision is
+// returned for the caller to enforce.
 func (d *DB) AuthenticateKey(ctx context.Context, keyHash []byte, addon domain.Addon) (KeyAuth, error) {
 	var (
 		a       KeyAuth
 		revoked bool
-		allowed *bool
-		tat     *time.Time
-		now     time.Time
 	)
 	err := d.rate.QueryRow(ctx, authSQL, keyHash, string(addon)).Scan(
-		&a.Principal.KeyID, &a.Principal.OrgID, &a.Principal.Scopes, &revoked, &allowed, &tat, &now, &a.AddonOn, &a.AddonHeld)
+		&a.Principal.KeyID, &a.Principal.OrgID, &a.Principal.Scopes, &revoked, &a.AddonOn, &a.AddonHeld)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && revoked) {
 		return KeyAuth{}, domain.Errorf(domain.EUNAUTHORIZED, "API key is missing, unknown or revoked")
 	}
 	if err != nil {
 		return KeyAuth{}, err
 	}
-	a.Rate = decide(APIKeyLimit, *allowed, *tat, now)
-	return a, nil
+	a.Rate, err = d.leases.take(ctx, a.Principal.OrgID, a.Principal.KeyID)
+	return a, err
 }

@@ -39,6 +39,9 @@ type DB struct {
 	// their plans do not depend on the values: generic plans save planning
 	// on every call.
 	rate *pgxpool.Pool
+	// leases are this process's leases of its API keys' rate-limit buckets
+	// (keylease.go).
+	leases *leases
 }
 
 // DefaultMaxConns is the size of a process's main pool when none is
@@ -92,7 +95,9 @@ func ConnectWith(ctx context.Context, url string, o Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &DB{pool: pool, rate: rate}, nil
+	d := &DB{pool: pool, rate: rate}
+	d.leases = newLeases(d)
+	return d, nil
 }
 
 // RateMaxConns is the size of the rate-limit pool beside a main pool of
@@ -135,6 +140,7 @@ func Unavailable(err error) bool {
 
 // Close closes the pools.
 func (d *DB) Close() {
+	d.leases.close()
 	d.pool.Close()
 	d.rate.Close()
 }

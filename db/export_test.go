@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -26,3 +27,17 @@ var AdmissionSubscriptionsSQL = admissionSubscriptionsSQL
 // ResolveByReplaySQL resolve, for an applied receipt, its original's
 // failures.
 var ResolveByReplaySQL = resolveByReplaySQL
+
+// SetLeaseTerms sets how long d's rate-limit leases may be spent and how
+// often expired ones are given back, before its first call takes one.
+func SetLeaseTerms(d *DB, ttl, every time.Duration) { d.leases.ttl, d.leases.every = ttl, every }
+
+// Leases is how many keys d holds a rate-limit lease of.
+func Leases(d *DB) int {
+	d.leases.mu.Lock()
+	defer d.leases.mu.Unlock()
+	return len(d.leases.m)
+}
+
+// LeaseMax is the most calls one lease takes.
+const LeaseMax = leaseMax
