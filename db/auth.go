@@ -53,24 +53,28 @@ SELECT k.id, k.org_id, k.scopes, k.revoked, k.addon_on,
 FROM k`
 
 // AuthenticateKey looks up an API key by its SHA-256 and the state of the
-// route's add-on (addon may be empty) in one round trip, then takes one call
-// from the key's rate limit through this process's lease of it
-// (keylease.go), which costs a write only when a lease is taken. An unknown
+// route's add-on (addon may be empty) in one round trip, unless this process
+// kept them from a call moments ago (keycache.go), then takes one call from
+// the key's rate limit through this process's lease of it (keylease.go),
+// which costs a write only when a lease is taken. An unknown
 // or revoked key is EUNAUTHORIZED and takes nothing; the rate decision is
 // returned for the caller to enforce.
 func (d *DB) AuthenticateKey(ctx context.Context, keyHash []byte, addon domain.Addon) (KeyAuth, error) {
-	var (
-		a       KeyAuth
-		revoked bool
-	)
-	err := d.rate.QueryRow(ctx, authSQL, keyHash, string(addon)).Scan(
-		&a.Principal.KeyID, &a.Principal.OrgID, &a.Principal.Scopes, &revoked, &a.AddonOn, &a.AddonHeld)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && revoked) {
-		return KeyAuth{}, domain.Errorf(domain.EUNAUTHORIZED, "API key is missing, unknown or revoked")
+	a, kept := d.keys.get(keyHash, addon)
+	if !kept {
+		gen := d.keys.generation()
+		var revoked bool
+		err := d.rate.QueryRow(ctx, authSQL, keyHash, string(addon)).Scan(
+			&a.Principal.KeyID, &a.Principal.OrgID, &a.Principal.Scopes, &revoked, &a.AddonOn, &a.AddonHeld)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && revoked) {
+			return KeyAuth{}, domain.Errorf(domain.EUNAUTHORIZED, "API key is missing, unknown or revoked")
+		}
+		if err != nil {
+			return KeyAuth{}, err
+		}
+		d.keys.put(keyHash, addon, a, gen)
 	}
-	if err != nil {
-		return KeyAuth{}, err
-	}
+	var err error
 	a.Rate, err = d.leases.take(ctx, a.Principal.OrgID, a.Principal.KeyID)
 	return a, err
 }

@@ -42,6 +42,8 @@ type DB struct {
 	// leases are this process's leases of its API keys' rate-limit buckets
 	// (keylease.go).
 	leases *leases
+	// keys keeps what authenticating a key read (keycache.go).
+	keys *keyCache
 }
 
 // DefaultMaxConns is the size of a process's main pool when none is
@@ -96,7 +98,7 @@ func ConnectWith(ctx context.Context, url string, o Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{pool: pool, rate: rate}
-	d.leases = newLeases(d)
+	d.leases, d.keys = newLeases(d), newKeyCache(d)
 	return d, nil
 }
 
@@ -140,6 +142,7 @@ func Unavailable(err error) bool {
 
 // Close closes the pools.
 func (d *DB) Close() {
+	d.keys.close()
 	d.leases.close()
 	d.pool.Close()
 	d.rate.Close()

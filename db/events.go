@@ -68,6 +68,11 @@ func (d *DB) ListenRecords(ctx context.Context, interval time.Duration, fn func(
 // each notification's payload and onIdle after every interval without one,
 // until ctx ends (nil) or the connection fails (the error).
 func (d *DB) listen(ctx context.Context, channel string, interval time.Duration, onNotify func(string), onIdle func()) error {
+	return d.listenReady(ctx, channel, interval, func() {}, onNotify, onIdle)
+}
+
+// listenReady is listen, calling ready once the connection listens.
+func (d *DB) listenReady(ctx context.Context, channel string, interval time.Duration, ready func(), onNotify func(string), onIdle func()) error {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -76,6 +81,7 @@ func (d *DB) listen(ctx context.Context, channel string, interval time.Duration,
 	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
+	ready()
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+channel) }()
 	for {
 		wctx, cancel := context.WithTimeout(ctx, interval)

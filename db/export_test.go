@@ -41,3 +41,15 @@ func Leases(d *DB) int {
 
 // LeaseMax is the most calls one lease takes.
 const LeaseMax = leaseMax
+
+// SetKeyCacheTTL sets how long d keeps what authenticating a key read,
+// before its first call.
+func SetKeyCacheTTL(d *DB, ttl time.Duration) { d.keys.ttl = ttl }
+
+// KeysKept is how many authentications d keeps, and whether it is
+// listening for changes (it keeps none while it is not).
+func KeysKept(d *DB) (int, bool) {
+	d.keys.mu.Lock()
+	defer d.keys.mu.Unlock()
+	return len(d.keys.m), d.keys.live.Load()
+}

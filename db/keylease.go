@@ -189,7 +189,7 @@ func (ls *leases) sweep() {
 func (ls *leases) giveBack(all bool) {
 	now := time.Now()
 	var orgs, subjects []uuid.UUID
-	var ns []int32
+	var ns []int
 	ls.mu.Lock()
 	for k, l := range ls.m {
 		if !l.mu.TryLock() {
@@ -197,7 +197,7 @@ func (ls *leases) giveBack(all bool) {
 		}
 		if all || !now.Before(l.expires) {
 			if l.left > 0 {
-				orgs, subjects, ns = append(orgs, k.org), append(subjects, k.subject), append(ns, int32(l.left))
+				orgs, subjects, ns = append(orgs, k.org), append(subjects, k.subject), append(ns, l.left)
 			}
 			l.left, l.gone = 0, true
 			delete(ls.m, k)

@@ -98,6 +98,7 @@ func (d *DB) SetAddon(ctx context.Context, orgID uuid.UUID, addon domain.Addon, 
 		}
 		return err
 	})
+	d.keys.drop() // other processes drop theirs on the trigger's notice
 	return org, err
 }
 
@@ -226,6 +227,7 @@ func (d *DB) ListAPIKeys(ctx context.Context, orgID uuid.UUID) ([]domain.APIKey,
 func (d *DB) RevokeAPIKey(ctx context.Context, orgID, keyID uuid.UUID) (domain.APIKey, error) {
 	k, err := scanKey(d.pool.QueryRow(ctx, `
 		UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE org_id = $1 AND id = $2 RETURNING `+keyColumns, orgID, keyID))
+	d.keys.drop() // other processes drop theirs on the trigger's notice
 	return k, notFound(err, "API key")
 }
 
