@@ -56,6 +56,39 @@ const admittedRetries = "admitted-retries"
 // once, though not to a failing spell.
 const admittedResends = "admitted-resends"
 
+// localRetries marks the change that makes a retry's or a resend's
+// admission a local activity, run inside the workflow task that the timer
+// or the signal began, which then schedules the attempt: a retry was two
+// activity tasks dispatched through the server's matching service, and a
+// workflow task after each. The attempt stays an activity: a local one
+// that ends the run completes it in the same workflow task, and a resend
+// signalled meanwhile makes the server refuse that task, so the attempt
+// would be made again. A run that records localRetries records no other
+// marker: every change above is on in it, without asking (each of their
+// GetVersion calls was a marker and a TemporalChangeVersion upsert in
+// every run). Runs recorded before it ask for each change as they did.
+const localRetries = "local-retries"
+
+// admitOptions: an admission is one short transaction; a fault of the
+// service is retried as deliverOptions' are, for up to a day.
+var admitOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 24 * time.Hour,
+	RetryPolicy:            outageRetry,
+}
+
+// changes answers whether a change is on in this run: every change is on in
+// a run that recorded localRetries; otherwise the change's own marker
+// says, as in the runs recorded before it.
+type changes struct {
+	ctx workflow.Context
+	all bool
+}
+
+func (c changes) on(changeID string) bool {
+	return c.all || workflow.GetVersion(c.ctx, changeID, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
 // firstAttemptOptions: one try, with deliverOptions' 30 s bound; the
 // retries of a fault are the activity's.
 var firstAttemptOptions = workflow.LocalActivityOptions{
@@ -76,13 +109,14 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 	for resend.ReceiveAsync(nil) {
 	}
 	attempts, manual := in.Attempts, in.Manual
+	c := changes{ctx: ctx, all: workflow.GetVersion(ctx, localRetries, workflow.DefaultVersion, 1) != workflow.DefaultVersion}
 	// Runs recorded before localFirstAttempt made every attempt an activity.
-	local := workflow.GetVersion(ctx, localFirstAttempt, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	local := c.on(localFirstAttempt)
 	for {
 		// A resend keeps to the subscription's rate and cap too (but not to
 		// a failing spell: support asked for it).
-		if manual && workflow.GetVersion(ctx, admittedResends, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
-			waitForAdmission(ctx, in, resend, true)
+		if manual && c.on(admittedResends) {
+			waitForAdmission(ctx, in, resend, true, c.all)
 		}
 		attempts++
 		var res domain.DeliverResult
@@ -96,13 +130,12 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 		if err != nil {
 			return domain.WebhookOutcome{Attempts: attempts - 1}, err
 		}
-		showDelivery(ctx, res, attempts)
+		showDelivery(c, res, attempts)
 		if res.RetryAt == nil {
 			// A resend support asked for while the attempt ran (the delivery
 			// read as over, or the signal came as the run was closing) is one
 			// attempt more, not a signal lost with the run.
-			if workflow.GetVersion(ctx, resendWhileClosing, workflow.DefaultVersion, 1) != workflow.DefaultVersion &&
-				resend.ReceiveAsync(nil) {
+			if c.on(resendWhileClosing) && resend.ReceiveAsync(nil) {
 				for resend.ReceiveAsync(nil) {
 				}
 				manual = true
@@ -112,8 +145,8 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 		}
 		// Until the nightly run the attempt named, or a resend.
 		manual = waitUntil(ctx, *res.RetryAt, resend)
-		if !manual && workflow.GetVersion(ctx, admittedRetries, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
-			manual = waitForAdmission(ctx, in, resend, false)
+		if !manual && c.on(admittedRetries) {
+			manual = waitForAdmission(ctx, in, resend, false, c.all)
 		}
 		if ctx.Err() != nil {
 			return domain.WebhookOutcome{Status: domain.WebhookFailed, Attempts: attempts}, temporal.NewCanceledError()
@@ -127,10 +160,11 @@ func WebhookDelivery(ctx workflow.Context, in domain.WebhookInput) (domain.Webho
 // attempts, next 2026-11-27T02:00:00Z". Runs recorded before
 // deliveryStatusInUI set neither; nor does an attempt that sent nothing
 // (a subscription switched off).
-func showDelivery(ctx workflow.Context, res domain.DeliverResult, attempts int) {
-	if res.Skipped || workflow.GetVersion(ctx, deliveryStatusInUI, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+func showDelivery(c changes, res domain.DeliverResult, attempts int) {
+	if res.Skipped || !c.on(deliveryStatusInUI) {
 		return
 	}
+	ctx := c.ctx
 	status := "failed"
 	switch {
 	case res.Succeeded:
@@ -187,8 +221,9 @@ func deliverFirst(ctx workflow.Context, in domain.WebhookInput, attempt int, man
 // slot, or before asking again) until it does. A retry's wait ends at a
 // resend, which it reports; during a resend's, further resends are the
 // same one. A fault of the service that outlasts the activity's retries
-// lets the attempt go.
-func waitForAdmission(ctx workflow.Context, in domain.WebhookInput, resend workflow.ReceiveChannel, manual bool) bool {
+// lets the attempt go. With local the admission is a local activity
+// (localRetries).
+func waitForAdmission(ctx workflow.Context, in domain.WebhookInput, resend workflow.ReceiveChannel, manual, local bool) bool {
 	wake := resend
 	if manual {
 		// Nothing is sent on it: only the timer ends a resend's wait.
@@ -200,8 +235,13 @@ func waitForAdmission(ctx workflow.Context, in domain.WebhookInput, resend workf
 	}
 	for tries := 0; ; tries++ {
 		var a domain.Admission
-		err := workflow.ExecuteActivity(ctx, admitRetry, domain.AdmitInput{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Tries: tries,
-			Manual: manual}).Get(ctx, &a)
+		ask := domain.AdmitInput{OrgID: in.OrgID, DeliveryID: in.DeliveryID, Tries: tries, Manual: manual}
+		var err error
+		if local {
+			err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, admitOptions), admitRetry, ask).Get(ctx, &a)
+		} else {
+			err = workflow.ExecuteActivity(ctx, admitRetry, ask).Get(ctx, &a)
+		}
 		if err != nil || ctx.Err() != nil {
 			return false
 		}
