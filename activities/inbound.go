@@ -17,33 +17,91 @@ import (
 // nothing again. A post naming a record that does not exist yet comes back
 // parked.
 func (a *Activities) ApplyInbound(ctx context.Context, in domain.InboundInput) (domain.InboundResult, error) {
+	res, _, err := a.applyInbound(ctx, in, nil)
+	return res, businessError(err)
+}
+
+// ApplyInboundStep carries out the post as ApplyInbound does and, when
+// that ends it, records its outcome as RecordOutcome would
+// (domain.InboundStepInput.FinalRecord): a post that applies, or changes
+// nothing, commits with its outcome in one transaction; a refusal, which
+// writes nothing, is recorded in a transaction of its own and comes back
+// in the step, not as an error. A step whose outcome could not be recorded
+// says so (Recorded false), and the workflow records it.
+func (a *Activities) ApplyInboundStep(ctx context.Context, in domain.InboundStepInput) (domain.InboundStep, error) {
+	run := runID(ctx)
+	var step domain.InboundStep
+	res, recorded, err := a.applyInbound(ctx, in.Post, func(res domain.InboundResult) (db.ReceiptUpdate, bool) {
+		rec, ok := in.FinalRecord(domain.InboundStep{Result: res})
+		return receiptUpdate(rec, run), ok
+	})
+	step.Result, step.Recorded = res, recorded
+	if err == nil {
+		if recorded {
+			metrics.InboundOutcome(string(in.Post.Action), string(res.Outcome))
+		}
+		return step, nil
+	}
+	if domain.ErrorCode(err) == domain.EINTERNAL {
+		return step, err // a fault: the local activity is retried
+	}
+	step.Refused = &domain.Refusal{Code: domain.ErrorCode(err), Message: domain.ErrorMessage(err)}
+	rec, _ := in.FinalRecord(step)
+	if err := a.DB.UpdateReceipt(ctx, rec.OrgID, rec.ReceiptID, receiptUpdate(rec, run)); err != nil {
+		if a.Log != nil {
+			a.Log.Warn("could not record a refused post; the workflow records it", zap.Stringer("receipt_id", rec.ReceiptID), zap.Error(err))
+		}
+		return step, nil
+	}
+	step.Recorded = true
+	metrics.InboundOutcome(string(in.Post.Action), string(rec.Outcome))
+	return step, nil
+}
+
+// applyInbound reads the receipt's stored body, checks its shape and
+// carries out its action; then, when given, says how to move the receipt
+// in the same transaction (db.DB.ApplyInboundAndRecord). Its error is the
+// domain's, not yet an activity's.
+func (a *Activities) applyInbound(ctx context.Context, in domain.InboundInput, then func(domain.InboundResult) (db.ReceiptUpdate, bool)) (domain.InboundResult, bool, error) {
 	r, err := a.DB.GetReceipt(ctx, in.OrgID, in.ReceiptID)
 	if err != nil {
-		return domain.InboundResult{}, businessError(err)
+		return domain.InboundResult{}, false, err
 	}
 	// The input is trusted only as far as the receipt bears it out: its
 	// action, and the post its effects are keyed by (itself, or the
 	// original it replays).
 	if r.Action != in.Action || (in.Source != r.ID && (r.ReplayOf == nil || in.Source != *r.ReplayOf)) {
-		return domain.InboundResult{}, businessError(domain.Errorf(domain.EINVALID, "the workflow input does not match receipt %s", r.ID))
+		return domain.InboundResult{}, false, domain.Errorf(domain.EINVALID, "the workflow input does not match receipt %s", r.ID)
 	}
 	if !r.BodyComplete() {
-		return domain.InboundResult{}, businessError(domain.Errorf(domain.ETOOLARGE, "the body was over %d bytes and was not kept whole", domain.MaxInboundBody))
+		return domain.InboundResult{}, false, domain.Errorf(domain.ETOOLARGE, "the body was over %d bytes and was not kept whole", domain.MaxInboundBody)
 	}
 	// A mapped post applies the body its mapping made.
 	parsed, err := domain.ParseInbound(in.Action, r.ActionBody())
 	if err != nil {
-		return domain.InboundResult{}, businessError(err)
+		return domain.InboundResult{}, false, err
 	}
-	res, err := a.DB.ApplyInbound(ctx, in.OrgID, in.ReceiptID, in.Source, parsed, a.BaseURL)
+	res, recorded, err := a.DB.ApplyInboundAndRecord(ctx, in.OrgID, in.ReceiptID, in.Source, parsed, a.BaseURL, then)
 	a.logCause(err, zap.Stringer("org_id", in.OrgID), zap.Stringer("receipt_id", in.ReceiptID), zap.String("action", string(in.Action)))
-	return res, businessError(err)
+	return res, recorded, err
 }
 
 // RecordOutcome stores where a receipt stands (with the workflow run that
 // moved it there) and, with the workflow's first answer, what its sender is
 // answered: the one writer of a receipt whose workflow ran.
 func (a *Activities) RecordOutcome(ctx context.Context, in domain.RecordOutcomeInput) error {
+	if err := a.DB.UpdateReceipt(ctx, in.OrgID, in.ReceiptID, receiptUpdate(in, runID(ctx))); err != nil {
+		return err
+	}
+	if in.Outcome != "" {
+		metrics.InboundOutcome(string(in.Action), string(in.Outcome))
+	}
+	return nil
+}
+
+// receiptUpdate is how a record moves its receipt, by the workflow run
+// runID.
+func receiptUpdate(in domain.RecordOutcomeInput, runID string) db.ReceiptUpdate {
 	var waiting, errText *string
 	if in.WaitingFor != "" {
 		waiting = &in.WaitingFor
@@ -51,21 +109,19 @@ func (a *Activities) RecordOutcome(ctx context.Context, in domain.RecordOutcomeI
 	if in.Error != "" {
 		errText = &in.Error
 	}
-	runID := ""
-	if activity.IsActivity(ctx) {
-		runID = activity.GetInfo(ctx).WorkflowExecution.RunID
-	}
 	u := db.ReceiptUpdate{Outcome: in.Outcome, WaitingFor: waiting, WaitingKeys: in.WaitingKeys, Error: errText, RunID: runID}
 	if in.Answer != nil {
 		u.Status, u.Response = in.Answer.HTTPAnswer(in.ReceiptID, in.Action)
 	}
-	if err := a.DB.UpdateReceipt(ctx, in.OrgID, in.ReceiptID, u); err != nil {
-		return err
+	return u
+}
+
+// runID is the workflow run of the activity ctx runs, if any.
+func runID(ctx context.Context) string {
+	if activity.IsActivity(ctx) {
+		return activity.GetInfo(ctx).WorkflowExecution.RunID
 	}
-	if in.Outcome != "" {
-		metrics.InboundOutcome(string(in.Action), string(in.Outcome))
-	}
-	return nil
+	return ""
 }
 
 // MatchSupplierInvoice runs the three-way match of an invoice against the

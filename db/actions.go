@@ -51,7 +51,17 @@ func applied(changes []domain.Change, answer domain.ActionAnswer) domain.Inbound
 // unchanged, with no changes, as its dry run said; a retry of the run that
 // applied it answers that run's result.
 func (d *DB) ApplyInbound(ctx context.Context, orgID, receipt, source uuid.UUID, body domain.InboundBody, baseURL string) (domain.InboundResult, error) {
-	return d.applyInbound(ctx, orgID, receipt, source, body, baseURL, false)
+	res, _, err := d.applyInbound(ctx, orgID, receipt, source, body, baseURL, false, nil)
+	return res, err
+}
+
+// ApplyInboundAndRecord is ApplyInbound, and when then returns an update
+// for the result, it moves the receipt (UpdateReceipt) in the same
+// transaction: a post and the outcome that ends it commit together, or
+// neither does. recorded says whether it did.
+func (d *DB) ApplyInboundAndRecord(ctx context.Context, orgID, receipt, source uuid.UUID, body domain.InboundBody, baseURL string,
+	then func(domain.InboundResult) (ReceiptUpdate, bool)) (res domain.InboundResult, recorded bool, err error) {
+	return d.applyInbound(ctx, orgID, receipt, source, body, baseURL, false, then)
 }
 
 // errDryRun rolls back the transaction of a dry run.
@@ -62,12 +72,27 @@ var errDryRun = errors.New("dry run: rolled back")
 // effect was recorded already would change nothing: it answers unchanged,
 // with no changes.
 func (d *DB) DryRunInbound(ctx context.Context, orgID, source uuid.UUID, body domain.InboundBody, baseURL string) (domain.InboundResult, error) {
-	return d.applyInbound(ctx, orgID, uuid.Nil, source, body, baseURL, true)
+	res, _, err := d.applyInbound(ctx, orgID, uuid.Nil, source, body, baseURL, true, nil)
+	return res, err
 }
 
-func (d *DB) applyInbound(ctx context.Context, orgID, receipt, source uuid.UUID, body domain.InboundBody, baseURL string, dry bool) (domain.InboundResult, error) {
+func (d *DB) applyInbound(ctx context.Context, orgID, receipt, source uuid.UUID, body domain.InboundBody, baseURL string, dry bool,
+	then func(domain.InboundResult) (ReceiptUpdate, bool)) (domain.InboundResult, bool, error) {
 	var res domain.InboundResult
+	recorded := false
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		recorded = false // a retried transaction starts again
+		record := func() error {
+			if then == nil {
+				return nil
+			}
+			u, ok := then(res)
+			if !ok {
+				return nil
+			}
+			recorded = true
+			return updateReceipt(ctx, tx, orgID, receipt, u)
+		}
 		// The events the effect emits carry the post it belongs to (the
 		// column default of events.receipt_id reads this setting).
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('effect:' || $1::text, 0)),
@@ -82,10 +107,13 @@ func (d *DB) applyInbound(ctx context.Context, orgID, receipt, source uuid.UUID,
 			if dry {
 				return errDryRun
 			}
-			return nil
+			return record()
 		}
 		if err == nil {
-			return json.Unmarshal(stored, &res)
+			if err := json.Unmarshal(stored, &res); err != nil {
+				return err
+			}
+			return record()
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -97,13 +125,15 @@ func (d *DB) applyInbound(ctx context.Context, orgID, receipt, source uuid.UUID,
 		if dry {
 			return errDryRun
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO inbound_effects (org_id, receipt_id, result, applied_by) VALUES ($1, $2, $3, $4)`, orgID, source, res, receipt)
-		return err
+		if _, err = tx.Exec(ctx, `INSERT INTO inbound_effects (org_id, receipt_id, result, applied_by) VALUES ($1, $2, $3, $4)`, orgID, source, res, receipt); err != nil {
+			return err
+		}
+		return record()
 	})
 	if err != nil && !errors.Is(err, errDryRun) {
-		return domain.InboundResult{}, err
+		return domain.InboundResult{}, false, err
 	}
-	return res, nil
+	return res, recorded, nil
 }
 
 // actor carries out one inbound post within its transaction: each of its

@@ -202,6 +202,60 @@ type RecordOutcomeInput struct {
 	Action Action `json:"action,omitempty"`
 }
 
+// Final reports whether carrying out the post ended it: applied or
+// unchanged, with no three-way match to follow.
+func (r InboundResult) Final() bool {
+	return (r.Outcome == OutcomeApplied || r.Outcome == OutcomeUnchanged) && r.InvoiceID == nil
+}
+
+// InboundStepInput is a post for the activity that carries it out and,
+// when that ends it, records its outcome in the same step.
+type InboundStepInput struct {
+	Post InboundInput `json:"post"`
+	// KeepAnswer is set while the sender has not been answered: the record
+	// then keeps the answer too (RecordOutcomeInput.Answer).
+	KeepAnswer bool `json:"keep_answer,omitempty"`
+}
+
+// Refusal is a post's business rejection: the kind and the message its
+// sender is answered.
+type Refusal struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+// InboundStep is what that activity did: the result, or the refusal; and
+// whether it recorded the outcome that ends the post (FinalRecord).
+type InboundStep struct {
+	Result   InboundResult `json:"result"`
+	Refused  *Refusal      `json:"refused,omitempty"`
+	Recorded bool          `json:"recorded,omitempty"`
+}
+
+// FinalRecord is the record of a step that ended its post, as the
+// workflow would record it: a refusal ends failed, with its message; a
+// final result (InboundResult.Final) ends as its outcome. ok is false for
+// a step that leaves the post running (parked, or a match to follow).
+func (in InboundStepInput) FinalRecord(step InboundStep) (rec RecordOutcomeInput, ok bool) {
+	rec = RecordOutcomeInput{OrgID: in.Post.OrgID, ReceiptID: in.Post.ReceiptID, Action: in.Post.Action}
+	var answer InboundOutcome
+	switch {
+	case step.Refused != nil:
+		rec.Outcome, rec.Error = OutcomeFailed, step.Refused.Message
+		answer = InboundOutcome{Code: step.Refused.Code, Message: step.Refused.Message}
+	case step.Result.Final():
+		rec.Outcome = step.Result.Outcome
+		res := step.Result
+		answer = InboundOutcome{Result: &res}
+	default:
+		return RecordOutcomeInput{}, false
+	}
+	if in.KeepAnswer {
+		rec.Answer = &answer
+	}
+	return rec, true
+}
+
 // MatchInput names a supplier invoice's three-way match.
 type MatchInput struct {
 	OrgID      uuid.UUID `json:"org_id"`

@@ -13,6 +13,9 @@ import (
 type Activities interface {
 	// ApplyInbound carries out an inbound post's action once.
 	ApplyInbound(context.Context, domain.InboundInput) (domain.InboundResult, error)
+	// ApplyInboundStep carries out an inbound post's action once and, when
+	// that ends the post, records its outcome in the same step.
+	ApplyInboundStep(context.Context, domain.InboundStepInput) (domain.InboundStep, error)
 	// RecordOutcome stores where a receipt stands.
 	RecordOutcome(context.Context, domain.RecordOutcomeInput) error
 	// MatchSupplierInvoice runs a three-way match against the goods received.
@@ -35,6 +38,7 @@ type Activities interface {
 // The activities' names: the methods of Activities.
 const (
 	applyInbound         = "ApplyInbound"
+	applyInboundStep     = "ApplyInboundStep"
 	recordOutcome        = "RecordOutcome"
 	matchSupplierInvoice = "MatchSupplierInvoice"
 	raiseNoReceipt       = "RaiseNoReceipt"

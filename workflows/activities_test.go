@@ -10,7 +10,7 @@ import (
 // where it is compiled).
 func TestActivityNamesAreTheInterfaceMethods(t *testing.T) {
 	iface := reflect.TypeFor[Activities]()
-	names := []string{applyInbound, recordOutcome, matchSupplierInvoice, raiseNoReceipt, deliverWebhook, admitRetry, expireQuote,
+	names := []string{applyInbound, applyInboundStep, recordOutcome, matchSupplierInvoice, raiseNoReceipt, deliverWebhook, admitRetry, expireQuote,
 		replayBatchChunk, endReplayBatch}
 	if len(names) != iface.NumMethod() {
 		t.Fatalf("%d activity names for %d methods of Activities", len(names), iface.NumMethod())

@@ -78,6 +78,11 @@ func InboundAction(ctx workflow.Context, in domain.InboundInput) (domain.Inbound
 type inbound struct {
 	in     domain.InboundInput
 	answer *domain.InboundOutcome
+	// c says which changes are on in this run (oneStepPosts).
+	c changes
+	// recorded is set by a step that recorded the outcome that ends the
+	// post (apply): finish then records nothing more.
+	recorded bool
 }
 
 func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
@@ -89,6 +94,7 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 	}); err != nil {
 		return domain.InboundOutcome{}, err
 	}
+	w.c = changes{ctx: ctx, all: workflow.GetVersion(ctx, oneStepPosts, workflow.DefaultVersion, 1) != workflow.DefaultVersion}
 	ctx = workflow.WithLocalActivityOptions(ctx, localOptions)
 	signals := workflow.GetSignalChannel(ctx, RecordCreatedSignal)
 	if w.in.Parked != nil {
@@ -109,7 +115,7 @@ func (w *inbound) run(ctx workflow.Context) (domain.InboundOutcome, error) {
 		w.answer = &parkedAnswer
 		parkFor, recheck := w.parking()
 		deadline := workflow.Now(ctx).Add(parkFor)
-		if workflow.GetVersion(ctx, boundedParkWait, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		if w.c.on(boundedParkWait) {
 			return w.parkThenDone(ctx, signals, out, deadline)
 		}
 		for out.Result.Parked() {
@@ -301,15 +307,6 @@ func unboundedMatchWorkflowID(poID uuid.UUID, invoiceRef string) string {
 // never runs.
 var errMatchNotStarted = errors.New("the three-way match of the invoice could not be started; replay the receipt to start it")
 
-// apply runs the action once.
-func (w *inbound) apply(ctx workflow.Context) (domain.InboundOutcome, error) {
-	var res domain.InboundResult
-	in := w.in
-	in.Parked = nil // the activity needs the post, not the state of its wait
-	err := workflow.ExecuteLocalActivity(ctx, applyInbound, in).Get(ctx, &res)
-	return domain.InboundOutcome{Result: &res}, err
-}
-
 // waitForSignal sleeps for d or until a signal arrives on signals, and then
 // drains any other signals that queued up meanwhile.
 func waitForSignal(ctx workflow.Context, signals workflow.ReceiveChannel, d time.Duration) {
@@ -341,9 +338,9 @@ func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoice
 	}
 	// Runs recorded before the bounded match ID started their match under
 	// the ID they recorded, and only logged a failed start.
-	version := workflow.GetVersion(ctx, boundedMatchStart, workflow.DefaultVersion, 1)
+	bounded := w.c.on(boundedMatchStart)
 	opts := matchOptions(w.in, in)
-	if version == workflow.DefaultVersion {
+	if !bounded {
 		opts.WorkflowID = unboundedMatchWorkflowID(poID, invoiceRef)
 	}
 	cctx := workflow.WithChildOptions(ctx, opts)
@@ -352,7 +349,7 @@ func (w *inbound) match(ctx workflow.Context, invoiceID, poID uuid.UUID, invoice
 	var already *temporal.ChildWorkflowExecutionAlreadyStartedError
 	if err != nil && !errors.As(err, &already) {
 		workflow.GetLogger(ctx).Error("three-way match did not start", "error", err, "invoice_id", invoiceID.String())
-		if version != workflow.DefaultVersion {
+		if bounded {
 			return nil, errMatchNotStarted
 		}
 	}
@@ -402,7 +399,13 @@ func (w *inbound) finish(ctx workflow.Context, out domain.InboundOutcome, err er
 	if w.answer == nil {
 		first = &out
 	}
-	recordErr := w.record(ctx, outcome, "", message, first)
+	var recordErr error
+	if w.recorded { // the step that ended the post recorded it
+		w.recorded = false
+		w.show(ctx, outcome, "", message, first)
+	} else {
+		recordErr = w.record(ctx, outcome, "", message, first)
+	}
 	if w.answer == nil {
 		w.answer = &out
 	}
@@ -428,34 +431,6 @@ const (
 	ErrTypeInboundUnmatched = "InboundUnmatched"
 )
 
-// closeAs is how the run of a post whose outcome is recorded closes: nil
-// (Completed) for a post that applied or changed nothing; for one that did
-// not, an error that makes the run read as it went in the Temporal UI's
-// list and status badge: its message is the line of the run's details
-// (with the answer's status), its details the post's answer. The receipt already holds the outcome:
-// nothing reads a run's result.
-func (w *inbound) closeAs(ctx workflow.Context, outcome domain.Outcome, message string, out domain.InboundOutcome) error {
-	var typ string
-	switch outcome {
-	case domain.OutcomeFailed:
-		typ = ErrTypeInboundFailed
-	case domain.OutcomeError:
-		typ = ErrTypeInboundError
-	case domain.OutcomeUnmatched:
-		typ = ErrTypeInboundUnmatched
-	case domain.OutcomeCancelled:
-	default:
-		return nil
-	}
-	if workflow.GetVersion(ctx, failedRuns, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return nil
-	}
-	if outcome == domain.OutcomeCancelled {
-		return temporal.NewCanceledError(w.line(outcome, "", message, nil))
-	}
-	return temporal.NewNonRetryableApplicationError(w.line(outcome, "", message, &out), typ, nil, out)
-}
-
 // record stores where the post stands; answer, given with the first
 // answer only, is what the receipt keeps as its sender's answer.
 func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string, answer *domain.InboundOutcome, keys ...string) error {
@@ -474,7 +449,7 @@ func (w *inbound) record(ctx workflow.Context, outcome domain.Outcome, waitingFo
 // "erp_order_status SO-2026-0204: failed 422 order SO-2026-0204 not found".
 // Runs recorded before outcomeInUI set neither.
 func (w *inbound) show(ctx workflow.Context, outcome domain.Outcome, waitingFor, message string, answer *domain.InboundOutcome) {
-	if workflow.GetVersion(ctx, outcomeInUI, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !w.c.on(outcomeInUI) {
 		return
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OutcomeAttr.ValueSet(string(outcome))); err != nil {

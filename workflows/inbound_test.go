@@ -34,14 +34,21 @@ type inboundEnv struct {
 	outcomes []domain.RecordOutcomeInput
 	answer   *domain.InboundOutcome
 	answerAt time.Time
+	applies  applies
+	// failRecords is how many records fail (a database fault) before
+	// records are kept.
+	failRecords int
 }
 
 func newInboundEnv(t *testing.T) *inboundEnv {
 	var s testsuite.WorkflowTestSuite
 	e := &inboundEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
 	e.SetStartTime(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
-	var a *activityStub
-	e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in domain.RecordOutcomeInput) error {
+	mockPost(e.TestWorkflowEnvironment, e.applies.apply, func(_ context.Context, in domain.RecordOutcomeInput) error {
+		if e.failRecords > 0 {
+			e.failRecords--
+			return errors.New("the database is out of reach")
+		}
 		e.outcomes = append(e.outcomes, in)
 		return nil
 	})
@@ -71,10 +78,9 @@ func (e *inboundEnv) last() domain.RecordOutcomeInput {
 
 func TestInboundActionAppliesAndAnswers(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activityStub
 	res := domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200,
 		Changes: []domain.Change{{Entity: "order", Field: "status", From: "confirmed", To: "in_progress"}}}
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(res, nil).Once()
+	e.onApply(inboundIn).Return(res, nil).Once()
 	e.ExecuteWorkflow(InboundAction, inboundIn)
 	if err := e.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -90,8 +96,7 @@ func TestInboundActionAppliesAndAnswers(t *testing.T) {
 
 func TestInboundActionRefusalIsRecordedAndAnswered(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activityStub
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).
+	e.onApply(inboundIn).
 		Return(domain.InboundResult{}, temporal.NewNonRetryableApplicationError("order cannot move from fulfilled to confirmed", string(domain.ECONFLICT), nil)).Once()
 	e.ExecuteWorkflow(InboundAction, inboundIn)
 	if e.answer == nil || e.answer.Code != domain.ECONFLICT || e.answer.Message == "" {
@@ -104,7 +109,6 @@ func TestInboundActionRefusalIsRecordedAndAnswered(t *testing.T) {
 }
 
 func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
-	var a *activityStub
 	var outcomes []domain.RecordOutcomeInput
 	attempts := 0
 	var answer *domain.InboundOutcome
@@ -114,11 +118,10 @@ func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
 	// from run to run.
 	c := &chain{t: t, start: start,
 		setup: func(e *testsuite.TestWorkflowEnvironment) {
-			e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+			mockPost(e, func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 				attempts++
 				return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil
-			})
-			e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in domain.RecordOutcomeInput) error {
+			}, func(_ context.Context, in domain.RecordOutcomeInput) error {
 				outcomes = append(outcomes, in)
 				return nil
 			})
@@ -158,11 +161,10 @@ func TestParkedPostTriesEvery15MinutesFor7DaysThenEndsUnmatched(t *testing.T) {
 // the park and its rechecks; the command sequence is the same.
 func TestParkForInTheInputShortensThePark(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activityStub
 	attempts := 0
 	in := inboundIn
 	in.ParkFor = time.Hour
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+	e.onApply(in).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 		attempts++
 		return domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil
 	})
@@ -182,9 +184,8 @@ func TestParkForInTheInputShortensThePark(t *testing.T) {
 
 func TestParkedPostCompletesWhenTheRecordArrives(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activityStub
 	arrived := false
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+	e.onApply(inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 		if arrived {
 			return domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil
 		}
@@ -225,9 +226,8 @@ func TestTheFirstAnswerIsRecordedWithItsOutcomeAndOnlyOnce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newInboundEnv(t)
-			var a *activityStub
 			arrived := false
-			e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+			e.onApply(inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 				switch {
 				case c.refusal != nil:
 					return domain.InboundResult{}, c.refusal
@@ -264,7 +264,7 @@ func TestSupplierInvoiceWithoutReceiptAnswers202AndLeavesTheMatchWaiting(t *test
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.MustParse("0193e3c0-0000-7000-8000-000000000020"), uuid.MustParse("0193e3c0-0000-7000-8000-000000000021")
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+	e.onApply(in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: "INV-1"}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
 		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: "INV-1", Status: domain.MatchAwaitingReceipt}, nil)
@@ -293,7 +293,7 @@ func TestSupplierInvoiceMatchedAtOnceAnswers200(t *testing.T) {
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+	e.onApply(in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
 		Return(domain.MatchResult{InvoiceRef: "INV-2", Status: domain.MatchVariance, Variances: []domain.Variance{{Kind: domain.VarianceAmount}}}, nil)
@@ -312,7 +312,7 @@ func TestSupplierInvoiceWhoseFirstMatchFailsLeavesItToTheMatchWorkflow(t *testin
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+	e.onApply(in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: "INV-3"}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
 		Return(domain.MatchResult{}, errors.New("connection refused"))
@@ -351,7 +351,7 @@ func TestSupplierInvoiceWithALongRefStartsItsMatchUnderABoundedID(t *testing.T) 
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
 	ref := strings.Repeat("INV/2026/ÉTÉ/", 50)[:500]
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+	e.onApply(in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: ref}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
 		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: ref, Status: domain.MatchAwaitingReceipt}, nil)
@@ -376,13 +376,14 @@ func TestSupplierInvoiceWithALongRefStartsItsMatchUnderABoundedID(t *testing.T) 
 // recorded: under the default version the long ref is kept whole.
 func TestRunsBeforeTheBoundedMatchIDKeepTheirMatchID(t *testing.T) {
 	e := newInboundEnv(t)
+	e.OnGetVersion(oneStepPosts, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	e.OnGetVersion(boundedMatchStart, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	var a *activityStub
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
 	ref := strings.Repeat("INV-2026-", 20)
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+	e.onApply(in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: ref}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
 		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: ref, Status: domain.MatchAwaitingReceipt}, nil)
@@ -447,7 +448,7 @@ func TestSupplierInvoiceWhoseMatchCannotStartIsRecordedAsAnError(t *testing.T) {
 	in := inboundIn
 	in.Action = domain.ActionSupplierInvoice
 	invoice, po := uuid.New(), uuid.New()
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).Return(domain.InboundResult{
+	e.onApply(in).Return(domain.InboundResult{
 		Outcome: domain.OutcomeApplied, Status: 200, InvoiceID: &invoice, POID: &po, InvoiceRef: "INV-4"}, nil)
 	e.OnActivity(a.MatchSupplierInvoice, mock.Anything, mock.Anything).
 		Return(domain.MatchResult{InvoiceID: invoice, InvoiceRef: "INV-4", Status: domain.MatchAwaitingReceipt}, nil)

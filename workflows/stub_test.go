@@ -17,6 +17,9 @@ var _ Activities = (*activityStub)(nil)
 func (*activityStub) ApplyInbound(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 	panic("mocked")
 }
+func (*activityStub) ApplyInboundStep(context.Context, domain.InboundStepInput) (domain.InboundStep, error) {
+	panic("mocked")
+}
 func (*activityStub) RecordOutcome(context.Context, domain.RecordOutcomeInput) error { panic("mocked") }
 func (*activityStub) MatchSupplierInvoice(context.Context, domain.MatchInput) (domain.MatchResult, error) {
 	panic("mocked")

@@ -45,8 +45,7 @@ func TestInboundRunShowsItsOutcomeAndDetailsForTheTemporalUI(t *testing.T) {
 	got := upserts(e.TestWorkflowEnvironment, OutcomeAttr)
 	in := inboundIn
 	in.Ref = "SO-2026-0204"
-	var a *activityStub
-	e.OnActivity(a.ApplyInbound, mock.Anything, in).
+	e.onApply(in).
 		Return(domain.InboundResult{}, temporal.NewNonRetryableApplicationError("currency EUR does not match the order's GBP", string(domain.EUNPROCESSABLE), nil)).Once()
 	e.ExecuteWorkflow(InboundAction, in)
 	want := "erp_order_status SO-2026-0204: failed 422 currency EUR does not match the order's GBP"
@@ -73,8 +72,7 @@ func TestInboundRunShowsItsOutcomeAndDetailsForTheTemporalUI(t *testing.T) {
 // Failed: that is what happened to it.
 func TestACancelledPostsRunEndsCanceled(t *testing.T) {
 	e := newInboundEnv(t)
-	var a *activityStub
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).
+	e.onApply(inboundIn).
 		Return(domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`}, nil)
 	e.RegisterDelayedCallback(e.CancelWorkflow, time.Hour)
 	e.ExecuteWorkflow(InboundAction, inboundIn)
@@ -105,10 +103,9 @@ func endedAs(t *testing.T, err error, typ string) {
 func TestParkedRunShowsParkedThenApplied(t *testing.T) {
 	e := newInboundEnv(t)
 	got := upserts(e.TestWorkflowEnvironment, OutcomeAttr)
-	var a *activityStub
 	parked := domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, WaitingFor: `order "SO-9"`, WaitingKeys: []string{"order:SO-9"}}
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(parked, nil).Once()
-	e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil)
+	e.onApply(inboundIn).Return(parked, nil).Once()
+	e.onApply(inboundIn).Return(domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil)
 	e.RegisterDelayedCallback(func() {
 		if d := details(t, e.TestWorkflowEnvironment); d != `erp_order_status: parked 202, waiting for order "SO-9"` {
 			t.Errorf("details while parked %q", d)

@@ -210,18 +210,16 @@ var parkedOn = domain.InboundResult{Outcome: domain.OutcomeParked, Status: 202, 
 // parked answer in a continued run too. The wait as one run would hold
 // over 10,000 events.
 func TestParkedPostWokenAThousandTimesKeepsEachRunUnder2000Events(t *testing.T) {
-	var a *activityStub
 	var outcomes []domain.RecordOutcomeInput
 	attempts := 0
 	var lateAnswer *domain.InboundOutcome
 	c := &chain{t: t, start: waitStart,
 		wakes: spread(1000, waitStart, ParkFor, RecordCreatedSignal, domain.RecordsCreated{Keys: parkedOn.WaitingKeys}),
 		setup: func(e *testsuite.TestWorkflowEnvironment) {
-			e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+			mockPost(e, func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 				attempts++
 				return parkedOn, nil
-			})
-			e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in domain.RecordOutcomeInput) error {
+			}, func(_ context.Context, in domain.RecordOutcomeInput) error {
 				outcomes = append(outcomes, in)
 				return nil
 			})
@@ -278,7 +276,6 @@ func TestParkedPostWokenAThousandTimesKeepsEachRunUnder2000Events(t *testing.T) 
 // A wake for records a parked post does not wait for runs nothing; a wake
 // for its own does.
 func TestParkedPostIgnoresWakesForOtherRecords(t *testing.T) {
-	var a *activityStub
 	arrived := false
 	attempts := 0
 	other := domain.RecordsCreated{Keys: []string{domain.WaitKey(domain.WaitOrder, "SO-OTHER")}}
@@ -289,14 +286,13 @@ func TestParkedPostIgnoresWakesForOtherRecords(t *testing.T) {
 		wakes: append(spread(50, waitStart, 10*time.Minute, RecordCreatedSignal, other),
 			wake{at: waitStart.Add(11 * time.Minute), name: RecordCreatedSignal, payload: mine}),
 		setup: func(e *testsuite.TestWorkflowEnvironment) {
-			e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+			mockPost(e, func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 				attempts++
 				if arrived {
 					return domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil
 				}
 				return parkedOn, nil
-			})
-			e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(nil)
+			}, recordNothing)
 			// The order is there from 10.5 minutes on.
 			e.RegisterDelayedCallback(func() { arrived = true }, 10*time.Minute+30*time.Second)
 		},
@@ -317,7 +313,6 @@ func TestParkedPostIgnoresWakesForOtherRecords(t *testing.T) {
 // last look) is found by the new run's first look, without waiting for a
 // wake or the timer.
 func TestAContinuedParkedPostLooksAgainFirst(t *testing.T) {
-	var a *activityStub
 	runs := 0
 	var recorded []domain.Outcome
 	// Wakes for another order fill the first run.
@@ -326,13 +321,12 @@ func TestAContinuedParkedPostLooksAgainFirst(t *testing.T) {
 		setup: func(e *testsuite.TestWorkflowEnvironment) {
 			runs++
 			arrived := runs > 1 // the record arrived as the first run ended
-			e.OnActivity(a.ApplyInbound, mock.Anything, inboundIn).Return(func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
+			mockPost(e, func(context.Context, domain.InboundInput) (domain.InboundResult, error) {
 				if arrived {
 					return domain.InboundResult{Outcome: domain.OutcomeApplied, Status: 200}, nil
 				}
 				return parkedOn, nil
-			})
-			e.OnActivity(a.RecordOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, in domain.RecordOutcomeInput) error {
+			}, func(_ context.Context, in domain.RecordOutcomeInput) error {
 				recorded = append(recorded, in.Outcome)
 				return nil
 			})

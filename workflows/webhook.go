@@ -78,7 +78,8 @@ var admitOptions = workflow.LocalActivityOptions{
 }
 
 // changes answers whether a change is on in this run: every change is on in
-// a run that recorded localRetries; otherwise the change's own marker
+// a run that recorded its workflow's latest marker (localRetries for a
+// delivery, oneStepPosts for a post); otherwise the change's own marker
 // says, as in the runs recorded before it.
 type changes struct {
 	ctx workflow.Context

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 // first attempt applies the post, then fails.
 type crashAfterCommit struct {
 	*activities.Activities
+	crashed atomic.Int32
 }
 
 func (c *crashAfterCommit) ApplyInbound(ctx context.Context, in domain.InboundInput) (domain.InboundResult, error) {
@@ -35,13 +37,25 @@ func (c *crashAfterCommit) ApplyInbound(ctx context.Context, in domain.InboundIn
 	return res, err
 }
 
+// ApplyInboundStep, which runs recorded since one-step-posts call, dies
+// the same way: after the post and its outcome committed.
+func (c *crashAfterCommit) ApplyInboundStep(ctx context.Context, in domain.InboundStepInput) (domain.InboundStep, error) {
+	step, err := c.Activities.ApplyInboundStep(ctx, in)
+	if err == nil && activity.GetInfo(ctx).Attempt == 1 {
+		c.crashed.Add(1)
+		return domain.InboundStep{}, errors.New("worker lost after commit")
+	}
+	return step, err
+}
+
 func TestCrashedWorkerLosesAndDoublesNothing(t *testing.T) {
 	f := newInbound(t)
 	url, epID, _ := f.endpoint(domain.ActionOrderInvoice, false)
 	f.Worker.Stop()
+	crashes := &crashAfterCommit{Activities: f.Activities()}
 	crashing := f.Server.NewWorker(workflows.TaskQueue, func(r worker.Registry) {
 		workflows.RegisterWorkflows(r)
-		r.RegisterActivity(&crashAfterCommit{Activities: f.Activities()})
+		r.RegisterActivity(crashes)
 	})
 
 	const posts = 20
@@ -77,6 +91,9 @@ func TestCrashedWorkerLosesAndDoublesNothing(t *testing.T) {
 	}
 	if n := f.count(`SELECT count(*) FROM inbound_effects WHERE org_id = $1`); n != posts {
 		t.Fatalf("%d effects for %d posts", n, posts)
+	}
+	if crashes.crashed.Load() == 0 {
+		t.Fatal("no step died after its commit: the test ran nothing it is about")
 	}
 }
 

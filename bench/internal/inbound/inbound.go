@@ -17,6 +17,7 @@ package inbound
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -364,12 +365,12 @@ func (h *directHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := domain.InboundInput{OrgID: ep.OrgID, EndpointID: ep.ID, ReceiptID: id, Source: id, Action: ep.Action}
-	res, err := h.acts.ApplyInbound(ctx, in)
-	out := domain.InboundOutcome{Result: &res}
-	if err == nil {
-		// The outcome and the answer, in the one write the workflow makes.
-		err = h.acts.RecordOutcome(ctx, domain.RecordOutcomeInput{OrgID: ep.OrgID, ReceiptID: id, Outcome: res.Outcome,
-			Answer: &out, Action: ep.Action})
+	// The action and its outcome with the answer, in the one step the
+	// workflow takes.
+	step, err := h.acts.ApplyInboundStep(ctx, domain.InboundStepInput{Post: in, KeepAnswer: true})
+	out := domain.InboundOutcome{Result: &step.Result}
+	if err == nil && !step.Recorded {
+		err = errors.New("the step did not record the outcome")
 	}
 	if err != nil {
 		http.Error(w, `{"error":"apply"}`, http.StatusInternalServerError)
