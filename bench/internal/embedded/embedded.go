@@ -20,6 +20,7 @@ import (
 
 	"github.com/commerce-integration/commerce/activities"
 	"github.com/commerce-integration/commerce/bench/internal/harness"
+	"github.com/commerce-integration/commerce/internal/app/cli"
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 	"github.com/commerce-integration/commerce/workflows"
 )
@@ -89,8 +90,9 @@ func Server(ctx context.Context, acts *activities.Activities, store string, inte
 		return nil, nil, nil, err
 	}
 	stops = append(stops, tsrv.Stop)
+	// The connection is the service's own: its requests uncompressed.
 	tc, err := client.DialContext(ctx, client.Options{HostPort: tsrv.FrontendAddress(), Namespace: "default", Logger: quiet{},
-		Interceptors: interceptors})
+		Interceptors: interceptors, ConnectionOptions: client.ConnectionOptions{GrpcCompression: cli.GrpcCompression}})
 	if err != nil {
 		stop()
 		return nil, nil, nil, err
