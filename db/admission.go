@@ -125,7 +125,13 @@ func admit(ctx context.Context, tx pgx.Tx, s admissionState, room int) ([]domain
 	if plan.Admit <= 0 {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, admitSQL(domain.EntityBlockers(s.Ordering)), s.org, s.id, domain.AwaitingAdmission, plan.Admit)
+	rows, err := tx.Query(ctx, `
+		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts, e.trace_parent
+		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.workflow_started_at IS NULL AND w.status = ANY ($3::text[])
+		  AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())`+entityOpen(domain.EntityBlockers(s.Ordering))+`
+		ORDER BY w.created_at, w.id LIMIT $4
+		FOR UPDATE OF w SKIP LOCKED`, s.org, s.id, domain.AwaitingAdmission, plan.Admit)
 	if err != nil {
 		return nil, err
 	}
@@ -153,54 +159,22 @@ func admit(ctx context.Context, tx pgx.Tx, s admissionState, room int) ([]domain
 	return refs, takePlaces(ctx, tx, s, ids, *a.Places)
 }
 
-// admitSQL selects up to $4 deliveries of subscription $2 awaiting
-// admission (statuses $3), oldest first, that no relay's claim holds,
-// skipping those another transaction holds; under ordering (blockers not
-// empty) only a delivery that no earlier delivery (in event order) of its
-// entity in one of the statuses blockers keeps back.
-//
-// Under ordering it looks at one delivery of each entity: the first, in
-// event order, of those awaiting (every later one awaits behind it, and an
-// awaiting delivery is one of the blockers), and asks for that one alone
-// whether anything earlier holds its entity. Asking for each delivery
-// made a round's cost grow with the deliveries queued behind a busy
-// entity: with 160 invoices of one order waiting, each of many rounds a
-// second took 27-83 ms of Postgres (docs/benchmarks.md). An event's order
-// is read by its key, so that no plan walks an organisation's events for
-// each delivery. The awaiting conditions are said again on the locked row,
-// so that a delivery another relay claimed meanwhile is left to it.
-func admitSQL(blockers []domain.WebhookStatus) string {
-	awaiting := `w.workflow_started_at IS NULL AND w.status = ANY ($3::text[])
-		  AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())`
+// entityOpen is the condition that leaves out a delivery an earlier
+// delivery (in event order) of its entity, in one of the statuses blockers,
+// keeps back; none without blockers. The statuses are written into the
+// statement rather than passed: the planner proves the predicate of the
+// index of open deliveries by entity (webhook_deliveries_entity_open) only
+// from literals, and without it a generic plan scans every delivery of the
+// subscription for each one it admits.
+func entityOpen(blockers []domain.WebhookStatus) string {
 	if len(blockers) == 0 {
-		return `
-		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts, e.trace_parent
-		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
-		WHERE w.org_id = $1 AND w.subscription_id = $2 AND ` + awaiting + `
-		ORDER BY w.created_at, w.id LIMIT $4
-		FOR UPDATE OF w SKIP LOCKED`
+		return ""
 	}
 	return `
-		WITH awaiting AS MATERIALIZED (
-			SELECT w.id, w.entity,
-			       (SELECT ROW(e.created_at, e.id) FROM events e WHERE e.org_id = w.org_id AND e.id = w.event_id) AS event_order
-			FROM webhook_deliveries w
-			WHERE w.org_id = $1 AND w.subscription_id = $2 AND ` + awaiting + `),
-		placed AS (
-			SELECT a.*, row_number() OVER (PARTITION BY a.entity ORDER BY a.event_order) AS place FROM awaiting a),
-		admissible AS MATERIALIZED (
-			SELECT a.id FROM placed a
-			WHERE a.entity IS NULL OR (a.place = 1 AND NOT EXISTS (
-			    SELECT 1 FROM webhook_deliveries p
-			    WHERE p.org_id = $1 AND p.subscription_id = $2 AND p.entity = a.entity AND p.id <> a.id
-			      AND p.status IN (` + statusLiterals(blockers) + `)
-			      AND (SELECT ROW(pe.created_at, pe.id) FROM events pe WHERE pe.org_id = p.org_id AND pe.id = p.event_id) < a.event_order)))
-		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts, e.trace_parent
-		FROM webhook_deliveries w
-		CROSS JOIN LATERAL (SELECT e.type, e.trace_parent FROM events e WHERE e.org_id = w.org_id AND e.id = w.event_id OFFSET 0) e
-		WHERE w.org_id = $1 AND w.id IN (SELECT id FROM admissible) AND ` + awaiting + `
-		ORDER BY w.created_at, w.id LIMIT $4
-		FOR UPDATE OF w SKIP LOCKED`
+		  AND (w.entity IS NULL OR NOT EXISTS (
+		      SELECT 1 FROM webhook_deliveries p JOIN events pe ON pe.org_id = p.org_id AND pe.id = p.event_id
+		      WHERE p.org_id = w.org_id AND p.subscription_id = w.subscription_id AND p.entity = w.entity AND p.id <> w.id
+		        AND p.status IN (` + statusLiterals(blockers) + `) AND (pe.created_at, pe.id) < (e.created_at, e.id)))`
 }
 
 // statusLiterals writes statuses as a list of SQL string literals.

@@ -53,7 +53,3 @@ func KeysKept(d *DB) (int, bool) {
 	defer d.keys.mu.Unlock()
 	return len(d.keys.m), d.keys.live.Load()
 }
-
-// AdmitSQL is the statement that admits a subscription's deliveries under
-// ordering.
-func AdmitSQL(ordering string) string { return admitSQL(domain.EntityBlockers(ordering)) }
