@@ -35,7 +35,8 @@ const (
 	FaultPostgresRestart Fault = "postgres-restart"
 	// FaultLatency: SlowFor of LatencyAdded on every round trip between
 	// the service (API and worker processes) and Postgres, through a
-	// toxiproxy proxy. Slower; nothing fails.
+	// toxiproxy proxy (its slow toxic's latency set, then set to 0).
+	// Slower; nothing fails.
 	FaultLatency Fault = "latency"
 	// FaultPartitionDB: a silent partition between the service and
 	// Postgres, for PartitionFor: connections stay open, nothing gets
@@ -261,18 +262,18 @@ func (s *setup) strikeNet(ctx context.Context, f *FaultResult, start time.Time) 
 		hold = 0 // started again once the API has been asked
 		out("pg_ctl stop -m fast of the service's Postgres in %.1fs: %s", time.Since(struck).Seconds(), progress)
 	case FaultLatency:
-		if err := slow(s.net.toxi.db, LatencyAdded); err != nil {
+		if err := s.net.toxi.slow(s.net.toxi.db, LatencyAdded); err != nil {
 			return err
 		}
 		hold = SlowFor
 		out("%s added between the service and Postgres for %s: %s", LatencyAdded, hold, progress)
 	case FaultPartitionDB:
-		if err := partition(s.net.toxi.db); err != nil {
+		if err := s.net.toxi.partition(s.net.toxi.db); err != nil {
 			return err
 		}
 		out("silent partition between the service and Postgres for %s: %s", hold, progress)
 	case FaultPartitionTemporal:
-		if err := partition(s.net.toxi.temporal); err != nil {
+		if err := s.net.toxi.partition(s.net.toxi.temporal); err != nil {
 			return err
 		}
 		out("silent partition between the workers and the Temporal server for %s: %s", hold, progress)
@@ -296,17 +297,17 @@ func (s *setup) strikeNet(ctx context.Context, f *FaultResult, start time.Time) 
 		}
 		out("the service's Postgres back on port %d, %.1fs after the fault", s.net.pg.Port(), time.Since(struck).Seconds())
 	case FaultLatency:
-		if err := s.net.toxi.db.RemoveToxic("latency"); err != nil {
+		if err := s.net.toxi.slow(s.net.toxi.db, 0); err != nil {
 			return err
 		}
 		out("latency removed")
 	case FaultPartitionDB:
-		if err := heal(s.net.toxi.db); err != nil {
+		if err := s.net.toxi.heal(s.net.toxi.db); err != nil {
 			return err
 		}
 		out("partition healed")
 	case FaultPartitionTemporal:
-		if err := heal(s.net.toxi.temporal); err != nil {
+		if err := s.net.toxi.heal(s.net.toxi.temporal); err != nil {
 			return err
 		}
 		out("partition healed")

@@ -16,16 +16,17 @@ import (
 	"github.com/commerce-integration/commerce/internal/devtemporal"
 )
 
-// toxi is a toxiproxy server, built from the module go.mod pins and run as
-// a process, with the proxies a run routes through it: the service's
-// Postgres (API and worker processes) and the workers' Temporal frontend.
+// toxi is a toxiproxy server (toxiserver: toxiproxy's, from the module
+// go.mod pins, with the slow toxic), run as a process, with the proxies a
+// run routes through it: the service's Postgres (API and worker processes)
+// and the workers' Temporal frontend.
 type toxi struct {
 	proc         *proc
 	client       *toxiproxy.Client
 	db, temporal *toxiproxy.Proxy
 }
 
-// startToxiproxy builds the server into dir and starts it on a free
+// startToxiproxy builds toxiserver into dir and starts it on a free
 // loopback port.
 func startToxiproxy(ctx context.Context, dir, logPath string) (*toxi, error) {
 	root, err := procs.ModuleRoot(ctx)
@@ -33,7 +34,7 @@ func startToxiproxy(ctx context.Context, dir, logPath string) (*toxi, error) {
 		return nil, err
 	}
 	bin := filepath.Join(dir, "toxiproxy")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/Shopify/toxiproxy/v2/cmd/server")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./bench/internal/crash/toxiserver")
 	cmd.Dir = root
 	if o, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build toxiproxy: %w\n%s", err, o)
@@ -60,13 +61,31 @@ func startToxiproxy(ctx context.Context, dir, logPath string) (*toxi, error) {
 }
 
 // proxy creates a proxy named name to upstream (host:port) on a free
-// loopback port.
+// loopback port, with a slow toxic of no latency each way, before any
+// connection: the faults only change the downstream one's latency and add
+// and remove toxics after them, so every toxic a change interrupts can be
+// interrupted (toxiserver says why that matters).
 func (t *toxi) proxy(name, upstream string) (*toxiproxy.Proxy, error) {
 	ports, err := devtemporal.FreePorts("127.0.0.1", 1)
 	if err != nil {
 		return nil, err
 	}
-	return t.client.CreateProxy(name, "127.0.0.1:"+strconv.Itoa(ports[0]), upstream)
+	p, err := t.client.CreateProxy(name, "127.0.0.1:"+strconv.Itoa(ports[0]), upstream)
+	if err != nil {
+		return nil, t.failed(err)
+	}
+	for _, stream := range []string{"upstream", "downstream"} {
+		if _, err := p.AddToxic("slow-"+stream, "slow", stream, 1, toxiproxy.Attributes{"latency": 0}); err != nil {
+			return nil, t.failed(fmt.Errorf("toxiproxy %s: slow toxic: %w", name, err))
+		}
+	}
+	return p, nil
+}
+
+// failed is err from toxiproxy's API with the end of the server's log,
+// which says whether it failed or hung and where.
+func (t *toxi) failed(err error) error {
+	return fmt.Errorf("%w\nthe end of toxiproxy's log:\n%s", err, t.proc.logTail(20))
 }
 
 // partitionToxics are the names of a partition's two toxics.
@@ -76,30 +95,32 @@ var partitionToxics = []string{"partition-up", "partition-down"}
 // direction holds every connection open and lets nothing through, nothing
 // answered and nothing closed, as a dropped route or a firewall that drops
 // packets does. New connections are accepted and go silent too.
-func partition(p *toxiproxy.Proxy) error {
+func (t *toxi) partition(p *toxiproxy.Proxy) error {
 	for i, stream := range []string{"upstream", "downstream"} {
 		if _, err := p.AddToxic(partitionToxics[i], "timeout", stream, 1, toxiproxy.Attributes{"timeout": 0}); err != nil {
-			return fmt.Errorf("toxiproxy %s: timeout toxic: %w", p.Name, err)
+			return t.failed(fmt.Errorf("toxiproxy %s: timeout toxic: %w", p.Name, err))
 		}
 	}
 	return nil
 }
 
 // heal removes the partition's toxics.
-func heal(p *toxiproxy.Proxy) error {
+func (t *toxi) heal(p *toxiproxy.Proxy) error {
 	for _, name := range partitionToxics {
 		if err := p.RemoveToxic(name); err != nil {
-			return fmt.Errorf("toxiproxy %s: remove %s: %w", p.Name, name, err)
+			return t.failed(fmt.Errorf("toxiproxy %s: remove %s: %w", p.Name, name, err))
 		}
 	}
 	return nil
 }
 
-// slow adds latency to p's answers (downstream): each round trip takes
-// that much longer.
-func slow(p *toxiproxy.Proxy, latency time.Duration) error {
-	_, err := p.AddToxic("latency", "latency", "downstream", 1, toxiproxy.Attributes{"latency": latency.Milliseconds()})
-	return err
+// slow sets the latency of p's answers (downstream): each round trip
+// takes that much longer; 0 heals it.
+func (t *toxi) slow(p *toxiproxy.Proxy, latency time.Duration) error {
+	if _, err := p.UpdateToxic("slow-downstream", 1, toxiproxy.Attributes{"latency": latency.Milliseconds()}); err != nil {
+		return t.failed(fmt.Errorf("toxiproxy %s: latency %s: %w", p.Name, latency, err))
+	}
+	return nil
 }
 
 // throughProxy is dbURL with its host and port replaced by the proxy's.
