@@ -125,13 +125,7 @@ func admit(ctx context.Context, tx pgx.Tx, s admissionState, room int) ([]domain
 	if plan.Admit <= 0 {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts, e.trace_parent
-		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
-		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.workflow_started_at IS NULL AND w.status = ANY ($3::text[])
-		  AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())`+entityOpen(domain.EntityBlockers(s.Ordering))+`
-		ORDER BY w.created_at, w.id LIMIT $4
-		FOR UPDATE OF w SKIP LOCKED`, s.org, s.id, domain.AwaitingAdmission, plan.Admit)
+	rows, err := tx.Query(ctx, admitSQL(domain.EntityBlockers(s.Ordering)), s.org, s.id, domain.AwaitingAdmission, plan.Admit)
 	if err != nil {
 		return nil, err
 	}
@@ -159,22 +153,40 @@ func admit(ctx context.Context, tx pgx.Tx, s admissionState, room int) ([]domain
 	return refs, takePlaces(ctx, tx, s, ids, *a.Places)
 }
 
+// admitSQL selects, oldest first, up to $4 deliveries of the subscription
+// $2 (of organisation $1) in a status of $3, not started or claimed, that
+// no earlier delivery of their entity in a status of blockers keeps back,
+// and locks them, skipping those another transaction holds.
+func admitSQL(blockers []domain.WebhookStatus) string {
+	return `
+		SELECT w.id, w.org_id, w.event_id, e.type, w.subscription_id, w.attempts, e.trace_parent
+		FROM webhook_deliveries w JOIN events e ON e.org_id = w.org_id AND e.id = w.event_id
+		WHERE w.org_id = $1 AND w.subscription_id = $2 AND w.workflow_started_at IS NULL AND w.status = ANY ($3::text[])
+		  AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now())` + entityOpen(blockers) + `
+		ORDER BY w.created_at, w.id LIMIT $4
+		FOR UPDATE OF w SKIP LOCKED`
+}
+
 // entityOpen is the condition that leaves out a delivery an earlier
 // delivery (in event order) of its entity, in one of the statuses blockers,
-// keeps back; none without blockers. The statuses are written into the
-// statement rather than passed: the planner proves the predicate of the
-// index of open deliveries by entity (webhook_deliveries_entity_open) only
-// from literals, and without it a generic plan scans every delivery of the
-// subscription for each one it admits.
+// keeps back; none without blockers. Each delivery carries its event's
+// time (event_at, migration 029), and the index of open deliveries by
+// entity in event order (webhook_deliveries_entity_order, migration 030)
+// answers the question with one probe: the entity's first open delivery
+// is either this one or earlier. Joining each open delivery of the entity
+// to its event, as this did before, read them all for every delivery it
+// looked at: with one busy entity, a round read the square of its open
+// deliveries. The statuses are written into the statement rather than
+// passed: the planner proves the index's predicate only from literals.
 func entityOpen(blockers []domain.WebhookStatus) string {
 	if len(blockers) == 0 {
 		return ""
 	}
 	return `
 		  AND (w.entity IS NULL OR NOT EXISTS (
-		      SELECT 1 FROM webhook_deliveries p JOIN events pe ON pe.org_id = p.org_id AND pe.id = p.event_id
-		      WHERE p.org_id = w.org_id AND p.subscription_id = w.subscription_id AND p.entity = w.entity AND p.id <> w.id
-		        AND p.status IN (` + statusLiterals(blockers) + `) AND (pe.created_at, pe.id) < (e.created_at, e.id)))`
+		      SELECT 1 FROM webhook_deliveries p
+		      WHERE p.org_id = w.org_id AND p.subscription_id = w.subscription_id AND p.entity = w.entity
+		        AND p.status IN (` + statusLiterals(blockers) + `) AND (p.event_at, p.event_id) < (w.event_at, w.event_id)))`
 }
 
 // statusLiterals writes statuses as a list of SQL string literals.

@@ -24,6 +24,10 @@ func Emit(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, e domain.Event) error
 // AdmissionSubscriptionsSQL is the statement a relay's round begins with.
 var AdmissionSubscriptionsSQL = admissionSubscriptionsSQL
 
+// AdmitSQL is the statement that picks a subscription's deliveries to
+// admit, under an ordering whose blockers are given.
+var AdmitSQL = admitSQL
+
 // ResolveByReplaySQL resolve, for an applied receipt, its original's
 // failures.
 var ResolveByReplaySQL = resolveByReplaySQL

@@ -53,7 +53,7 @@ var AwaitingAdmission = []WebhookStatus{WebhookPending, WebhookHeld}
 // per_entity, one not delivered yet (pending, failed or held), so the
 // earlier one in flight or waiting for its retry holds its entity alone;
 // with none (or any other), none. The index that finds them
-// (webhook_deliveries_entity_open, migration 017) holds the deliveries in
+// (webhook_deliveries_entity_order, migration 030) holds the deliveries in
 // these statuses: a status added here needs it added there, or the
 // admission's statement reads without it.
 func EntityBlockers(ordering string) []WebhookStatus {
