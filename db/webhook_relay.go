@@ -10,23 +10,34 @@ import (
 	"github.com/commerce-integration/commerce/domain"
 )
 
-// RelayEvents takes up to limit events not relayed yet (oldest first,
-// skipping those another relay holds), creates one delivery per matching
-// active subscription (an operational event only for those that name it,
-// never for the subscription it concerns), and marks the events relayed,
-// in one transaction. Deliveries are made in event order (their ids
-// follow it), the order a relay admits them in. It
-// returns how many events it took; their deliveries wait in
-// UnstartedWebhookDeliveries for their workflows.
+// RelayEvents takes up to limit events not relayed yet (oldest first),
+// creates one delivery per matching active subscription (an operational
+// event only for those that name it, never for the subscription it
+// concerns), each with its event's time, and marks the events relayed, in
+// one transaction. Deliveries are made in event order (their ids follow
+// it), the order a relay admits them in. It returns how many events it
+// took; their deliveries wait in UnstartedWebhookDeliveries for their
+// workflows.
+//
+// Relays take events one after another (an advisory lock of the schema's,
+// held to the commit). Side by side, one relay could take an entity's
+// later event while another still held its earlier one, and commit first:
+// the later delivery was then admitted with nothing earlier open to hold
+// it back, and arrived first. One after another, a relay that sees an
+// event also sees its entity's earlier events (they committed before it,
+// their writes holding the entity's row lock) either waiting or relayed.
 func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 	var taken int
 	err := d.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relay-events:' || current_schema(), 0))`); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `
 			WITH ev AS (
 				SELECT id, org_id, type, data, entity_type, entity_id, created_at FROM events WHERE relayed_at IS NULL
 				ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
 			)
-			SELECT ev.id, ev.org_id, s.id, ev.entity_type || ':' || ev.entity_id
+			SELECT ev.id, ev.org_id, s.id, ev.entity_type || ':' || ev.entity_id, ev.created_at
 			FROM ev LEFT JOIN webhook_subscriptions s
 			  ON s.org_id = ev.org_id AND s.active
 			 AND (ev.type = ANY (s.event_types) OR (cardinality(s.event_types) = 0 AND NOT ev.type = ANY ($2::text[])))
@@ -38,12 +49,14 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 		}
 		var events, ids, orgs, evIDs, subs []uuid.UUID
 		var entities []*string
+		var times []time.Time
 		seen := map[uuid.UUID]bool{}
 		for rows.Next() {
 			var ev, org uuid.UUID
 			var sub *uuid.UUID
 			var entity *string
-			if err := rows.Scan(&ev, &org, &sub, &entity); err != nil {
+			var at time.Time
+			if err := rows.Scan(&ev, &org, &sub, &entity, &at); err != nil {
 				rows.Close()
 				return err
 			}
@@ -53,7 +66,7 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 			}
 			if sub != nil {
 				ids, orgs, evIDs, subs = append(ids, NewID()), append(orgs, org), append(evIDs, ev), append(subs, *sub)
-				entities = append(entities, entity)
+				entities, times = append(entities, entity), append(times, at)
 			}
 		}
 		if err := rows.Err(); err != nil {
@@ -65,9 +78,9 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 		}
 		if len(ids) > 0 {
 			if _, err := tx.Exec(ctx, `
-				INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id, entity)
-				SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[])
-				ON CONFLICT (event_id, subscription_id) DO NOTHING`, ids, orgs, evIDs, subs, entities); err != nil {
+				INSERT INTO webhook_deliveries (id, org_id, event_id, subscription_id, entity, event_at)
+				SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[])
+				ON CONFLICT (event_id, subscription_id) DO NOTHING`, ids, orgs, evIDs, subs, entities, times); err != nil {
 				return err
 			}
 		}
