@@ -63,30 +63,37 @@ func TestPerEntityAdmissionProbesOnceForEachWaitingDelivery(t *testing.T) {
 		if analyzed {
 			f.exec(`ANALYZE webhook_deliveries`)
 		}
-		tx, err := f.d.Pool().Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var raw []byte
-		err = tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+db.AdmitSQL(domain.EntityBlockers(ordering)),
-			f.org, sub, domain.AwaitingAdmission, 100).Scan(&raw)
-		_ = tx.Rollback(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plans []struct {
-			Plan map[string]any `json:"Plan"`
-		}
-		if err := json.Unmarshal(raw, &plans); err != nil || len(plans) != 1 {
-			t.Fatalf("EXPLAIN answered %s (%v)", raw, err)
-		}
-		if got, _ := plans[0].Plan["Actual Rows"].(float64); got != 0 {
+		plan, raw := f.explain(db.AdmitSQL(domain.EntityBlockers(ordering)), f.org, sub, domain.AwaitingAdmission, 100)
+		if got, _ := plan["Actual Rows"].(float64); got != 0 {
 			t.Fatalf("analyzed %v: the statement picked %.0f deliveries while the entity's first is in flight", analyzed, got)
 		}
-		if read := rowsRead(plans[0].Plan, "webhook_deliveries"); read > 3*n {
+		if read := rowsRead(plan, "webhook_deliveries"); read > 3*n {
 			t.Errorf("analyzed %v: the statement read %.0f deliveries for %d waiting behind one, want about two each; its plan: %s", analyzed, read, n-1, raw)
 		}
 	}
+}
+
+// explain runs sql with args under EXPLAIN ANALYZE in a transaction it
+// rolls back, and returns the plan's top node and the whole answer.
+func (f *opsFixture) explain(sql string, args ...any) (map[string]any, []byte) {
+	f.t.Helper()
+	ctx := context.Background()
+	tx, err := f.d.Pool().Begin(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var raw []byte
+	if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+sql, args...).Scan(&raw); err != nil {
+		f.t.Fatal(err)
+	}
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &plans); err != nil || len(plans) != 1 {
+		f.t.Fatalf("EXPLAIN answered %s (%v)", raw, err)
+	}
+	return plans[0].Plan, raw
 }
 
 // A delivery written without its event's time, as the release before

@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -422,7 +421,6 @@ func TestRelayingAndAdmittingAtOnceNeverDeadlock(t *testing.T) {
 // and still finds both subscriptions and admits the healthy one's.
 func TestARelayRoundReadsNoMoreDeliveriesWhenThousandsAreHeld(t *testing.T) {
 	f := newOpsFixture(t)
-	ctx := context.Background()
 	failing := f.subscribe(domain.EventCustomerCreated)
 	healthy := f.subscribe(domain.EventOrderInvoiceRecorded)
 	f.exec(`INSERT INTO events (id, org_id, type, data) SELECT gen_random_uuid(), $1, 'customer.created', '{}' FROM generate_series(1, 3000)`, f.org)
@@ -437,23 +435,8 @@ func TestARelayRoundReadsNoMoreDeliveriesWhenThousandsAreHeld(t *testing.T) {
 		if analyzed {
 			f.exec(`ANALYZE webhook_deliveries`)
 		}
-		tx, err := f.d.Pool().Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var raw []byte
-		if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+db.AdmissionSubscriptionsSQL, 100).Scan(&raw); err != nil {
-			_ = tx.Rollback(ctx)
-			t.Fatal(err)
-		}
-		_ = tx.Rollback(ctx)
-		var plans []struct {
-			Plan map[string]any `json:"Plan"`
-		}
-		if err := json.Unmarshal(raw, &plans); err != nil || len(plans) != 1 {
-			t.Fatalf("EXPLAIN answered %s (%v)", raw, err)
-		}
-		if read := rowsRead(plans[0].Plan, "webhook_deliveries"); read > 20 {
+		plan, raw := f.explain(db.AdmissionSubscriptionsSQL, 100)
+		if read := rowsRead(plan, "webhook_deliveries"); read > 20 {
 			t.Errorf("analyzed %v: the round's first statement read %.0f deliveries with 3,000 held, want a few per subscription; its plan: %s", analyzed, read, raw)
 		}
 	}
