@@ -35,7 +35,7 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 		rows, err := tx.Query(ctx, `
 			WITH ev AS (
 				SELECT id, org_id, type, data, entity_type, entity_id, created_at FROM events WHERE relayed_at IS NULL
-				ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+				ORDER BY created_at, id LIMIT $1 FOR UPDATE
 			)
 			SELECT ev.id, ev.org_id, s.id, ev.entity_type || ':' || ev.entity_id, ev.created_at
 			FROM ev LEFT JOIN webhook_subscriptions s
