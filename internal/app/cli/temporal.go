@@ -19,12 +19,20 @@ import (
 // ReconnectBackoff bounds the wait between the client's attempts to
 // reconnect to a Temporal frontend that went away: the SDK lets it grow to
 // 10 s, which a server restarted in a few seconds would add to the outage.
-var ReconnectBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}
+var ReconnectBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
 
 // temporalOptions are the client options of every process; with tracing
 // on, the client carries the trace into the workflows it starts, and a
-// worker made on it traces their runs and activities.
-func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing) client.Options {
+// worker made on it traces their runs and activities. With
+// waitForConnection, every call made while the client is reconnecting
+// waits for the connection (within the call's own deadline) instead of
+// failing at once: see WaitForConnection.
+func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing, waitForConnection bool) client.Options {
+	dial := []grpc.DialOption{
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: MinConnectTimeout})}
+	if waitForConnection {
+		dial = append(dial, grpc.WithDefaultCallOptions(grpc.WaitForReady(true)))
+	}
 	return client.Options{
 		Interceptors: tr.Temporal(),
 		HostPort:     cfg.TemporalAddress,
@@ -39,10 +47,23 @@ func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing) cl
 			GrpcCompression:  GrpcCompression,
 			KeepAliveTime:    KeepAliveTime,
 			KeepAliveTimeout: KeepAliveTimeout,
-			DialOptions: []grpc.DialOption{
-				grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: MinConnectTimeout})}},
+			DialOptions:      dial},
 	}
 }
+
+// A worker's calls wait for its connection to the frontend. gRPC fails a
+// call at once while its connection is being made again (after a
+// partition, or while the server restarts), and the SDK counts each
+// poll that fails so against one back-off all of a worker's pollers
+// share, from 0.2 s doubling to 10 s, which it does not let a worker
+// configure. A few seconds of failed polls therefore left the pollers
+// asleep for several seconds after the connection was back. A call that
+// waits instead goes out the moment the connection is ready, as does the
+// relay's start of a delivery, which would otherwise wait for its own
+// retry. The client of commerce serve keeps failing at once, so that a
+// request made while Temporal is away is answered without waiting for it
+// (commerce dev's one process talks to the server it embeds).
+const WaitForConnection = true
 
 // GrpcCompression is how the client's requests to the Temporal frontend
 // are compressed: not at all. The SDK gzips every request by default, and
@@ -76,7 +97,7 @@ const (
 func DialTemporal(ctx context.Context, cfg config.Config, log *zap.Logger, tr *tracing.Tracing) (client.Client, error) {
 	delay := 500 * time.Millisecond
 	for {
-		c, err := client.DialContext(ctx, temporalOptions(cfg, log, tr))
+		c, err := client.DialContext(ctx, temporalOptions(cfg, log, tr, WaitForConnection))
 		if err == nil {
 			return c, nil
 		}
