@@ -197,6 +197,17 @@ func inboundMemo(in domain.InboundInput) map[string]any {
 // which heartbeats it at 80% of the timeout.
 const InboundTaskTimeout = 4 * time.Second
 
+// DeliveryTaskTimeout is a delivery's workflow task timeout. A task the
+// server hands to a poll whose answer never arrives (its worker died, or
+// the network between them drops everything while the connection looks
+// open) is given to another poll only when this timeout passes: with
+// Temporal's 10 s, a delivery whose first task and its retry were both
+// sent into a 15-second partition was made 20 s after it began, 5 s after
+// the network healed. A slow receiver's first attempt, a local activity
+// of up to 10 s, keeps its task alive by the SDK's heartbeat at 80% of
+// the timeout: two or three more workflow tasks in that run's history.
+const DeliveryTaskTimeout = 4 * time.Second
+
 // inboundOptions: a second start for the same receipt joins the first.
 func inboundOptions(in domain.InboundInput) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
@@ -230,6 +241,7 @@ func webhookOptions(ref domain.WebhookDeliveryRef) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                    domain.WebhookWorkflowID(ref.ID),
 		TaskQueue:             TaskQueue,
+		WorkflowTaskTimeout:   DeliveryTaskTimeout,
 		TypedSearchAttributes: temporal.NewSearchAttributes(OrgIDAttr.ValueSet(ref.OrgID.String())),
 		Memo: map[string]any{"org_id": ref.OrgID.String(), "event_id": ref.EventID.String(), "event_type": ref.EventType,
 			"subscription_id": ref.SubscriptionID.String()},
