@@ -65,8 +65,12 @@ type Result struct {
 	PeakConnections, MaxConnections int
 	// PeakService and PeakTemporal are the peaks of each side apart.
 	PeakService, PeakTemporal int
-	// CPU is what each kind of process used over the burst (prod shape).
-	CPU CPU
+	// CPU is what each kind of process used over the burst (prod shape),
+	// CPUFor how long the burst was measured; IdleCPU, with Options.Idle,
+	// what each kind used a second before the burst, with nothing to do.
+	CPU     CPU
+	CPUFor  time.Duration
+	IdleCPU CPU
 
 	Problems []string
 }

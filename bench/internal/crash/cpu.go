@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +46,7 @@ func cpuTime(pid int) (time.Duration, bool) {
 // their kill or the burst's end), and Postgres's backends of the run's
 // databases (sampled while they live).
 type cpuBook struct {
+	began time.Time
 	mu    sync.Mutex
 	used  map[string]time.Duration // by kind: api, worker, temporal
 	procs map[*proc]time.Duration  // a started process's CPU at the burst's start
@@ -58,7 +61,50 @@ type backendCPU struct {
 }
 
 func newCPUBook() *cpuBook {
-	return &cpuBook{used: map[string]time.Duration{}, procs: map[*proc]time.Duration{}, pg: map[int]backendCPU{}}
+	return &cpuBook{began: time.Now(), used: map[string]time.Duration{}, procs: map[*proc]time.Duration{}, pg: map[int]backendCPU{}}
+}
+
+// idleCPU lets the run's processes sit with nothing to do for d, then
+// measures what each kind uses a second over the next d: the background a
+// burst pays for too, whatever its work (the workers' polls and sweeps,
+// the Temporal server's queues and membership, their databases' share).
+func (s *setup) idleCPU(ctx context.Context, d time.Duration) (CPU, error) {
+	wait := func(d time.Duration) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+			return nil
+		}
+	}
+	if err := wait(d); err != nil {
+		return nil, err
+	}
+	book := newCPUBook()
+	s.mu.Lock()
+	live := append(append(slices.Clone(s.apis), s.workers...), s.temporal.proc)
+	s.mu.Unlock()
+	for _, p := range live {
+		book.begin(p)
+	}
+	u, _ := url.Parse(s.dbURL)
+	name := strings.TrimPrefix(u.Path, "/")
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		s.sampleBackends(ctx, book, name)
+		if err := wait(100 * time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	s.sampleBackends(ctx, book, name)
+	for _, p := range live {
+		book.end(p)
+	}
+	took := time.Since(book.began)
+	used := book.close()
+	for k, v := range used {
+		used[k] = time.Duration(float64(v) / took.Seconds())
+	}
+	return used, nil
 }
 
 // begin notes p's CPU now: the burst starts, or p was started during it.
@@ -146,12 +192,17 @@ var cpuKinds = []string{"api", "worker", "temporal", "pg/service", "pg/temporal"
 // call), and solves the two for each process's CPU per post and per
 // delivery. A delivery's share counts the REST call that made its event; a
 // post's counts the relaying of its event.
+//
+// Each run first measures its processes idle (SplitIdle), and the second
+// table takes that background, times the burst's length, off each run's
+// CPU: a burst that lasts longer because a subscription's rate paces it
+// then costs no more per delivery than a quick one.
 func SplitCPU(ctx context.Context, o Options, n int) error {
-	o.Runs, o.Faults = 1, []Fault{}
+	o.Runs, o.Faults, o.Idle = 1, []Fault{}, SplitIdle
 	mixed, only := o, o
 	mixed.Posts, mixed.Deliveries = n, n
 	only.Posts, only.Deliveries = 1, n+1
-	var cpu [2]CPU
+	var cpu, work [2]CPU
 	for i, opts := range []Options{mixed, only} {
 		res, err := Run(ctx, opts)
 		if err != nil {
@@ -160,18 +211,38 @@ func SplitCPU(ctx context.Context, o Options, n int) error {
 		if len(res) != 1 || res[0].Failed() || res[0].CPU == nil {
 			return fmt.Errorf("the run of %d posts and %d deliveries did not complete cleanly", opts.Posts, opts.Deliveries)
 		}
-		cpu[i] = res[0].CPU
+		r := res[0]
+		cpu[i], work[i] = r.CPU, CPU{}
+		fmt.Fprintf(o.Out, "\nrun %d, idle before its burst (CPU ms a second): ", i+1)
+		for _, kind := range cpuKinds {
+			work[i][kind] = max(0, r.CPU[kind]-time.Duration(float64(r.IdleCPU[kind])*r.CPUFor.Seconds()))
+			fmt.Fprintf(o.Out, "%s %.1f  ", kind, r.IdleCPU[kind].Seconds()*1000)
+		}
+		fmt.Fprintf(o.Out, "(burst measured over %.1fs)\n", r.CPUFor.Seconds())
 	}
-	// mixed = n*post + n*delivery; only = post + (n+1)*delivery.
-	fmt.Fprintf(o.Out, "\nCPU per post and per delivery, by process (ms; from the two runs above)\n\n%-11s | %8s | %12s\n", "process", "per post", "per delivery")
+	fmt.Fprintf(o.Out, "\nCPU per post and per delivery, by process (ms; from the two runs above)\n")
+	splitTable(o.Out, cpu, n)
+	fmt.Fprintf(o.Out, "\nThe same, less each process's idle CPU over its burst\n")
+	splitTable(o.Out, work, n)
+	return nil
+}
+
+// SplitIdle is how long SplitCPU's runs let their processes settle, and
+// then measure them, idle before each burst.
+const SplitIdle = 5 * time.Second
+
+// splitTable solves the two runs' CPU for each process's per post and per
+// delivery, and prints them.
+func splitTable(w io.Writer, cpu [2]CPU, n int) {
+	fmt.Fprintf(w, "\n%-11s | %8s | %12s\n", "process", "per post", "per delivery")
 	var post, delivery float64
 	for _, kind := range cpuKinds {
+		// mixed = n*post + n*delivery; only = post + (n+1)*delivery.
 		m, d1 := cpu[0][kind].Seconds()*1000, cpu[1][kind].Seconds()*1000
 		perDelivery := (d1 - m/float64(n)) / float64(n)
 		perPost := m/float64(n) - perDelivery
 		post, delivery = post+perPost, delivery+perDelivery
-		fmt.Fprintf(o.Out, "%-11s | %8.2f | %12.2f\n", kind, perPost, perDelivery)
+		fmt.Fprintf(w, "%-11s | %8.2f | %12.2f\n", kind, perPost, perDelivery)
 	}
-	fmt.Fprintf(o.Out, "%-11s | %8.2f | %12.2f\n", "all", post, delivery)
-	return nil
+	fmt.Fprintf(w, "%-11s | %8.2f | %12.2f\n", "all", post, delivery)
 }

@@ -31,7 +31,7 @@ func Main(name string, o Options) {
 	flag.IntVar(&o.APIs, "apis", o.APIs, "prod shape: `commerce serve` processes")
 	flag.IntVar(&o.Workers, "workers", o.Workers, "prod shape: `commerce worker` processes")
 	flag.StringVar(&o.TemporalStore, "temporal-store", o.TemporalStore, "embedded shape: the Temporal server's persistence, sqlite or postgres")
-	split := flag.Int("cpu-split", 0, "prod shape: instead of the runs, two runs without faults (N posts with N deliveries, then N deliveries alone) and each process's CPU per post and per delivery")
+	split := flag.Int("cpu-split", 0, "prod shape: instead of the runs, two runs without faults (N posts with N deliveries, then N deliveries alone) and each process's CPU per post and per delivery, as measured and less its idle CPU (measured before each burst)")
 	soak := SoakFlags()
 	flag.StringVar(&o.Bin, "bin", o.Bin, "a commerce binary to run (built from the module when empty): the worker, and in the prod shape the APIs too")
 	flag.StringVar(&o.Upgrade, "upgrade", o.Upgrade, "prod shape: instead of the runs, a rolling upgrade from this git ref (a previous release, e.g. v0.1.0) to this checkout")

@@ -75,6 +75,10 @@ type Options struct {
 	// TemporalCache, when set, replaces the compose file's host-level
 	// workflow cache size of the Temporal server (prod shape).
 	TemporalCache int
+	// Idle, when set, has the run's processes (prod shape) sit with
+	// nothing to do for Idle before the burst, then measures their CPU
+	// over another Idle (Result.IdleCPU).
+	Idle time.Duration
 }
 
 // Fault is what a run breaks in the middle of its burst.
@@ -646,6 +650,13 @@ func (s *setup) readyWithTemporalDown() bool {
 // burst sends the posts and the customers, strikes the faults part-way,
 // waits for everything to settle and checks it.
 func (s *setup) burst(ctx context.Context) (Result, error) {
+	var idle CPU
+	if s.opts.Shape == ShapeProd && s.opts.Idle > 0 {
+		var err error
+		if idle, err = s.idleCPU(ctx, s.opts.Idle); err != nil {
+			return Result{}, err
+		}
+	}
 	out := s.opts.Out
 	start := time.Now()
 	answers := make([]answer, s.opts.Posts)
@@ -812,7 +823,7 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 	s.mu.Unlock()
 	res.Faults, res.Settled, res.TimedOut = faults, elapsed, !settled
 	if s.cpu != nil {
-		res.CPU = s.cpu.close()
+		res.CPU, res.CPUFor, res.IdleCPU = s.cpu.close(), time.Since(s.cpu.began), idle
 	}
 	s.keepLogs = res.Failed() || slices.ContainsFunc(faults, func(f FaultResult) bool {
 		return f.Outage != nil && len(f.Outage.Problems(f.Fault)) > 0
@@ -927,7 +938,7 @@ func (s *setup) sampleConnections(ctx context.Context) {
 		err := s.d.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE datname = $1), count(*) FILTER (WHERE datname LIKE $2)
 			FROM pg_stat_activity`, name, name+`\_temporal%`).Scan(&service, &temporal)
 		if s.cpu != nil {
-			s.sampleBackends(ctx, name)
+			s.sampleBackends(ctx, s.cpu, name)
 		}
 		if err == nil {
 			s.mu.Lock()
@@ -1037,7 +1048,7 @@ func (s *setup) waiting(ctx context.Context, id uuid.UUID) bool {
 
 // sampleBackends notes the CPU of every Postgres backend of the run's
 // databases but the harness's own.
-func (s *setup) sampleBackends(ctx context.Context, name string) {
+func (s *setup) sampleBackends(ctx context.Context, book *cpuBook, name string) {
 	rows, err := s.d.Pool().Query(ctx, `SELECT pid, datname = $1 FROM pg_stat_activity
 		WHERE (datname = $1 OR datname LIKE $2) AND application_name <> $3`, name, name+`\_temporal%`, harnessApp)
 	if err != nil {
@@ -1054,7 +1065,7 @@ func (s *setup) sampleBackends(ctx context.Context, name string) {
 		if service {
 			kind = "pg/service"
 		}
-		s.cpu.backend(int(pid), kind)
+		book.backend(int(pid), kind)
 	}
 }
 
