@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
-	"github.com/commerce-integration/commerce/db"
 	"github.com/commerce-integration/commerce/domain"
 )
 
@@ -17,25 +14,10 @@ import (
 func TestAPostsAndADeliverysWorkflowTasksAreGivenUpAfterFourSeconds(t *testing.T) {
 	f := newInbound(t)
 	defer f.Outbox()()
-	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
-	sub, err := f.DB.CreateSubscription(context.Background(), Sealer(), db.NewSubscription{OrgID: f.org.ID, URL: rc.srv.URL + "/hooks",
-		EventTypes: []string{domain.EventInboundReceiptFailed}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	invoices, _, _ := f.endpoint(domain.ActionOrderInvoice, false)
-	failed := f.post(invoices, `{"order_ref": "SO-1", "invoice_ref": "INV-TOO-BIG", "amount_minor": 999999999}`)
-	if failed.status != http.StatusUnprocessableEntity || failed.receipt == "" {
-		t.Fatalf("a post the workflow refuses: %d %s", failed.status, failed.raw)
-	}
-	var deliveryID string
-	f.eventually("the failure event delivered", func() bool {
-		return f.DB.Pool().QueryRow(context.Background(), `SELECT id::text FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2
-			AND status = 'succeeded'`, f.org.ID, sub.ID).Scan(&deliveryID) == nil
-	})
+	failed, sub := refusedPost(t, f)
 	runs := map[string]time.Duration{
 		domain.InboundWorkflowID(mustID(t, failed.receipt)): 4 * time.Second,
-		domain.WebhookWorkflowID(mustID(t, deliveryID)):     4 * time.Second,
+		deliveredTo(t, f, sub):                              4 * time.Second,
 	}
 	for id, want := range runs {
 		desc, err := f.Temporal.DescribeWorkflowExecution(context.Background(), id, "")

@@ -27,17 +27,7 @@ import (
 func TestTemporalUIFindsRunsByHowTheyCameOut(t *testing.T) {
 	f := newInbound(t)
 	defer f.Outbox()()
-	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
-	sub, err := f.DB.CreateSubscription(context.Background(), Sealer(), db.NewSubscription{OrgID: f.org.ID, URL: rc.srv.URL + "/hooks",
-		EventTypes: []string{domain.EventInboundReceiptFailed}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	invoices, _, _ := f.endpoint(domain.ActionOrderInvoice, false)
-	failed := f.post(invoices, `{"order_ref": "SO-1", "invoice_ref": "INV-TOO-BIG", "amount_minor": 999999999}`)
-	if failed.status != http.StatusUnprocessableEntity || failed.receipt == "" {
-		t.Fatalf("a post the workflow refuses: %d %s", failed.status, failed.raw)
-	}
+	failed, sub := refusedPost(t, f)
 
 	// findOne lists the runs query finds and returns the one with that id.
 	findOne := func(query, workflowID string) {
@@ -88,16 +78,42 @@ func TestTemporalUIFindsRunsByHowTheyCameOut(t *testing.T) {
 		t.Fatalf("the failed post's run ended with %v, want %s reading %q", err, workflows.ErrTypeInboundFailed, details)
 	}
 
-	var deliveryID string
-	f.eventually("the failure event delivered", func() bool {
-		err := f.DB.Pool().QueryRow(context.Background(), `SELECT id::text FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2
-			AND status = 'succeeded'`, f.org.ID, sub.ID).Scan(&deliveryID)
-		return err == nil
-	})
-	webhookID := domain.WebhookWorkflowID(mustID(t, deliveryID))
+	webhookID := deliveredTo(t, f, sub)
 	findOne(fmt.Sprintf(`%s = "delivered" AND %s = "%s"`, workflows.DeliveryStatusAttr.GetName(), workflows.OrgIDAttr.GetName(), f.org.ID), webhookID)
 	summary, details = describe(webhookID)
 	if summary != "inbound.receipt.failed to subscription "+sub.ID.String() || details != "delivered 200 after 1 attempt(s)" {
 		t.Fatalf("the delivery's run reads %q / %q", summary, details)
 	}
+}
+
+// refusedPost sends an invoice the workflow refuses (422), to an
+// organisation with a subscription to inbound.receipt.failed whose
+// receiver answers 200, and returns the post's answer and the
+// subscription.
+func refusedPost(t *testing.T, f *inboundFixture) (answer, db.CreatedSubscription) {
+	t.Helper()
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"ok": true}`) })
+	sub, err := f.DB.CreateSubscription(context.Background(), Sealer(), db.NewSubscription{OrgID: f.org.ID, URL: rc.srv.URL + "/hooks",
+		EventTypes: []string{domain.EventInboundReceiptFailed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoices, _, _ := f.endpoint(domain.ActionOrderInvoice, false)
+	failed := f.post(invoices, `{"order_ref": "SO-1", "invoice_ref": "INV-TOO-BIG", "amount_minor": 999999999}`)
+	if failed.status != http.StatusUnprocessableEntity || failed.receipt == "" {
+		t.Fatalf("a post the workflow refuses: %d %s", failed.status, failed.raw)
+	}
+	return failed, sub
+}
+
+// deliveredTo waits until a delivery to sub has succeeded and returns its
+// workflow's id.
+func deliveredTo(t *testing.T, f *inboundFixture, sub db.CreatedSubscription) string {
+	t.Helper()
+	var deliveryID string
+	f.eventually("the failure event delivered", func() bool {
+		return f.DB.Pool().QueryRow(context.Background(), `SELECT id::text FROM webhook_deliveries WHERE org_id = $1 AND subscription_id = $2
+			AND status = 'succeeded'`, f.org.ID, sub.ID).Scan(&deliveryID) == nil
+	})
+	return domain.WebhookWorkflowID(mustID(t, deliveryID))
 }

@@ -13,15 +13,15 @@ import (
 	"github.com/commerce-integration/commerce/internal/config"
 )
 
-// grpcEncoding dials a stand-in frontend with opts and returns the
-// grpc-encoding header of the first request the client sends (the
-// system-info call every dial makes).
-func grpcEncoding(t *testing.T, opts client.Options) string {
+// standInFrontend is an HTTP/2 server that answers every gRPC call
+// "unimplemented" (so a dial gives up) and sends each request it is sent
+// to the returned channel, as long as the channel has room.
+func standInFrontend(t *testing.T) (*http.Server, <-chan *http.Request) {
 	t.Helper()
-	got := make(chan string, 1)
+	got := make(chan *http.Request, 16)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case got <- r.Header.Get("Grpc-Encoding"):
+		case got <- r:
 		default:
 		}
 		w.Header().Set("Content-Type", "application/grpc")
@@ -31,12 +31,21 @@ func grpcEncoding(t *testing.T, opts client.Options) string {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
 	srv.Protocols = &protocols
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, got
+}
+
+// grpcEncoding dials a stand-in frontend with opts and returns the
+// grpc-encoding header of the first request the client sends (the
+// system-info call every dial makes).
+func grpcEncoding(t *testing.T, opts client.Options) string {
+	t.Helper()
+	srv, got := standInFrontend(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
 	opts.HostPort = ln.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -44,8 +53,8 @@ func grpcEncoding(t *testing.T, opts client.Options) string {
 		c.Close()
 	}
 	select {
-	case enc := <-got:
-		return enc
+	case r := <-got:
+		return r.Header.Get("Grpc-Encoding")
 	case <-ctx.Done():
 		t.Fatal("the client sent no request")
 		return ""

@@ -16,7 +16,7 @@ import (
 // frontendLater returns an address where nothing listens yet, and a
 // function that starts a stand-in frontend there; the channel receives
 // each request the stand-in is sent.
-func frontendLater(t *testing.T) (string, func(), <-chan struct{}) {
+func frontendLater(t *testing.T) (string, func(), <-chan *http.Request) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -24,20 +24,7 @@ func frontendLater(t *testing.T) (string, func(), <-chan struct{}) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	got := make(chan struct{}, 16)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case got <- struct{}{}:
-		default:
-		}
-		w.Header().Set("Content-Type", "application/grpc")
-		w.Header().Set("Grpc-Status", "12") // unimplemented: the dial gives up
-		w.WriteHeader(http.StatusOK)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
-	srv.Protocols = &protocols
-	t.Cleanup(func() { _ = srv.Close() })
+	srv, got := standInFrontend(t)
 	start := func() {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
