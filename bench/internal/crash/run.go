@@ -792,6 +792,7 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	close(s.sampleStop)
+	var cpuFor time.Duration
 	if s.cpu != nil {
 		s.mu.Lock()
 		live := append(append(slices.Clone(s.apis), s.workers...), s.temporal.proc)
@@ -799,6 +800,7 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 		for _, p := range live {
 			s.cpu.end(p)
 		}
+		cpuFor = time.Since(s.cpu.began)
 	}
 	res, err := s.check(ctx, answers)
 	if err != nil {
@@ -823,7 +825,7 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 	s.mu.Unlock()
 	res.Faults, res.Settled, res.TimedOut = faults, elapsed, !settled
 	if s.cpu != nil {
-		res.CPU, res.CPUFor, res.IdleCPU = s.cpu.close(), time.Since(s.cpu.began), idle
+		res.CPU, res.CPUFor, res.IdleCPU = s.cpu.close(), cpuFor, idle
 	}
 	s.keepLogs = res.Failed() || slices.ContainsFunc(faults, func(f FaultResult) bool {
 		return f.Outage != nil && len(f.Outage.Problems(f.Fault)) > 0

@@ -92,7 +92,7 @@ func serveCmd() *cobra.Command {
 			// A lazy client: the API starts while Temporal is still coming up,
 			// and /readyz says so until it answers.
 			lazy := func(_ context.Context, cfg config.Config, log *zap.Logger, tr *tracing.Tracing) (client.Client, error) {
-				return client.NewLazyClient(temporalOptions(cfg, log, tr, !WaitForConnection))
+				return client.NewLazyClient(temporalOptions(cfg, log, tr, callsFailAtOnce))
 			}
 			serve := func(rt *Runtime, ctx context.Context) error {
 				h, metrics, err := rt.APIHandler()

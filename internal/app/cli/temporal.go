@@ -23,14 +23,13 @@ var ReconnectBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multipl
 
 // temporalOptions are the client options of every process; with tracing
 // on, the client carries the trace into the workflows it starts, and a
-// worker made on it traces their runs and activities. With
-// waitForConnection, every call made while the client is reconnecting
-// waits for the connection (within the call's own deadline) instead of
-// failing at once: see WaitForConnection.
-func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing, waitForConnection bool) client.Options {
+// worker made on it traces their runs and activities. With callsWait,
+// every call made while the client is reconnecting waits for the
+// connection (within the call's own deadline) instead of failing at once.
+func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing, calls connectionCalls) client.Options {
 	dial := []grpc.DialOption{
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: MinConnectTimeout})}
-	if waitForConnection {
+	if calls == callsWait {
 		dial = append(dial, grpc.WithDefaultCallOptions(grpc.WaitForReady(true)))
 	}
 	return client.Options{
@@ -51,7 +50,10 @@ func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing, wa
 	}
 }
 
-// A worker's calls wait for its connection to the frontend. gRPC fails a
+// connectionCalls is what a client's calls do while its connection to the
+// frontend is being made again.
+//
+// A worker's calls wait for the connection (callsWait). gRPC fails a
 // call at once while its connection is being made again (after a
 // partition, or while the server restarts), and the SDK counts each
 // poll that fails so against one back-off all of a worker's pollers
@@ -62,8 +64,14 @@ func temporalOptions(cfg config.Config, log *zap.Logger, tr *tracing.Tracing, wa
 // relay's start of a delivery, which would otherwise wait for its own
 // retry. The client of commerce serve keeps failing at once, so that a
 // request made while Temporal is away is answered without waiting for it
-// (commerce dev's one process talks to the server it embeds).
-const WaitForConnection = true
+// (callsFailAtOnce; commerce dev's one process talks to the server it
+// embeds).
+type connectionCalls int
+
+const (
+	callsWait connectionCalls = iota
+	callsFailAtOnce
+)
 
 // GrpcCompression is how the client's requests to the Temporal frontend
 // are compressed: not at all. The SDK gzips every request by default, and
@@ -97,7 +105,7 @@ const (
 func DialTemporal(ctx context.Context, cfg config.Config, log *zap.Logger, tr *tracing.Tracing) (client.Client, error) {
 	delay := 500 * time.Millisecond
 	for {
-		c, err := client.DialContext(ctx, temporalOptions(cfg, log, tr, WaitForConnection))
+		c, err := client.DialContext(ctx, temporalOptions(cfg, log, tr, callsWait))
 		if err == nil {
 			return c, nil
 		}

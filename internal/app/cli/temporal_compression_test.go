@@ -65,7 +65,7 @@ func grpcEncoding(t *testing.T, opts client.Options) string {
 // same client with the SDK's default compression gzips them, so the
 // stand-in frontend would see it.
 func TestTheTemporalClientSendsItsRequestsUncompressed(t *testing.T) {
-	opts := temporalOptions(config.Config{TemporalNamespace: "default"}, zap.NewNop(), nil, WaitForConnection)
+	opts := temporalOptions(config.Config{TemporalNamespace: "default"}, zap.NewNop(), nil, callsWait)
 	if enc := grpcEncoding(t, opts); enc != "" {
 		t.Fatalf("the client's request was sent with grpc-encoding %q, want none", enc)
 	}

@@ -41,9 +41,9 @@ func frontendLater(t *testing.T) (string, func(), <-chan *http.Request) {
 // failing at once; the API's client fails at once, so the stand-in,
 // started afterwards, sees nothing from it.
 func TestAWorkersCallsWaitForTheConnectionAndTheAPIsFailAtOnce(t *testing.T) {
-	for _, wait := range []bool{WaitForConnection, !WaitForConnection} {
+	for _, calls := range []connectionCalls{callsWait, callsFailAtOnce} {
 		addr, start, got := frontendLater(t)
-		opts := temporalOptions(config.Config{TemporalNamespace: "default"}, zap.NewNop(), nil, wait)
+		opts := temporalOptions(config.Config{TemporalNamespace: "default"}, zap.NewNop(), nil, calls)
 		opts.HostPort = addr
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		dialed := make(chan error, 1)
@@ -63,11 +63,11 @@ func TestAWorkersCallsWaitForTheConnectionAndTheAPIsFailAtOnce(t *testing.T) {
 		cancel()
 		select {
 		case <-got:
-			if !wait {
+			if calls == callsFailAtOnce {
 				t.Fatalf("the API's client sent its request after %s, once the frontend was up: it did not fail at once", time.Since(began))
 			}
 		default:
-			if wait {
+			if calls == callsWait {
 				t.Fatalf("the worker's client gave up (%v) before the frontend was up", err)
 			}
 		}
