@@ -90,6 +90,27 @@ func (d *DB) RelayEvents(ctx context.Context, limit int) (int, error) {
 	return taken, err
 }
 
+// RelayWork reports, in one statement outside any transaction, whether
+// a relay's round has anything to do: events not relayed yet, and
+// deliveries waiting to be admitted (db.ClaimWebhookDeliveries) that no
+// relay's claim holds. Every attempt recorded wakes every relay (its
+// place may be what a delivery waits for), and most of those wakes find
+// nothing new: this one read answers them, where the round's two
+// transactions took seven round trips and the relays' shared lock. A
+// wake comes after the commit that sent it, so what it announced is seen
+// here. The statuses are written into the statement, so that the planner
+// can use the partial index webhook_deliveries_awaiting.
+func (d *DB) RelayWork(ctx context.Context) (events, deliveries bool, err error) {
+	err = d.pool.QueryRow(ctx, relayWorkSQL).Scan(&events, &deliveries)
+	return events, deliveries, err
+}
+
+var relayWorkSQL = `
+	SELECT EXISTS (SELECT 1 FROM events WHERE relayed_at IS NULL),
+	       EXISTS (SELECT 1 FROM webhook_deliveries w WHERE w.workflow_started_at IS NULL
+	                 AND w.status IN (` + statusLiterals(domain.AwaitingAdmission) + `)
+	                 AND (w.start_claimed_until IS NULL OR w.start_claimed_until < now()))`
+
 // unstartedDeliveries selects up to $1 deliveries whose workflow has not
 // been started and that no relay's claim holds, oldest first, skipping
 // those another transaction holds.

@@ -145,14 +145,22 @@ func (o *Outbox) Run(ctx context.Context) {
 // Drain relays every waiting event and starts every waiting delivery, and
 // reports how many deliveries it started.
 func (o *Outbox) Drain(ctx context.Context) (int, error) {
-	for {
+	// One read first: most wakes (an attempt recorded) bring no event and
+	// leave no delivery to admit.
+	events, waiting, err := o.DB.RelayWork(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for events {
 		n, err := o.DB.RelayEvents(ctx, batch)
 		if err != nil {
 			return 0, err
 		}
-		if n < batch {
-			break
-		}
+		waiting = waiting || n > 0
+		events = n == batch
+	}
+	if !waiting {
+		return 0, nil
 	}
 	started := 0
 	for {

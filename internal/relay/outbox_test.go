@@ -136,3 +136,56 @@ func TestRetriesDoubleUpToTheSweepAndFailuresAtOnceShareOne(t *testing.T) {
 		t.Errorf("after a success the first failure waits %s, want 1s", got)
 	}
 }
+
+// TestARoundWithNothingToDoTakesNeitherLockNorTransaction: every attempt
+// recorded wakes every relay, and most wakes find nothing to do. Such a
+// round answers from one read: it does not queue for the lock relays take
+// events under (held here by another transaction), nor start anything. An
+// event written then is relayed and its delivery started by the next round.
+func TestARoundWithNothingToDoTakesNeitherLockNorTransaction(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", Currency: "EUR", OwnerEmail: "o@acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := secrets.NewSealer(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: org.ID, URL: "https://erp.example.com/hooks"}); err != nil {
+		t.Fatal(err)
+	}
+	tc := &flakyTemporal{started: make(chan string, 1)}
+	o := &Outbox{DB: d.DB, Workflows: workflows.NewClient(tc, "default"), Log: zap.NewNop(), Sweep: time.Hour}
+
+	held, err := d.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = held.Rollback(ctx) }()
+	if _, err := held.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relay-events:' || current_schema(), 0))`); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	n, err := o.Drain(rctx)
+	cancel()
+	if err != nil || n != 0 {
+		t.Fatalf("a round with nothing to do started %d and failed with %v while another held the relays' lock; want 0 and no error", n, err)
+	}
+	if err := held.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := d.Pool().Exec(ctx, `INSERT INTO events (id, org_id, type, data) VALUES (gen_random_uuid(), $1, 'customer.created', '{}')`, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := o.Drain(ctx); err != nil || n != 1 {
+		t.Fatalf("the round after an event started %d, %v; want its one delivery", n, err)
+	}
+	select {
+	case <-tc.started:
+	default:
+		t.Fatal("the delivery's workflow was not started")
+	}
+}
