@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
@@ -39,13 +40,10 @@ func (f *flakyTemporal) ExecuteWorkflow(_ context.Context, o client.StartWorkflo
 	return nil, nil
 }
 
-// TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep:
-// with the sweep an hour away and no event after the first, the relay
-// itself comes back to a delivery whose workflow it could not start (three
-// starts refused in a row), as it would after Temporal was unreachable.
-func TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// subscribed is a database with an organisation subscribed to every event.
+func subscribed(t *testing.T) (*testdb.DB, uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
 	d := testdb.New(t)
 	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", Currency: "EUR", OwnerEmail: "o@acme.example"})
 	if err != nil {
@@ -58,7 +56,18 @@ func TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep(t *tes
 	if _, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: org.ID, URL: "https://erp.example.com/hooks"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Pool().Exec(ctx, `INSERT INTO events (id, org_id, type, data) VALUES (gen_random_uuid(), $1, 'customer.created', '{}')`, org.ID); err != nil {
+	return d, org.ID
+}
+
+// TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep:
+// with the sweep an hour away and no event after the first, the relay
+// itself comes back to a delivery whose workflow it could not start (three
+// starts refused in a row), as it would after Temporal was unreachable.
+func TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, org := subscribed(t)
+	if _, err := d.Pool().Exec(ctx, `INSERT INTO events (id, org_id, type, data) VALUES (gen_random_uuid(), $1, 'customer.created', '{}')`, org); err != nil {
 		t.Fatal(err)
 	}
 	tc := &flakyTemporal{fails: 3, started: make(chan string, 1)}
@@ -83,7 +92,7 @@ func TestADeliveryWhoseStartFailedIsStartedAgainWithoutWaitingForTheSweep(t *tes
 	var status string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := d.Pool().QueryRow(ctx, `SELECT CASE WHEN workflow_started_at IS NULL THEN 'not started' ELSE 'started' END FROM webhook_deliveries WHERE org_id = $1`, org.ID).Scan(&status); err != nil {
+		if err := d.Pool().QueryRow(ctx, `SELECT CASE WHEN workflow_started_at IS NULL THEN 'not started' ELSE 'started' END FROM webhook_deliveries WHERE org_id = $1`, org).Scan(&status); err != nil {
 			t.Fatal(err)
 		}
 		if status == "started" || time.Now().After(deadline) {
@@ -144,18 +153,7 @@ func TestRetriesDoubleUpToTheSweepAndFailuresAtOnceShareOne(t *testing.T) {
 // event written then is relayed and its delivery started by the next round.
 func TestARoundWithNothingToDoTakesNeitherLockNorTransaction(t *testing.T) {
 	ctx := context.Background()
-	d := testdb.New(t)
-	org, _, err := d.CreateOrganisation(ctx, db.NewOrganisation{Name: "Acme", Currency: "EUR", OwnerEmail: "o@acme.example"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealer, err := secrets.NewSealer(make([]byte, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.CreateSubscription(ctx, sealer, db.NewSubscription{OrgID: org.ID, URL: "https://erp.example.com/hooks"}); err != nil {
-		t.Fatal(err)
-	}
+	d, org := subscribed(t)
 	tc := &flakyTemporal{started: make(chan string, 1)}
 	o := &Outbox{DB: d.DB, Workflows: workflows.NewClient(tc, "default"), Log: zap.NewNop(), Sweep: time.Hour}
 
@@ -177,7 +175,7 @@ func TestARoundWithNothingToDoTakesNeitherLockNorTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := d.Pool().Exec(ctx, `INSERT INTO events (id, org_id, type, data) VALUES (gen_random_uuid(), $1, 'customer.created', '{}')`, org.ID); err != nil {
+	if _, err := d.Pool().Exec(ctx, `INSERT INTO events (id, org_id, type, data) VALUES (gen_random_uuid(), $1, 'customer.created', '{}')`, org); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := o.Drain(ctx); err != nil || n != 1 {
