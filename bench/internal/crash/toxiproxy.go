@@ -82,6 +82,14 @@ func (t *toxi) proxy(name, upstream string) (*toxiproxy.Proxy, error) {
 	return p, nil
 }
 
+// fresh makes the next call to toxiproxy's API open a new connection.
+// Its client sends through http.DefaultClient, and its server closes a
+// connection idle for 10 seconds (its ReadTimeout, with no IdleTimeout):
+// a call exactly that long after the one before, as healing the 10-second
+// latency fault is, could go out on a connection the server was closing
+// and be answered with a reset, the change not made.
+func (t *toxi) fresh() { http.DefaultClient.CloseIdleConnections() }
+
 // failed is err from toxiproxy's API with the end of the server's log,
 // which says whether it failed or hung and where.
 func (t *toxi) failed(err error) error {
@@ -96,6 +104,7 @@ var partitionToxics = []string{"partition-up", "partition-down"}
 // answered and nothing closed, as a dropped route or a firewall that drops
 // packets does. New connections are accepted and go silent too.
 func (t *toxi) partition(p *toxiproxy.Proxy) error {
+	t.fresh()
 	for i, stream := range []string{"upstream", "downstream"} {
 		if _, err := p.AddToxic(partitionToxics[i], "timeout", stream, 1, toxiproxy.Attributes{"timeout": 0}); err != nil {
 			return t.failed(fmt.Errorf("toxiproxy %s: timeout toxic: %w", p.Name, err))
@@ -106,6 +115,7 @@ func (t *toxi) partition(p *toxiproxy.Proxy) error {
 
 // heal removes the partition's toxics.
 func (t *toxi) heal(p *toxiproxy.Proxy) error {
+	t.fresh()
 	for _, name := range partitionToxics {
 		if err := p.RemoveToxic(name); err != nil {
 			return t.failed(fmt.Errorf("toxiproxy %s: remove %s: %w", p.Name, name, err))
@@ -117,6 +127,7 @@ func (t *toxi) heal(p *toxiproxy.Proxy) error {
 // slow sets the latency of p's answers (downstream): each round trip
 // takes that much longer; 0 heals it.
 func (t *toxi) slow(p *toxiproxy.Proxy, latency time.Duration) error {
+	t.fresh()
 	if _, err := p.UpdateToxic("slow-downstream", 1, toxiproxy.Attributes{"latency": latency.Milliseconds()}); err != nil {
 		return t.failed(fmt.Errorf("toxiproxy %s: latency %s: %w", p.Name, latency, err))
 	}
