@@ -23,7 +23,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 
 	"github.com/commerce-integration/commerce/domain"
 )
@@ -80,6 +82,7 @@ func ConnectWith(ctx context.Context, url string, o Options) (*DB, error) {
 	case o.Tracer != nil:
 		cfg.ConnConfig.Tracer = o.Tracer
 	}
+	cfg.AfterConnect = encodeUUIDs
 	rateCfg := cfg.Copy()
 	rateCfg.MaxConns = RateMaxConns(o.MaxConns)
 	rateCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
@@ -100,6 +103,18 @@ func ConnectWith(ctx context.Context, url string, o Options) (*DB, error) {
 	d := &DB{pool: pool, rate: rate}
 	d.leases, d.keys = newLeases(d), newKeyCache(d)
 	return d, nil
+}
+
+// encodeUUIDs makes a connection encode uuid.UUID parameters as the
+// uuid codec's own values (pgx-google-uuid's encode wrapper). Without it
+// pgx finds no plan for the type, takes it for a driver.Valuer, encodes
+// its text form in the binary format, fails, formats an error naming the
+// value (%#v) and parses the text back: an error built and thrown away
+// for every uuid parameter of every statement.
+func encodeUUIDs(_ context.Context, c *pgx.Conn) error {
+	tm := c.TypeMap()
+	tm.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{pgxuuid.TryWrapUUIDEncodePlan}, tm.TryWrapEncodePlanFuncs...)
+	return nil
 }
 
 // RateMaxConns is the size of the rate-limit pool beside a main pool of
