@@ -15,15 +15,13 @@ import (
 
 // statements counts the statements a pool sends, by their first word.
 type statements struct {
-	mu    sync.Mutex
-	sent  []string
-	count int
+	mu   sync.Mutex
+	sent []string
 }
 
 func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.count++
 	if f := strings.Fields(d.SQL); len(f) > 0 {
 		s.sent = append(s.sent, strings.ToLower(f[0]))
 	}

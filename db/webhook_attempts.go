@@ -122,11 +122,7 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 		if err := tx.QueryRow(ctx, `
 			INSERT INTO webhook_attempts (id, org_id, delivery_id, attempt, manual, started_at, duration_ms, status_code, error, response_excerpt,
 				transformation_version)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-			ON CONFLICT (org_id, delivery_id, attempt) DO UPDATE SET
-				manual = EXCLUDED.manual, started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms,
-				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
-				transformation_version = EXCLUDED.transformation_version
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`+attemptAgain+`
 			RETURNING xmax = 0`,
 			NewID(), a.OrgID, a.DeliveryID, a.Attempt, a.Manual, a.StartedAt, a.Duration.Milliseconds(),
 			a.StatusCode, a.Error, a.Excerpt, a.TransformationVersion).Scan(&first); err != nil {
@@ -171,6 +167,14 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 	return failing, err
 }
 
+// attemptAgain makes an attempt recorded again (its activity retried after
+// a crash) replace the first record.
+const attemptAgain = `
+			ON CONFLICT (org_id, delivery_id, attempt) DO UPDATE SET
+				manual = EXCLUDED.manual, started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms,
+				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
+				transformation_version = EXCLUDED.transformation_version`
+
 // recordHealthySuccess records a succeeded attempt in one statement, when
 // the delivery's subscription is healthy (no failure in its current run):
 // the common case, which changes nothing of the subscription's health and
@@ -180,6 +184,8 @@ func (d *DB) RecordWebhookAttempt(ctx context.Context, a WebhookAttemptRecord) (
 // false, having written nothing, when the subscription is not healthy (or
 // the delivery or its subscription is gone): the transaction decides.
 func (d *DB) recordHealthySuccess(ctx context.Context, a WebhookAttemptRecord) (recorded bool, err error) {
+	// The wake is sent by a subquery of the result (a SELECT in a WITH
+	// runs only when read), whose count is read and not used.
 	var released int
 	err = d.pool.QueryRow(ctx, `
 		WITH s AS (
@@ -188,11 +194,7 @@ func (d *DB) recordHealthySuccess(ctx context.Context, a WebhookAttemptRecord) (
 		attempt AS (
 			INSERT INTO webhook_attempts (id, org_id, delivery_id, attempt, manual, started_at, duration_ms, status_code, error, response_excerpt,
 				transformation_version)
-			SELECT $3::uuid, $1::uuid, $2::uuid, $4::int, $5::bool, $6::timestamptz, $7::bigint, $8::int, $9::text, $10::text, $11::int FROM s
-			ON CONFLICT (org_id, delivery_id, attempt) DO UPDATE SET
-				manual = EXCLUDED.manual, started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms,
-				status_code = EXCLUDED.status_code, error = EXCLUDED.error, response_excerpt = EXCLUDED.response_excerpt,
-				transformation_version = EXCLUDED.transformation_version),
+			SELECT $3::uuid, $1::uuid, $2::uuid, $4::int, $5::bool, $6::timestamptz, $7::bigint, $8::int, $9::text, $10::text, $11::int FROM s`+attemptAgain+`),
 		delivery AS (
 			UPDATE webhook_deliveries w
 			SET attempts = greatest(attempts, $4), status = 'succeeded', last_status_code = $8, last_error = $9,
