@@ -36,11 +36,13 @@ var soakBounds = map[string]struct{ limit, floor float64 }{
 	famGoroutines: {0.05, 10}, // goroutines (threads for a process without metrics)
 	famFiles:      {0.05, 5},
 	famConns:      {0.05, 2},
+	famHeld:       {0.05, 2},
 	famP99:        {0.20, 50}, // ms: a shared machine's scheduling alone moves a p99 by tens of ms
 }
 
-// judge compares, for every series but the p50s and the writes' p99
-// (plotted, not judged), the
+// judge compares, for every series but the p50s, the writes' p99 and the
+// open connections of a process with pools (plotted, not judged: its
+// held connections are), the
 // mean of the first tenth of the judged window (at least two samples) with
 // the mean of its last tenth: with a sample every 10 s, the first and last
 // two minutes of a 20-minute window. Means of a few samples, not single
@@ -62,6 +64,9 @@ func judge(samples []SoakSample, from time.Duration) []Judgement {
 		b, ok := soakBounds[fam]
 		if !ok || (fam == famP99 && what == "write") {
 			continue // the writes, one every few seconds, are too few for a p99: plotted only
+		}
+		if _, pooled := samples[0].Values[famHeld+"/"+what]; fam == famConns && pooled {
+			continue // a pool's idle connections are not a leak: its held ones are judged
 		}
 		j := Judgement{Series: key, Start: meanOf(w[:edge], key), End: meanOf(w[len(w)-edge:], key), Limit: b.limit, Floor: b.floor}
 		if math.IsNaN(j.Start) || math.IsNaN(j.End) {

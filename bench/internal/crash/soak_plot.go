@@ -19,7 +19,7 @@ var plotFamilies = []struct {
 	{"rss.svg", "Resident memory (VmRSS)", "MiB", []string{famRSS}},
 	{"goroutines.svg", "Goroutines", "goroutines", []string{famGoroutines}},
 	{"open-files.svg", "Open files (/proc/<pid>/fd)", "files", []string{famFiles}},
-	{"db-connections.svg", "Postgres connections (pg_stat_activity)", "connections", []string{famConns}},
+	{"db-connections.svg", "Postgres connections: open (pg_stat_activity) and held, not idle in a pool (dashed)", "connections", []string{famConns, famHeld}},
 	{"latency.svg", "Latency, p50 (dashed) and p99 of each 10 s window", "ms", []string{famP99, famP50}},
 }
 
@@ -87,12 +87,13 @@ func plot(title, unit string, fams []string, samples []SoakSample, judgedFrom ti
 		left, left+pw, top+ph, top+ph, left, left, top, top+ph)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">minutes from the load's start</text>`+"\n", left+pw/2, h-8)
 	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+ph/2, html.EscapeString(unit))
+	colourOf := map[string]int{} // a process or a request kind: one colour in every family
 	for i, l := range lines {
-		colour := plotColours[i%len(plotColours)]
-		if len(fams) > 1 {
-			_, kind, _ := strings.Cut(l.name, "/")
-			colour = plotColours[strings.Index("postreadwrite", kind)%len(plotColours)]
+		_, what, _ := strings.Cut(l.name, "/")
+		if _, ok := colourOf[what]; !ok {
+			colourOf[what] = len(colourOf)
 		}
+		colour := plotColours[colourOf[what]%len(plotColours)]
 		var pts []string
 		for _, s := range samples {
 			if v, ok := s.Values[l.name]; ok && !math.IsNaN(v) {

@@ -21,6 +21,7 @@ const (
 	famGoroutines = "goroutines"
 	famFiles      = "open_files"
 	famConns      = "db_conns"
+	famHeld       = "db_held"
 	famP50        = "p50_ms"
 	famP99        = "p99_ms"
 )
@@ -39,6 +40,9 @@ func (s SoakSample) line(procs []soakProc) string {
 	for _, p := range procs {
 		fmt.Fprintf(&b, " | %s %.0fMiB %.0fg %.0ffd %.0fdb", p.name, s.Values[famRSS+"/"+p.name], s.Values[famGoroutines+"/"+p.name],
 			s.Values[famFiles+"/"+p.name], s.Values[famConns+"/"+p.name])
+		if h, ok := s.Values[famHeld+"/"+p.name]; ok {
+			fmt.Fprintf(&b, " (%.0f held)", h)
+		}
 	}
 	fmt.Fprintf(&b, " | post p99 %.0fms, read p99 %.0fms", s.Values[famP99+"/post"], s.Values[famP99+"/read"])
 	return b.String()
@@ -68,7 +72,7 @@ func (m *sampler) sample(ctx context.Context, at time.Duration) SoakSample {
 		v[famRSS+"/"+p.name] = status["VmRSS"] / 1024
 		g := math.NaN()
 		if p.metricsURL != "" {
-			g = m.goroutines(ctx, p.metricsURL)
+			g, _ = m.scrape(ctx, p.metricsURL)
 		}
 		if math.IsNaN(g) && p.name == "temporal" {
 			g = status["Threads"] // no metrics: its threads, named so in docs/operations.md
@@ -89,10 +93,68 @@ func (m *sampler) sample(ctx context.Context, at time.Duration) SoakSample {
 			v[famConns+"/"+p.name] = 0
 		}
 	}
+	for k, h := range m.held(ctx) {
+		v[famHeld+"/"+k] = h
+	}
 	for kind, w := range m.load.window() {
 		v[famP50+"/"+kind], v[famP99+"/"+kind] = quantileMs(w, 0.5), quantileMs(w, 0.99)
 	}
 	return SoakSample{At: at, Values: v}
+}
+
+// heldReadings is how many times held reads the connections, heldEvery
+// apart.
+const (
+	heldReadings = 5
+	heldEvery    = 100 * time.Millisecond
+)
+
+// held reads, for each commerce process, its connections held: open and
+// not idle in its pools (in use, or kept outside them), and for the
+// service's database in all (service-db). A pool that grew in a burst
+// keeps its new connections idle (pgxpool closes them after half an hour
+// idle), which is not a leak; a leak holds them. It reads heldReadings
+// times, heldEvery apart, and keeps the least of each: a statement in
+// flight at one reading is not a connection held, and a leaked one is
+// held at every reading. NaN where no reading could be made.
+func (m *sampler) held(ctx context.Context) map[string]float64 {
+	out := map[string]float64{"service-db": math.NaN()}
+	for _, p := range m.procs {
+		if p.name != "temporal" && p.metricsURL != "" {
+			out[p.name] = math.NaN()
+		}
+	}
+	least := func(k string, v float64) {
+		if !math.IsNaN(v) && (math.IsNaN(out[k]) || v < out[k]) {
+			out[k] = v
+		}
+	}
+	for i := range heldReadings {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return out
+			case <-time.After(heldEvery):
+			}
+		}
+		idle := map[string]float64{}
+		for _, p := range m.procs {
+			if _, ok := out[p.name]; ok {
+				_, idle[p.name] = m.scrape(ctx, p.metricsURL)
+			}
+		}
+		conns, err := m.conns(ctx)
+		if err != nil {
+			continue
+		}
+		all := 0.0
+		for name, in := range idle {
+			least(name, float64(conns[name])-in)
+			all += in // NaN when one process could not be read
+		}
+		least("service-db", float64(conns["service-db"])-all)
+	}
+	return out
 }
 
 // procStatus is /proc/<pid>/status's numeric fields (kB for sizes).
@@ -116,35 +178,46 @@ func procStatus(pid int) map[string]float64 {
 	return out
 }
 
-// goroutines reads go_goroutines from a commerce process's /metrics, or
-// num_goroutines (the Temporal server's gauge, one per service in the
-// process: the largest) from the Temporal server's.
-func (m *sampler) goroutines(ctx context.Context, base string) float64 {
+// scrape reads, from a process's /metrics, its goroutines (go_goroutines
+// of a commerce process; the Temporal server's num_goroutines, one per
+// service in the process: the largest) and the connections idle in its
+// database pools (commerce_db_pool_idle_connections, every pool's).
+func (m *sampler) scrape(ctx context.Context, base string) (goroutines, idle float64) {
+	goroutines, idle = math.NaN(), math.NaN()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
-		return math.NaN()
+		return goroutines, idle
 	}
 	resp, err := m.hc.Do(req)
 	if err != nil {
-		return math.NaN()
+		return goroutines, idle
 	}
 	defer resp.Body.Close()
-	g := math.NaN()
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		name, _, _ := strings.Cut(line, " ")
 		name, _, _ = strings.Cut(name, "{")
-		if name != "go_goroutines" && name != "num_goroutines" {
+		if name != "go_goroutines" && name != "num_goroutines" && name != "commerce_db_pool_idle_connections" {
 			continue
 		}
 		f := strings.Fields(line)
-		if n, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && (math.IsNaN(g) || n > g) {
-			g = n
+		n, err := strconv.ParseFloat(f[len(f)-1], 64)
+		switch {
+		case err != nil:
+		case name == "commerce_db_pool_idle_connections" && math.IsNaN(idle):
+			idle = n
+		case name == "commerce_db_pool_idle_connections":
+			idle += n
+		case math.IsNaN(goroutines) || n > goroutines:
+			goroutines = n
 		}
 	}
-	return g
+	if sc.Err() != nil {
+		return math.NaN(), math.NaN()
+	}
+	return goroutines, idle
 }
 
 // conns counts the Postgres connections to the run's databases by the
