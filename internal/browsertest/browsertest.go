@@ -10,8 +10,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +69,7 @@ type Tab struct {
 	// shots is where Screenshot saves ("" for nowhere).
 	shots string
 	axeJS string
+	dir   string // the browser's profile and temporary files, removed with the tab
 }
 
 // New returns a tab factory for the console at base; root is the
@@ -81,12 +84,29 @@ func New(t *testing.T, base, root string) func() *Tab {
 		shots = filepath.Join(root, shots)
 	}
 	return func() *Tab {
+		// The browser's profile and its temporary files (TMPDIR: its
+		// singleton socket) go in a directory of the tab's, removed once
+		// the browser has ended (cleanups run last registered first).
+		dir, err := os.MkdirTemp("", "browser-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The browser leads a process group of its own, so that its
+		// helpers, which outlive it by a moment, can be ended with it.
+		var browser *exec.Cmd
+		t.Cleanup(func() { endAndRemove(t, browser, dir) })
 		opts := append(chromedp.DefaultExecAllocatorOptions[:],
 			chromedp.ExecPath(path),
 			chromedp.NoSandbox,
 			chromedp.WindowSize(1366, 900),
 			chromedp.Flag("disable-dev-shm-usage", true),
 			chromedp.Flag("lang", "en-GB"),
+			chromedp.UserDataDir(filepath.Join(dir, "profile")),
+			chromedp.Env("TMPDIR="+dir),
+			chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+				browser = cmd
+			}),
 		)
 		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		t.Cleanup(cancelAlloc)
@@ -98,8 +118,26 @@ func New(t *testing.T, base, root string) func() *Tab {
 		if err := chromedp.Run(ctx, emulation.SetTimezoneOverride("Europe/London")); err != nil {
 			t.Fatalf("starting Chromium (%s): %v", path, err)
 		}
-		return &Tab{T: t, Ctx: ctx, Base: base, shots: shots, axeJS: axeJS}
+		return &Tab{T: t, Ctx: ctx, Base: base, shots: shots, axeJS: axeJS, dir: dir}
 	}
+}
+
+// endAndRemove ends what is left of the browser's process group (its
+// helpers: the network service, the cache) once the browser itself has
+// ended, and removes dir, the browser's. It says so in the log if dir
+// could not be removed.
+func endAndRemove(t *testing.T, browser *exec.Cmd, dir string) {
+	if browser != nil && browser.Process != nil {
+		_ = syscall.Kill(-browser.Process.Pid, syscall.SIGKILL)
+	}
+	var err error
+	for range 20 { // a helper being ended may still write for a moment
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the browser's directory %s not removed: %v", dir, err)
 }
 
 // Phone gives the tab a phone's screen, width by height CSS pixels.
