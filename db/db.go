@@ -166,8 +166,8 @@ func (d *DB) Close() {
 // Pool exposes the pool for the few callers (tests, benchmarks) that need it.
 func (d *DB) Pool() *pgxpool.Pool { return d.pool }
 
-// RatePool exposes the rate-limit pool's statistics, for its metrics.
-func (d *DB) RatePool() *pgxpool.Stat { return d.rate.Stat() }
+// RateStat is the rate-limit pool's statistics, for its metrics.
+func (d *DB) RateStat() *pgxpool.Stat { return d.rate.Stat() }
 
 // PoolSizes are the most connections the main and the rate-limit pool open.
 func (d *DB) PoolSizes() (main, rate int32) {

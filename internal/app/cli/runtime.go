@@ -130,7 +130,7 @@ func (rt *Runtime) APIHandler() (handler, series http.Handler, err error) {
 			Sealer: rt.sealer, Targets: targets}))
 	}
 	metrics.Pool("api", rt.DB.Pool().Stat)
-	metrics.Pool("api-rate", rt.DB.RatePool)
+	metrics.Pool("api-rate", rt.DB.RateStat)
 	return s.Handler(), s.Metrics(), nil
 }
 
