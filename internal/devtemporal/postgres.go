@@ -91,6 +91,12 @@ func (p Postgres) validate() error {
 	return nil
 }
 
+// PostgresPlugin is the server's SQL plugin for a Postgres store: its pgx
+// driver, which prepares a statement once per connection, where lib/pq's
+// plugin (postgres12) has Postgres parse and plan it on every call. The
+// Temporal server of docker-compose.yml runs the same one.
+const PostgresPlugin = postgresplugin.PluginNamePGX
+
 // sql is the server's connection configuration for one of the databases.
 func (p Postgres) sql(database string) *config.SQL {
 	attrs := map[string]string{}
@@ -102,7 +108,7 @@ func (p Postgres) sql(database string) *config.SQL {
 		maxConns = 5
 	}
 	return &config.SQL{
-		PluginName:        postgresplugin.PluginName,
+		PluginName:        PostgresPlugin,
 		ConnectAddr:       p.Addr,
 		ConnectProtocol:   "tcp",
 		User:              p.User,

@@ -209,6 +209,11 @@ func checkComposeTemporal(t *testing.T, cf composeFile, raw []byte) {
 	if want := `temporal workflow count --namespace "$$NAMESPACE" --query "` + workflows.UsableQuery() + `"`; !strings.Contains(setup, want) {
 		t.Errorf("temporal-setup does not wait until the server takes the attributes (%s)", want)
 	}
+	// The server talks to Postgres through the plugin the embedded
+	// Postgres store (and so the end-to-end tests on it) runs.
+	if db := cf.Services["temporal"].Environment["DB"]; db != devtemporal.PostgresPlugin {
+		t.Errorf("temporal: DB is %q; the embedded Postgres store runs %q", db, devtemporal.PostgresPlugin)
+	}
 	// Said explicitly: the server will require it to start without an
 	// authorizer.
 	if cf.Services["temporal"].Environment["TEMPORAL_ALLOW_NO_AUTH"] != "true" {
