@@ -71,6 +71,9 @@ type Result struct {
 	CPU     CPU
 	CPUFor  time.Duration
 	IdleCPU CPU
+	// Visibility is the Temporal server's visibility-store requests over
+	// the burst, by operation (Options.TemporalMetrics).
+	Visibility map[string]float64
 
 	Problems []string
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/commerce-integration/commerce/internal/devtemporal"
 )
 
 // clockTick is the unit of /proc/<pid>/stat's CPU times on Linux.
@@ -199,10 +201,17 @@ var cpuKinds = []string{"api", "worker", "temporal", "pg/service", "pg/temporal"
 // then costs no more per delivery than a quick one.
 func SplitCPU(ctx context.Context, o Options, n int) error {
 	o.Runs, o.Faults, o.Idle = 1, []Fault{}, SplitIdle
+	ports, err := devtemporal.FreePorts("127.0.0.1", 1)
+	if err != nil {
+		return err
+	}
+	o.TemporalMetrics = "http://127.0.0.1:" + strconv.Itoa(ports[0]) + "/metrics"
+	o.TemporalEnv = append(slices.Clone(o.TemporalEnv), "PROMETHEUS_ENDPOINT=127.0.0.1:"+strconv.Itoa(ports[0]))
 	mixed, only := o, o
 	mixed.Posts, mixed.Deliveries = n, n
 	only.Posts, only.Deliveries = 1, n+1
 	var cpu, work [2]CPU
+	var vis [2]map[string]float64
 	for i, opts := range []Options{mixed, only} {
 		res, err := Run(ctx, opts)
 		if err != nil {
@@ -212,7 +221,7 @@ func SplitCPU(ctx context.Context, o Options, n int) error {
 			return fmt.Errorf("the run of %d posts and %d deliveries did not complete cleanly", opts.Posts, opts.Deliveries)
 		}
 		r := res[0]
-		cpu[i], work[i] = r.CPU, CPU{}
+		cpu[i], work[i], vis[i] = r.CPU, CPU{}, r.Visibility
 		fmt.Fprintf(o.Out, "\nrun %d, idle before its burst (CPU ms a second): ", i+1)
 		for _, kind := range cpuKinds {
 			work[i][kind] = max(0, r.CPU[kind]-time.Duration(float64(r.IdleCPU[kind])*r.CPUFor.Seconds()))
@@ -224,6 +233,8 @@ func SplitCPU(ctx context.Context, o Options, n int) error {
 	splitTable(o.Out, cpu, n)
 	fmt.Fprintf(o.Out, "\nThe same, less each process's idle CPU over its burst\n")
 	splitTable(o.Out, work, n)
+	fmt.Fprintf(o.Out, "\nThe Temporal server's visibility-store requests per post and per delivery, by operation (%s)\n", visibilityCounter)
+	splitCounts(o.Out, vis, n)
 	return nil
 }
 

@@ -79,6 +79,11 @@ type Options struct {
 	// nothing to do for Idle before the burst, then measures their CPU
 	// over another Idle (Result.IdleCPU).
 	Idle time.Duration
+	// TemporalMetrics, when set, is the Temporal server's Prometheus
+	// endpoint (its PROMETHEUS_ENDPOINT, in TemporalEnv too): the run
+	// counts its visibility-store requests over the burst
+	// (Result.Visibility).
+	TemporalMetrics string
 }
 
 // Fault is what a run breaks in the middle of its burst.
@@ -672,6 +677,13 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 			s.cpu.begin(p)
 		}
 	}
+	var visBefore map[string]float64
+	if s.opts.TemporalMetrics != "" {
+		var err error
+		if visBefore, err = scrapeCounter(ctx, s.opts.TemporalMetrics, visibilityCounter); err != nil {
+			return Result{}, err
+		}
+	}
 	s.sampleConnections(ctx)
 	if s.down != nil {
 		go s.sampleHeld(ctx)
@@ -802,6 +814,19 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 		}
 		cpuFor = time.Since(s.cpu.began)
 	}
+	var visibility map[string]float64
+	if visBefore != nil {
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-time.After(visibilitySettle):
+		}
+		after, err := scrapeCounter(ctx, s.opts.TemporalMetrics, visibilityCounter)
+		if err != nil {
+			return Result{}, err
+		}
+		visibility = counterDiff(visBefore, after)
+	}
 	res, err := s.check(ctx, answers)
 	if err != nil {
 		return Result{}, err
@@ -827,6 +852,7 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 	if s.cpu != nil {
 		res.CPU, res.CPUFor, res.IdleCPU = s.cpu.close(), cpuFor, idle
 	}
+	res.Visibility = visibility
 	s.keepLogs = res.Failed() || slices.ContainsFunc(faults, func(f FaultResult) bool {
 		return f.Outage != nil && len(f.Outage.Problems(f.Fault)) > 0
 	})
