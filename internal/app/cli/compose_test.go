@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"errors"
 	"net/url"
 	"os"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/server/common/dynamicconfig"
 	"gopkg.in/yaml.v3"
 
 	"github.com/commerce-integration/commerce/db"
@@ -229,6 +231,12 @@ func checkComposeTemporal(t *testing.T, cf composeFile, raw []byte) {
 			var values map[string]any
 			if err := yaml.Unmarshal([]byte(cf.Configs[c.Source].Content), &values); err != nil {
 				t.Errorf("dynamic config %s: %v", c.Source, err)
+			}
+			// The server's own loader takes every key and value: a key it
+			// does not know (a typo) it would only log, and ignore.
+			loaded := dynamicconfig.LoadYamlFile([]byte(cf.Configs[c.Source].Content))
+			if err := errors.Join(append(loaded.Errors, loaded.Warnings...)...); err != nil {
+				t.Errorf("dynamic config %s, as the server loads it: %v", c.Source, err)
 			}
 			for key := range values {
 				if slices.Contains(devOnlyDynamicConfig, key) {
