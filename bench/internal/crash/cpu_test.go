@@ -3,6 +3,7 @@ package crash
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -83,7 +84,7 @@ func TestVisibilityCountsAreScrapedByOperationAndSplit(t *testing.T) {
 		}
 	}
 	served = "nothing here\n"
-	if _, err := scrapeCounter(context.Background(), srv.URL, visibilityCounter); err == nil {
-		t.Error("a page without the counter was read as zero requests")
+	if m, err := scrapeCounter(context.Background(), srv.URL, visibilityCounter); !errors.Is(err, errNoCounter) || len(m) != 0 {
+		t.Errorf("a page without the counter: %v, %v; want errNoCounter and nothing counted", m, err)
 	}
 }

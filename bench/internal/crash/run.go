@@ -680,7 +680,8 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 	var visBefore map[string]float64
 	if s.opts.TemporalMetrics != "" {
 		var err error
-		if visBefore, err = scrapeCounter(ctx, s.opts.TemporalMetrics, visibilityCounter); err != nil {
+		// None yet is none: the server counts an operation from its first.
+		if visBefore, err = scrapeCounter(ctx, s.opts.TemporalMetrics, visibilityCounter); err != nil && !errors.Is(err, errNoCounter) {
 			return Result{}, err
 		}
 	}

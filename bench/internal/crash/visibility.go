@@ -3,6 +3,7 @@ package crash
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -57,10 +58,15 @@ func scrapeCounter(ctx context.Context, url, name string) (map[string]float64, e
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no %s counter", url, name)
+		return out, fmt.Errorf("%s: %w %s", url, errNoCounter, name)
 	}
 	return out, nil
 }
+
+// errNoCounter is scrapeCounter's error for a page without the counter: a
+// server that has not yet made a request of the kind counted, or the
+// wrong endpoint.
+var errNoCounter = errors.New("no counter")
 
 // promLabel is the value of label name in a Prometheus text line.
 func promLabel(line, name string) string {
