@@ -13,14 +13,21 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
+// The waits below ask by run ID after their first call: asked by workflow
+// ID alone, the server looks up the current run in persistence
+// (GetCurrentExecution) on every call, and the polls would count among
+// the items' requests.
+
 // closed waits until workflowID's run has closed.
 func closed(ctx context.Context, c client.Client, workflowID string) error {
 	deadline := time.Now().Add(2 * time.Minute)
+	runID := ""
 	for time.Now().Before(deadline) {
-		d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+		d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
 		if err != nil {
 			return err
 		}
+		runID = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return nil
 		}
@@ -35,12 +42,14 @@ func closed(ctx context.Context, c client.Client, workflowID string) error {
 func settled(ctx context.Context, c client.Client, workflowID string) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	last, same := int64(-1), 0
+	runID := ""
 	for time.Now().Before(deadline) {
-		d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+		d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
 		if err != nil {
 			return err
 		}
 		info := d.GetWorkflowExecutionInfo()
+		runID = info.GetExecution().GetRunId()
 		if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return nil
 		}
