@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commerce-integration/commerce/bench/internal/harness"
 )
 
 // The split solves the two runs (n posts with n deliveries; one post with
@@ -57,7 +59,7 @@ func TestVisibilityCountsAreScrapedByOperationAndSplit(t *testing.T) {
 	defer srv.Close()
 	scrape := func(started, closed float64) map[string]float64 {
 		served = page(started, closed)
-		m, err := scrapeCounter(context.Background(), srv.URL, visibilityCounter)
+		m, err := harness.ScrapeCounter(context.Background(), srv.URL, visibilityCounter)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,8 +72,8 @@ func TestVisibilityCountsAreScrapedByOperationAndSplit(t *testing.T) {
 	// Run one: n posts (a close each) with n deliveries (a start and a
 	// close each); run two: one post and n+1 deliveries.
 	runs := [2]map[string]float64{
-		counterDiff(base, scrape(10+n, 20+2*n)),
-		counterDiff(base, scrape(10+(n+1), 20+1+(n+1))),
+		harness.CounterDiff(base, scrape(10+n, 20+2*n)),
+		harness.CounterDiff(base, scrape(10+(n+1), 20+1+(n+1))),
 	}
 	var out bytes.Buffer
 	splitCounts(&out, runs, n)
@@ -84,7 +86,7 @@ func TestVisibilityCountsAreScrapedByOperationAndSplit(t *testing.T) {
 		}
 	}
 	served = "nothing here\n"
-	if m, err := scrapeCounter(context.Background(), srv.URL, visibilityCounter); !errors.Is(err, errNoCounter) || len(m) != 0 {
-		t.Errorf("a page without the counter: %v, %v; want errNoCounter and nothing counted", m, err)
+	if m, err := harness.ScrapeCounter(context.Background(), srv.URL, visibilityCounter); !errors.Is(err, harness.ErrNoCounter) || len(m) != 0 {
+		t.Errorf("a page without the counter: %v, %v; want harness.ErrNoCounter and nothing counted", m, err)
 	}
 }

@@ -681,7 +681,7 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 	if s.opts.TemporalMetrics != "" {
 		var err error
 		// None yet is none: the server counts an operation from its first.
-		if visBefore, err = scrapeCounter(ctx, s.opts.TemporalMetrics, visibilityCounter); err != nil && !errors.Is(err, errNoCounter) {
+		if visBefore, err = harness.ScrapeCounter(ctx, s.opts.TemporalMetrics, visibilityCounter); err != nil && !errors.Is(err, harness.ErrNoCounter) {
 			return Result{}, err
 		}
 	}
@@ -822,11 +822,11 @@ func (s *setup) burst(ctx context.Context) (Result, error) {
 			return Result{}, ctx.Err()
 		case <-time.After(visibilitySettle):
 		}
-		after, err := scrapeCounter(ctx, s.opts.TemporalMetrics, visibilityCounter)
+		after, err := harness.ScrapeCounter(ctx, s.opts.TemporalMetrics, visibilityCounter)
 		if err != nil {
 			return Result{}, err
 		}
-		visibility = counterDiff(visBefore, after)
+		visibility = harness.CounterDiff(visBefore, after)
 	}
 	res, err := s.check(ctx, answers)
 	if err != nil {

@@ -1,12 +1,8 @@
 package temporalwork
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -89,62 +85,4 @@ func history(ctx context.Context, c client.Client, workflowID string) (Work, err
 		}
 	}
 	return w, nil
-}
-
-// scrape reads the server's persistence-request counters, summed by
-// operation over every other label.
-func scrape(ctx context.Context, url string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "persistence_requests{") && !strings.HasPrefix(line, "persistence_requests_total{") {
-			continue
-		}
-		op := label(line, "operation")
-		sp := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil || op == "" {
-			continue
-		}
-		out[op] += v
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no persistence_requests counter", url)
-	}
-	return out, sc.Err()
-}
-
-func label(line, name string) string {
-	i := strings.Index(line, name+`="`)
-	if i < 0 {
-		return ""
-	}
-	rest := line[i+len(name)+2:]
-	j := strings.IndexByte(rest, '"')
-	if j < 0 {
-		return ""
-	}
-	return rest[:j]
-}
-
-// diff is after less before, operations that did not move left out.
-func diff(before, after map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for op, v := range after {
-		if d := v - before[op]; d > 0 {
-			out[op] = d
-		}
-	}
-	return out
 }

@@ -144,16 +144,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	// The server's own background work, while nothing is asked of it.
 	res.IdleFor = 2 * time.Second
-	before, err := scrape(ctx, r.metrics)
+	before, err := harness.ScrapeCounter(ctx, r.metrics, "persistence_requests")
 	if err != nil {
 		return res, err
 	}
 	time.Sleep(res.IdleFor)
-	after, err := scrape(ctx, r.metrics)
+	after, err := harness.ScrapeCounter(ctx, r.metrics, "persistence_requests")
 	if err != nil {
 		return res, err
 	}
-	res.Idle = diff(before, after)
+	res.Idle = harness.CounterDiff(before, after)
 
 	parkedIDs := []string{}
 	for _, k := range []struct {
@@ -187,7 +187,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 // and counts their histories and the server's persistence requests meanwhile.
 func (r *run) batch(ctx context.Context, kind string, do func(context.Context) ([]string, error)) (Row, error) {
 	row := Row{Kind: kind}
-	before, err := scrape(ctx, r.metrics)
+	before, err := harness.ScrapeCounter(ctx, r.metrics, "persistence_requests")
 	if err != nil {
 		return row, err
 	}
@@ -203,11 +203,11 @@ func (r *run) batch(ctx context.Context, kind string, do func(context.Context) (
 	// The server's counters reach its /metrics when its metrics scope
 	// reports, every second.
 	time.Sleep(flush)
-	after, err := scrape(ctx, r.metrics)
+	after, err := harness.ScrapeCounter(ctx, r.metrics, "persistence_requests")
 	if err != nil {
 		return row, err
 	}
-	row.Work.Persistence = diff(before, after)
+	row.Work.Persistence = harness.CounterDiff(before, after)
 	for _, id := range ids {
 		w, err := history(ctx, r.tc, id)
 		if err != nil {
