@@ -30,9 +30,9 @@ type CacheLimits struct {
 }
 
 // DevCacheLimits are the embedded server's (commerce dev and the tests):
-// one history shard, in a process that also serves the API and runs the
-// worker. 2,000 workflows is over a minute and a half of posts at 18 a
-// second, and some 80 MB at the most.
+// one history shard (four on Postgres), in a process that also serves the
+// API and runs the worker. 2,000 workflows is over a minute and a half of
+// posts at 18 a second, and some 80 MB at the most.
 var DevCacheLimits = CacheLimits{HistoryEntries: 2000, HistoryTTL: 10 * time.Minute, EventsBytes: 4 << 20}
 
 // ServerCacheLimits are those of a Temporal server in a process of its own

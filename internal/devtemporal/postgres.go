@@ -1,6 +1,8 @@
 package devtemporal
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -10,7 +12,13 @@ import (
 
 	"go.temporal.io/server/common/config"
 	tlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	"go.temporal.io/server/common/persistence"
+	"go.temporal.io/server/common/persistence/serialization"
+	tsql "go.temporal.io/server/common/persistence/sql"
+	"go.temporal.io/server/common/persistence/sql/sqlplugin"
 	postgresplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
+	"go.temporal.io/server/common/resolver"
 	toolschema "go.temporal.io/server/tools/common/schema"
 	toolsql "go.temporal.io/server/tools/sql"
 )
@@ -130,24 +138,35 @@ const (
 	visibilitySchema  = "postgresql/v12/visibility"
 )
 
+// PostgresHistoryShards is the number of history shards of a Postgres
+// store's new cluster, as docker-compose.yml's server has
+// (NUM_HISTORY_SHARDS). The history service writes each shard's
+// workflows in turn; with four, the workflows of four shards are written
+// side by side, where Postgres takes concurrent writers (SQLite does not:
+// its store keeps one). A cluster's count is recorded when it is first
+// created and never changes, so a store made with another keeps its own.
+const PostgresHistoryShards = 4
+
 // setup creates the two databases when missing and brings each schema to the
 // version this server expects with the server's own schema tool, as
 // `temporal-sql-tool create-database`, `setup-schema -v 0.0` and
 // `update-schema` would: the first start applies every versioned step, a
-// later one finds the schema current and changes nothing.
-func (p Postgres) setup(logger tlog.Logger) error {
+// later one finds the schema current and changes nothing. It returns the
+// store's history shard count: the one its cluster was created with, or
+// PostgresHistoryShards for a store whose cluster is new.
+func (p Postgres) setup(logger tlog.Logger) (int32, error) {
 	if err := p.validate(); err != nil {
-		return err
+		return 0, err
 	}
 	for _, s := range []struct{ database, schema string }{
 		{p.Database, persistenceSchema},
 		{p.VisibilityDatabase, visibilitySchema},
 	} {
 		if err := toolsql.DoCreateDatabase(p.sql(s.database), maintenanceDB, logger); err != nil {
-			return fmt.Errorf("create database %s: %w", s.database, err)
+			return 0, fmt.Errorf("create database %s: %w", s.database, err)
 		}
 		if err := setupSchema(p.sql(s.database), s.schema, logger); err != nil {
-			return fmt.Errorf("schema of %s: %w", s.database, err)
+			return 0, fmt.Errorf("schema of %s: %w", s.database, err)
 		}
 	}
 	// The services of a previous run, which is over (the store is one
@@ -155,13 +174,40 @@ func (p Postgres) setup(logger tlog.Logger) error {
 	// would wait for them, and route to them, until it found them dead.
 	conn, err := toolsql.NewConnection(p.sql(p.Database), logger)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer conn.Close()
 	if err := conn.Exec("DELETE FROM cluster_membership"); err != nil {
-		return fmt.Errorf("clear the previous run's cluster membership: %w", err)
+		return 0, fmt.Errorf("clear the previous run's cluster membership: %w", err)
 	}
-	return nil
+	return p.historyShards(logger)
+}
+
+// historyShards is the shard count recorded in the store's cluster
+// metadata, or PostgresHistoryShards when none is recorded yet. The server
+// would take the recorded count over its configuration too, but would log
+// the difference as a warning on every start.
+func (p Postgres) historyShards(logger tlog.Logger) (int32, error) {
+	db, err := tsql.NewSQLDB(sqlplugin.DbKindMain, p.sql(p.Database), resolver.NewNoopResolver(), logger, metrics.NoopMetricsHandler)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = db.Close() }()
+	row, err := db.GetClusterMetadata(context.Background(), &sqlplugin.ClusterMetadataFilter{ClusterName: clusterName})
+	if errors.Is(err, sql.ErrNoRows) {
+		return PostgresHistoryShards, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the cluster metadata: %w", err)
+	}
+	md, err := serialization.NewSerializer().DeserializeClusterMetadata(persistence.NewDataBlob(row.Data, row.DataEncoding))
+	if err != nil {
+		return 0, fmt.Errorf("read the cluster metadata: %w", err)
+	}
+	if md.GetHistoryShardCount() <= 0 {
+		return PostgresHistoryShards, nil
+	}
+	return md.GetHistoryShardCount(), nil
 }
 
 func setupSchema(cfg *config.SQL, schemaName string, logger tlog.Logger) error {

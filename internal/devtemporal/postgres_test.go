@@ -17,6 +17,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	tlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	"go.temporal.io/server/common/persistence"
+	"go.temporal.io/server/common/persistence/serialization"
+	tsql "go.temporal.io/server/common/persistence/sql"
+	"go.temporal.io/server/common/persistence/sql/sqlplugin"
+	"go.temporal.io/server/common/resolver"
 	pgschema "go.temporal.io/server/schema/postgresql/v12"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -130,6 +137,12 @@ func startForTest(t *testing.T, cfg Config) (stop func(), c client.Client) {
 // schemaSteps counts the schema tool's recorded steps in a database.
 func schemaSteps(t *testing.T, store Postgres, database string) int {
 	t.Helper()
+	return countRows(t, store, database, "schema_update_history")
+}
+
+// countRows counts the rows of a table in one of the store's databases.
+func countRows(t *testing.T, store Postgres, database, table string) int {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", store.User, store.Addr, database))
 	if err != nil {
@@ -137,10 +150,45 @@ func schemaSteps(t *testing.T, store Postgres, database string) int {
 	}
 	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM schema_update_history").Scan(&n); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// recordShards rewrites the history shard count in the store's cluster
+// metadata, as a store created with that count would have it.
+func recordShards(t *testing.T, store Postgres, shards int32) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := tsql.NewSQLDB(sqlplugin.DbKindMain, store.sql(store.Database), resolver.NewNoopResolver(), tlog.NewNoopLogger(), metrics.NoopMetricsHandler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	row, err := db.GetClusterMetadata(ctx, &sqlplugin.ClusterMetadataFilter{ClusterName: clusterName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serialization.NewSerializer()
+	md, err := s.DeserializeClusterMetadata(persistence.NewDataBlob(row.Data, row.DataEncoding))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.HistoryShardCount = shards
+	blob, err := s.SerializeClusterMetadata(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", store.User, store.Addr, store.Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "UPDATE cluster_metadata_info SET data = $1, data_encoding = $2 WHERE cluster_name = $3",
+		blob.Data, blob.EncodingType.String(), clusterName); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
@@ -176,11 +224,16 @@ func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
 		t.Fatalf("first workflow returned %q", got)
 	}
 	findByRef(t, c, testNamespace, "SO-1", "first")
+	// A new cluster has PostgresHistoryShards shards, each owned (a row
+	// of its own) by the one history service.
+	if n := countRows(t, store, store.Database, "shards"); n != PostgresHistoryShards {
+		t.Fatalf("the new cluster has %d shards, want %d", n, PostgresHistoryShards)
+	}
 	stop()
 
 	// Second start: the same schemas, untouched, and the first start's
 	// workflow is still there.
-	_, c = start()
+	stop, c = start()
 	if n, m := schemaSteps(t, store, store.Database), schemaSteps(t, store, store.VisibilityDatabase); n != steps || m != visSteps {
 		t.Fatalf("the second start ran schema steps again: %d -> %d, %d -> %d", steps, n, visSteps, m)
 	}
@@ -199,6 +252,21 @@ func TestPostgresStoreStartsRestartsOnItsSchemaAndRunsWorkflows(t *testing.T) {
 		t.Fatalf("second workflow returned %q", got)
 	}
 	findByRef(t, c, testNamespace, "SO-2", "second")
+	if n := countRows(t, store, store.Database, "shards"); n != PostgresHistoryShards {
+		t.Fatalf("after a restart the cluster has %d shards, want %d", n, PostgresHistoryShards)
+	}
+	stop()
+
+	// A store whose cluster was created with another count (one, before
+	// PostgresHistoryShards) keeps it: the count is read from the store.
+	tlogger := tlog.NewNoopLogger()
+	if n, err := store.historyShards(tlogger); err != nil || n != PostgresHistoryShards {
+		t.Fatalf("the store records %d shards (%v), want %d", n, err, PostgresHistoryShards)
+	}
+	recordShards(t, store, 1)
+	if n, err := store.historyShards(tlogger); err != nil || n != 1 {
+		t.Fatalf("a store created with one shard is given %d (%v)", n, err)
+	}
 }
 
 func TestPostgresForNamesTheDatabasesBesideTheService(t *testing.T) {

@@ -31,6 +31,9 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
+// clusterName is the server's cluster, the only one.
+const clusterName = "active"
+
 // Config says where the server keeps its state and where it listens.
 type Config struct {
 	// DBFile is the SQLite file of the workflows' state; the visibility
@@ -105,14 +108,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	var persistence config.Persistence
 	var sqlCfg *config.SQL // where the namespace is registered
 	if cfg.Postgres != nil {
-		if err := cfg.Postgres.setup(tlogger); err != nil {
+		shards, err := cfg.Postgres.setup(tlogger)
+		if err != nil {
 			return nil, fmt.Errorf("temporal postgres schema: %w", err)
 		}
 		sqlCfg = cfg.Postgres.sql(cfg.Postgres.Database)
 		persistence = config.Persistence{
 			DefaultStore:     "postgres",
 			VisibilityStore:  "postgres-visibility",
-			NumHistoryShards: 1,
+			NumHistoryShards: shards,
 			DataStores: map[string]config.DataStore{
 				"postgres":            {SQL: sqlCfg},
 				"postgres-visibility": {SQL: cfg.Postgres.sql(cfg.Postgres.VisibilityDatabase)},
@@ -129,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// it serves the Postgres store as well. The search attributes take
 	// columns of the SQL visibility schema as the namespace's aliases. A
 	// namespace that exists is left as it is.
-	ns, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, cfg.SearchAttributes)
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, cfg.Namespace, false, cfg.SearchAttributes)
 	if err != nil {
 		return nil, err
 	}
@@ -164,10 +168,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
 			FailoverVersionIncrement: 10,
-			MasterClusterName:        "active",
-			CurrentClusterName:       "active",
+			MasterClusterName:        clusterName,
+			CurrentClusterName:       clusterName,
 			ClusterInformation: map[string]cluster.ClusterInformation{
-				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
 			},
 		},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
