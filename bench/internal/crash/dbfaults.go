@@ -102,7 +102,8 @@ type Probe struct {
 
 // Problems lists what the outage's checks found wrong for fault f: with
 // Postgres away, anything but 503 with Retry-After, or a replica ready;
-// otherwise, a failed request or a replica not ready; in both, the first
+// otherwise, a failed request (but for the 409 that post 0's repeat is
+// owed while post 0 has no answer) or a replica not ready; in both, the first
 // completion later than FirstAfterMax after the heal.
 func (o *Outage) Problems(f Fault) []string {
 	var p []string
